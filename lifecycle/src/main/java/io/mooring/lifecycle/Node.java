@@ -130,6 +130,10 @@ final class Node {
 
     void unpin() {
         long after = (long) PIN_WORD.getAndAdd(this, -PIN) - PIN;
+        if (after < 0) {
+            PIN_WORD.getAndAdd(this, PIN);
+            throw new IllegalStateException("release of " + name() + " without a matching retain");
+        }
         if (after == CLOSED) {
             // Last pin of a closed node: destroy it now. The data path does not throw for a failed destroy;
             // the failure is reported through the listeners and ResourceGraph.failures().

@@ -106,6 +106,22 @@ public final class Resource implements AutoCloseable {
     }
 
     /**
+     * The allocation-free form of {@link #pin()}, for data paths that keep their holds in preallocated slots
+     * (e.g. the memory regions of an in-flight work request). Every successful call must be matched by exactly
+     * one {@link #release()}.
+     *
+     * @throws ResourceClosedException if the handle is closed
+     */
+    public void retain() {
+        node.pin();
+    }
+
+    /** Releases a hold taken by {@link #retain()}; destroys the resource if it was closed and this was its last hold. */
+    public void release() {
+        node.unpin();
+    }
+
+    /**
      * Attaches a child that depends on this resource only. See {@link ResourceGraph#create} for the contract.
      */
     public Resource createChild(String kind, String description, DestroyAction onDestroy) {

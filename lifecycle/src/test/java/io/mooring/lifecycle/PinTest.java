@@ -72,4 +72,28 @@ class PinTest {
         assertEquals("qp", log.order().getFirst());
         assertEquals(3, log.order().size());
     }
+
+    @Test
+    void retainAndReleaseAreThePinWithoutTheObject() {
+        var graph = ResourceGraph.create();
+        Resource mr = graph.create("mr", "", log.action("mr"));
+        mr.retain();
+        mr.retain();
+        mr.close();
+        assertThrows(ResourceClosedException.class, mr::retain);
+        mr.release();
+        assertTrue(log.order().isEmpty());
+        mr.release();
+        assertEquals(List.of("mr"), log.order());
+    }
+
+    @Test
+    void aReleaseWithoutRetainIsRefusedAndCorruptsNothing() {
+        var graph = ResourceGraph.create();
+        Resource mr = graph.create("mr", "", log.action("mr"));
+        var e = assertThrows(IllegalStateException.class, mr::release);
+        assertTrue(e.getMessage().contains("release of mr#" + mr.id() + " without a matching retain"), e.getMessage());
+        mr.close();
+        assertEquals(List.of("mr"), log.order());
+    }
 }
