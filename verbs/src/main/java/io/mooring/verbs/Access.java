@@ -1,0 +1,61 @@
+package io.mooring.verbs;
+
+import java.util.EnumSet;
+import java.util.Set;
+
+/** Access rights of a memory region, window or queue pair ({@code enum ibv_access_flags}). */
+public enum Access {
+    /** The local NIC may write into it (receive buffers, READ and atomic results). */
+    LOCAL_WRITE(1),
+    /** Peers may RDMA WRITE into it. Requires LOCAL_WRITE. */
+    REMOTE_WRITE(1 << 1),
+    /** Peers may RDMA READ from it. */
+    REMOTE_READ(1 << 2),
+    /** Peers may run atomics on it. Requires LOCAL_WRITE. */
+    REMOTE_ATOMIC(1 << 3),
+    /** Memory windows may be bound to (a range of) it. */
+    MW_BIND(1 << 4);
+
+    private final int bit;
+
+    Access(int bit) {
+        this.bit = bit;
+    }
+
+    /** The verbs bit ({@code IBV_ACCESS_*}). */
+    public int bit() {
+        return bit;
+    }
+
+    /** The verbs bit mask of {@code rights}. */
+    public static int mask(Set<Access> rights) {
+        int m = 0;
+        for (Access a : rights) m |= a.bit;
+        return m;
+    }
+
+    /** The rights in a verbs bit mask (unknown bits are ignored). */
+    public static Set<Access> of(int mask) {
+        EnumSet<Access> rights = EnumSet.noneOf(Access.class);
+        for (Access a : values()) if ((mask & a.bit) != 0) rights.add(a);
+        return rights;
+    }
+
+    /** Whether {@code mask} contains every bit of {@code required}. */
+    static boolean covers(int mask, int required) {
+        return (mask & required) == required;
+    }
+
+    /**
+     * Checks the rule rdma-core enforces with EINVAL: a region peers may write or run atomics on must also be
+     * locally writable.
+     *
+     * @throws IllegalArgumentException naming the missing right
+     */
+    static void requireConsistent(Set<Access> rights, String what) {
+        if ((rights.contains(REMOTE_WRITE) || rights.contains(REMOTE_ATOMIC)) && !rights.contains(LOCAL_WRITE)) {
+            throw new IllegalArgumentException(what + " with " + rights + " also needs LOCAL_WRITE:"
+                    + " the NIC must be allowed to write what peers write (ibv_reg_mr would fail with EINVAL)");
+        }
+    }
+}

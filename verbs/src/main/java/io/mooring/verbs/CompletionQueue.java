@@ -1,0 +1,106 @@
+package io.mooring.verbs;
+
+import io.mooring.lifecycle.Resource;
+import io.mooring.verbs.spi.CqOps;
+import java.time.Duration;
+import java.util.function.Consumer;
+
+/**
+ * A completion queue ({@code struct ibv_cq}) with its completion channel. Poll it yourself
+ * ({@link #poll}, {@link #poll(WorkCompletion[], Duration)}) or let a {@link CompletionDispatcher} do it;
+ * either way, completions of requests posted with {@code postAsync} complete their futures instead of being
+ * returned.
+ */
+public final class CompletionQueue implements AutoCloseable {
+    private final DeviceContext context;
+    private final Resource resource;
+    private final CompletionRouter router;
+    private final int capacity;
+    private final DispatcherSlot dispatcher;
+
+    /** The running dispatcher, if any; outside the handle so the CQ's destroy action can stop it. */
+    static final class DispatcherSlot {
+        volatile CompletionDispatcher running;
+
+        void stop() {
+            CompletionDispatcher d = running;
+            if (d != null) d.close();
+        }
+    }
+
+    CompletionQueue(DeviceContext context, CqOps ops, Resource resource, int capacity, DispatcherSlot dispatcher) {
+        this.context = context;
+        this.resource = resource;
+        this.router = new CompletionRouter(ops, resource.info().name());
+        this.capacity = capacity;
+        this.dispatcher = dispatcher;
+    }
+
+    public DeviceContext context() {
+        return context;
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    /**
+     * Moves up to {@code into.length} completions into the caller's instances; returns how many. Never blocks.
+     *
+     * @throws IllegalStateException if a dispatcher polls this CQ
+     */
+    public int poll(WorkCompletion[] into) {
+        checkPollable();
+        return router.poll(into);
+    }
+
+    /**
+     * Like {@link #poll(WorkCompletion[])}, but if nothing is there waits up to {@code timeout} for a completion
+     * event (no spinning); returns 0 if none came.
+     */
+    public int poll(WorkCompletion[] into, Duration timeout) throws InterruptedException {
+        checkPollable();
+        return router.pollWaiting(into, timeout.toNanos());
+    }
+
+    private void checkPollable() {
+        resource.checkOpen();
+        if (dispatcher.running != null) {
+            throw new IllegalStateException(this + " is polled by its dispatcher; stop it before polling by hand");
+        }
+    }
+
+    /**
+     * Starts a thread that polls this CQ, completing futures and handing every other completion to
+     * {@code handler} (on the dispatcher thread). It stops when closed or when the CQ is destroyed.
+     *
+     * @throws IllegalStateException if one is already running
+     */
+    public synchronized CompletionDispatcher startDispatcher(CompletionDispatcher.Mode mode,
+                                                             Consumer<WorkCompletion> handler) {
+        resource.checkOpen();
+        if (dispatcher.running != null) throw new IllegalStateException(this + " already has a dispatcher");
+        CompletionDispatcher d = new CompletionDispatcher(router, mode, handler, dispatcher);
+        dispatcher.running = d;
+        d.start();
+        return d;
+    }
+
+    CompletionRouter router() {
+        return router;
+    }
+
+    public Resource resource() {
+        return resource;
+    }
+
+    @Override
+    public void close() {
+        resource.close();
+    }
+
+    @Override
+    public String toString() {
+        return resource.info().name();
+    }
+}

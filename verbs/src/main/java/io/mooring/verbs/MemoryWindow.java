@@ -1,0 +1,130 @@
+package io.mooring.verbs;
+
+import io.mooring.lifecycle.Resource;
+import io.mooring.verbs.spi.MwOps;
+import java.util.Map;
+
+/**
+ * A memory window ({@code struct ibv_mw}): a second, narrower rkey over part of a region, which can be bound
+ * and revoked without re-registering. Bind it with {@link WorkRequest#bind}; revoke a type 2 window with
+ * {@link WorkRequest#invalidate}. While bound, the region under it stays registered.
+ */
+public final class MemoryWindow implements AutoCloseable {
+    private final ProtectionDomain pd;
+    private final MwOps ops;
+    private final Resource resource;
+    private final MwType type;
+    private final State state;
+
+    /**
+     * The window's key and binding, kept apart from the handle so that completions and the destroy action can
+     * update it without keeping the handle reachable.
+     */
+    static final class State {
+        private final Map<Integer, State> boundByRkey;
+        private int rkey;              // guarded by this
+        private MemoryRegion boundTo;  // guarded by this; retained while bound
+
+        State(Map<Integer, State> boundByRkey) {
+            this.boundByRkey = boundByRkey;
+        }
+
+        synchronized void initialKey(int key) {
+            rkey = key;
+        }
+
+        synchronized int rkey() {
+            return rkey;
+        }
+
+        synchronized boolean isBound() {
+            return boundTo != null;
+        }
+
+        /**
+         * A bind completed: the window now reaches {@code region} through {@code key}. Adopts a hold on the
+         * region taken when the bind was posted (the region may have been closed since; it must stay
+         * registered while the window reaches it).
+         */
+        synchronized void bound(int key, MemoryRegion region) {
+            unbindLocked();
+            rkey = key;
+            boundTo = region;
+            boundByRkey.put(key, this);
+        }
+
+        /** A LOCAL_INV of {@code key} completed. */
+        synchronized void invalidated(int key) {
+            if (key == rkey) unbindLocked();
+        }
+
+        /** The window was deallocated: the NIC no longer reaches the region through it. */
+        synchronized void deallocated() {
+            unbindLocked();
+        }
+
+        private void unbindLocked() {
+            if (boundTo == null) return;
+            boundByRkey.remove(rkey, this);
+            MemoryRegion region = boundTo;
+            boundTo = null;
+            region.resource().release();
+        }
+    }
+
+    MemoryWindow(ProtectionDomain pd, MwOps ops, Resource resource, MwType type, State state) {
+        this.pd = pd;
+        this.ops = ops;
+        this.resource = resource;
+        this.type = type;
+        this.state = state;
+    }
+
+    public ProtectionDomain pd() {
+        return pd;
+    }
+
+    public MwType type() {
+        return type;
+    }
+
+    /** The current rkey: the one of the last completed bind (a type 2 window gets a new one per bind). */
+    public int rkey() {
+        resource.checkOpen();
+        return state.rkey();
+    }
+
+    /** Whether a bind completed and no invalidate has since. */
+    public boolean isBound() {
+        return state.isBound();
+    }
+
+    /** The key the next type 2 bind will carry: the same index with the low 8 "key" bits incremented
+     * ({@code ibv_inc_rkey}). */
+    int nextRkey() {
+        int key = state.rkey();
+        return (key & 0xffff_ff00) | ((key + 1) & 0xff);
+    }
+
+    MwOps ops() {
+        return ops;
+    }
+
+    State state() {
+        return state;
+    }
+
+    public Resource resource() {
+        return resource;
+    }
+
+    @Override
+    public void close() {
+        resource.close();
+    }
+
+    @Override
+    public String toString() {
+        return resource.info().name();
+    }
+}

@@ -1,0 +1,119 @@
+package io.mooring.verbs;
+
+import io.mooring.lifecycle.Resource;
+import io.mooring.verbs.spi.PdOps;
+import java.lang.foreign.MemorySegment;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A protection domain ({@code struct ibv_pd}): memory regions, windows and queue pairs in it can reach each
+ * other, and nothing else can. Its destroy waits for all of them.
+ */
+public final class ProtectionDomain implements AutoCloseable {
+    private final DeviceContext context;
+    private final PdOps ops;
+    private final Resource resource;
+    /** Bound windows by rkey, so that a LOCAL_INV posted on any QP of this PD can find its window. */
+    final Map<Integer, MemoryWindow.State> windowsByRkey = new ConcurrentHashMap<>();
+
+    ProtectionDomain(DeviceContext context, PdOps ops, Resource resource) {
+        this.context = context;
+        this.ops = ops;
+        this.resource = resource;
+    }
+
+    public DeviceContext context() {
+        return context;
+    }
+
+    /**
+     * Registers native memory for RDMA ({@code ibv_reg_mr}). Lengths are 64-bit.
+     *
+     * @throws IllegalArgumentException if the segment is on the heap (the GC moves it), empty, larger than the
+     *                                  device's max MR size, or the rights are inconsistent
+     * @throws VerbsException           if the device refuses (e.g. ENOMEM: the locked-memory limit)
+     */
+    public MemoryRegion register(MemorySegment segment, Set<Access> access) {
+        resource.checkOpen();
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException("cannot register a heap segment (" + segment.byteSize() + " bytes): the"
+                    + " garbage collector moves heap memory; allocate it with an Arena or Mooring's RdmaArena");
+        }
+        long max = context.device().attributes().maxMrSize();
+        if (segment.byteSize() == 0 || segment.byteSize() > max) {
+            throw new IllegalArgumentException("cannot register " + segment.byteSize() + " bytes: a memory region"
+                    + " holds 1 to " + max + " bytes on " + context.device());
+        }
+        Access.requireConsistent(access, "a memory region");
+        int mask = Access.mask(access);
+        var made = Attach.make("mr", () -> ops.register(segment, mask),
+                mr -> "addr=0x" + Long.toHexString(segment.address()) + " len=" + segment.byteSize()
+                        + " lkey=0x" + Integer.toHexString(mr.lkey()),
+                mr -> mr::deregister, resource);
+        return new MemoryRegion(this, made.ops(), made.resource(), segment, Set.copyOf(access));
+    }
+
+    /**
+     * Allocates a memory window ({@code ibv_alloc_mw}).
+     *
+     * @throws VerbsException with EOPNOTSUPP if the device does not support that window type
+     */
+    public MemoryWindow allocateWindow(MwType type) {
+        resource.checkOpen();
+        if (!context.device().attributes().windowTypes().contains(type)) {
+            throw new VerbsException("ibv_alloc_mw", Errno.EOPNOTSUPP.number(), resource.info().name(),
+                    context.device() + " supports memory windows of types " + context.device().attributes().windowTypes()
+                            + " only");
+        }
+        var state = new MemoryWindow.State(windowsByRkey);
+        var made = Attach.make("mw", () -> ops.allocateMw(type), mw -> type.name().toLowerCase(java.util.Locale.ROOT),
+                mw -> () -> {
+                    mw.deallocate();
+                    state.deallocated();
+                }, resource);
+        state.initialKey(made.ops().rkey());
+        return new MemoryWindow(this, made.ops(), made.resource(), type, state);
+    }
+
+    /**
+     * Creates a reliable-connected queue pair ({@code ibv_create_qp}) in RESET.
+     *
+     * @throws IllegalArgumentException if a CQ belongs to another device or the capabilities exceed the device's
+     */
+    public QueuePair createQueuePair(CompletionQueue sendCq, CompletionQueue recvCq, QpCapabilities capabilities) {
+        resource.checkOpen();
+        for (CompletionQueue cq : new CompletionQueue[] {sendCq, recvCq}) {
+            if (cq.context() != context) {
+                throw new IllegalArgumentException(cq + " belongs to " + cq.context() + ", not to " + context);
+            }
+        }
+        capabilities.requireWithin(context.device().attributes());
+        var queues = new CompletionRouter.QpQueues(new InFlight("send", false, capabilities.maxSendWr()),
+                new InFlight("receive", true, capabilities.maxRecvWr()));
+        var made = Attach.make("qp", () -> ops.createQp(sendCq.router().ops, recvCq.router().ops, capabilities),
+                qp -> "qpn=" + qp.qpNumber(),
+                qp -> QueuePair.destroyAction(qp, queues, sendCq.router(), recvCq.router()),
+                resource, sendCq.resource(), recvCq.resource());
+        return new QueuePair(this, made.ops(), made.resource(), sendCq, recvCq, capabilities, queues);
+    }
+
+    PdOps ops() {
+        return ops;
+    }
+
+    public Resource resource() {
+        return resource;
+    }
+
+    @Override
+    public void close() {
+        resource.close();
+    }
+
+    @Override
+    public String toString() {
+        return resource.info().name();
+    }
+}

@@ -1,0 +1,88 @@
+package io.mooring.verbs;
+
+/**
+ * The local buffers of a work request ({@code struct ibv_sge[]}): address, length and lkey per entry, in a
+ * fixed-capacity array that a request reuses from post to post.
+ *
+ * <p>Entries added with a {@link MemoryRegion} are checked against its bounds and keep the region alive
+ * until the request completes. {@link #addUnchecked} takes raw values, as {@code ibv_post_send} does: the NIC
+ * checks them, and a bad one fails the request with LOC_PROT_ERR.
+ */
+public final class ScatterGatherList {
+    /** Entries per list; devices allow fewer (see {@link DeviceAttributes#maxSge()}). */
+    public static final int CAPACITY = 16;
+
+    private final long[] address = new long[CAPACITY];
+    private final int[] length = new int[CAPACITY];
+    private final int[] lkey = new int[CAPACITY];
+    private final MemoryRegion[] region = new MemoryRegion[CAPACITY];
+    private int count;
+
+    ScatterGatherList() {}
+
+    /**
+     * Adds {@code length} bytes at {@code offset} inside {@code mr}.
+     *
+     * @throws IllegalArgumentException if the range is outside the region or the list is full
+     */
+    void add(MemoryRegion mr, long offset, int length) {
+        if (offset < 0 || length < 0 || offset > mr.length() - length) {
+            throw new IllegalArgumentException("scatter/gather entry [" + offset + ", +" + length + ") is outside "
+                    + mr + " of " + mr.length() + " bytes");
+        }
+        put(mr.address() + offset, length, mr.lkey(), mr);
+    }
+
+    void addUnchecked(long address, int length, int lkey) {
+        put(address, length, lkey, null);
+    }
+
+    private void put(long a, int len, int key, MemoryRegion mr) {
+        if (count == CAPACITY) {
+            throw new IllegalArgumentException("a work request holds at most " + CAPACITY + " scatter/gather entries");
+        }
+        address[count] = a;
+        length[count] = len;
+        lkey[count] = key;
+        region[count] = mr;
+        count++;
+    }
+
+    void clear() {
+        java.util.Arrays.fill(region, 0, count, null);
+        count = 0;
+    }
+
+    public int count() {
+        return count;
+    }
+
+    public long address(int i) {
+        return address[check(i)];
+    }
+
+    public int length(int i) {
+        return length[check(i)];
+    }
+
+    public int lkey(int i) {
+        return lkey[check(i)];
+    }
+
+    /** The region entry {@code i} was added with, or null for an unchecked entry. */
+    MemoryRegion region(int i) {
+        return region[check(i)];
+    }
+
+    /** Sum of the entries' lengths. */
+    public long totalLength() {
+        long total = 0;
+        for (int i = 0; i < count; i++) total += length[i];
+        return total;
+    }
+
+    private int check(int i) {
+        if (i < 0 || i >= count) throw new IndexOutOfBoundsException("entry " + i + " of " + count);
+        return i;
+    }
+}

@@ -1,0 +1,92 @@
+package io.mooring.verbs.soft;
+
+import io.mooring.verbs.DeviceAttributes;
+import io.mooring.verbs.DeviceInfo;
+import io.mooring.verbs.Gid;
+import io.mooring.verbs.Mtu;
+import io.mooring.verbs.MwType;
+import io.mooring.verbs.PortAttributes;
+import io.mooring.verbs.ScatterGatherList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * One soft NIC: its key and QP number spaces and its port on the fabric. The port is a TCP listener; its
+ * address is the port's GID (IPv4-mapped) and its TCP port number is the port's LID — LIDs address ports on
+ * an InfiniBand subnet, which is the role the TCP port plays here — so a {@link io.mooring.verbs.QpInfo} alone
+ * tells a peer how to reach a QP. A device lives as long as the JVM, like a NIC in a machine.
+ */
+final class SoftDevice {
+    static final DeviceAttributes ATTRIBUTES = new DeviceAttributes(Long.MAX_VALUE, 1 << 16, 1 << 14,
+            ScatterGatherList.CAPACITY, 1 << 16, 1 << 20, 1 << 20, 1 << 16, true, Set.of(MwType.TYPE_1, MwType.TYPE_2),
+            256, 1);
+    private static final Map<String, SoftDevice> DEVICES = new ConcurrentHashMap<>();
+
+    final String name;
+    /** MRs and MWs by key index (the key without its low 8 "key" bits). */
+    final Map<Integer, Object> keys = new ConcurrentHashMap<>();
+    private final Map<Integer, SoftQp> qps = new ConcurrentHashMap<>();
+    private final AtomicInteger keyIndexes = new AtomicInteger();
+    private final AtomicInteger qpNumbers = new AtomicInteger(0x10);
+    private final AtomicInteger objectIds = new AtomicInteger();
+    final TcpFabric fabric;
+
+    private SoftDevice(String name, int index) {
+        this.name = name;
+        this.fabric = TcpFabric.listen(this, index);
+    }
+
+    static SoftDevice get(String name, int index) {
+        return DEVICES.computeIfAbsent(name, n -> new SoftDevice(n, index));
+    }
+
+    Gid gid() {
+        return Gid.of(fabric.address());
+    }
+
+    int lid() {
+        return fabric.port();
+    }
+
+    PortAttributes port() {
+        return new PortAttributes(1, true, Mtu.MTU_4096, lid(), "TCP", List.of(gid()));
+    }
+
+    DeviceInfo info() {
+        return new DeviceInfo("soft", name, ATTRIBUTES, List.of(port()));
+    }
+
+    /** A fresh key: a new index and a random key byte, as NICs hand out. */
+    int newKey() {
+        return keyIndexes.incrementAndGet() << 8 | ThreadLocalRandom.current().nextInt(256);
+    }
+
+    int newQpNumber() {
+        return qpNumbers.getAndIncrement() & 0xff_ffff;
+    }
+
+    int newObjectId() {
+        return objectIds.incrementAndGet();
+    }
+
+    void register(SoftQp qp) {
+        qps.put(qp.qpNumber(), qp);
+    }
+
+    void unregister(SoftQp qp) {
+        qps.remove(qp.qpNumber(), qp);
+    }
+
+    SoftQp qp(int qpn) {
+        return qps.get(qpn);
+    }
+
+    /** Whether {@code gid}/{@code lid} name this device's port. */
+    boolean isSelf(Gid gid, int lid) {
+        return lid == lid() && gid.equals(gid());
+    }
+}

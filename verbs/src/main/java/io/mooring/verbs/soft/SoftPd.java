@@ -1,0 +1,62 @@
+package io.mooring.verbs.soft;
+
+import io.mooring.verbs.Errno;
+import io.mooring.verbs.MwType;
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.spi.CqOps;
+import io.mooring.verbs.spi.MrOps;
+import io.mooring.verbs.spi.MwOps;
+import io.mooring.verbs.spi.PdOps;
+import io.mooring.verbs.spi.QpOps;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** A protection domain: objects of different PDs cannot reach each other's memory. */
+final class SoftPd implements PdOps {
+    final SoftContext context;
+    final int id;
+    /** Live MRs, MWs and QPs; deallocating with any left fails with EBUSY, as rdma-core does. */
+    final AtomicInteger children = new AtomicInteger();
+
+    SoftPd(SoftContext context, int id) {
+        this.context = context;
+        this.id = id;
+    }
+
+    @Override
+    public MrOps register(MemorySegment segment, int access) {
+        SoftDevice device = context.device;
+        int key = device.newKey();
+        var mr = new SoftMr(device, this, key, segment, access);
+        device.keys.put(key >>> 8, mr);
+        children.incrementAndGet();
+        return mr;
+    }
+
+    @Override
+    public MwOps allocateMw(MwType type) {
+        SoftDevice device = context.device;
+        var mw = new SoftMw(device, this, type, device.newKey());
+        device.keys.put(mw.index(), mw);
+        children.incrementAndGet();
+        return mw;
+    }
+
+    @Override
+    public QpOps createQp(CqOps sendCq, CqOps recvCq, QpCapabilities capabilities) {
+        var qp = new SoftQp(context.device, this, (SoftCq) sendCq, (SoftCq) recvCq, capabilities);
+        children.incrementAndGet();
+        return qp;
+    }
+
+    @Override
+    public void deallocate() {
+        int live = children.get();
+        if (live > 0) {
+            throw new VerbsException("ibv_dealloc_pd", Errno.EBUSY.number(), "pd " + id,
+                    live + " memory regions, windows or queue pairs still use it");
+        }
+        context.children.decrementAndGet();
+    }
+}

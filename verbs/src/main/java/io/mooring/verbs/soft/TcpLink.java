@@ -1,0 +1,199 @@
+package io.mooring.verbs.soft;
+
+import io.mooring.verbs.Gid;
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.lang.System.Logger.Level;
+import java.net.Socket;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One TCP connection between two connected QPs, carrying both directions: each side's requester sends
+ * REQUEST frames and waits for the RESPONSE with the same sequence number; each side's reader thread executes
+ * the peer's REQUESTs against its QP and answers. Frames are length-checked; anything malformed closes the
+ * connection (the requester then sees no answer, as on a broken wire).
+ *
+ * <pre>
+ * HELLO    magic:int version:short srcQpn:int dstQpn:int srcGid:16 srcLid:int
+ * REQUEST  type:byte(1) seq:int opcode:int psn:int raddr:long rkey:int length:int imm:int cmpAdd:long swap:long
+ *          payloadLength:int payload
+ * RESPONSE type:byte(2) seq:int kind:byte rnrTimer:byte atomicOriginal:long dataLength:int data
+ * </pre>
+ */
+final class TcpLink implements Link {
+    private static final System.Logger LOG = System.getLogger(TcpLink.class.getName());
+    static final int MAGIC = 0x4d4f4f52; // "MOOR"
+    static final short VERSION = 1;
+    private static final byte REQUEST = 1;
+    private static final byte RESPONSE = 2;
+    private static final int MAX_PAYLOAD = 1 << 30;
+    /**
+     * TCP does not lose requests, and the responder answers every one (DROPPED when it is not ready), so a
+     * missing answer means a hung or vanished peer, not a lost packet: wait at least this long for it rather
+     * than the QP's ACK timeout, which is sized for a NIC, not for a loaded host's scheduler.
+     */
+    private static final long HUNG_PEER_NANOS = TimeUnit.SECONDS.toNanos(5);
+
+    /** The dialer's first frame: who it is and which QP it wants. */
+    record Hello(int sourceQpn, int targetQpn, Gid sourceGid, int sourceLid) {
+        void write(OutputStream os) throws IOException {
+            var out = new DataOutputStream(os);
+            out.writeInt(MAGIC);
+            out.writeShort(VERSION);
+            out.writeInt(sourceQpn);
+            out.writeInt(targetQpn);
+            out.writeLong(sourceGid.subnetPrefix());
+            out.writeLong(sourceGid.interfaceId());
+            out.writeInt(sourceLid);
+            out.flush();
+        }
+
+        static Hello read(DataInputStream in) throws IOException {
+            int magic = in.readInt();
+            short version = in.readShort();
+            if (magic != MAGIC || version != VERSION) {
+                throw new IOException("not a soft fabric peer (magic 0x" + Integer.toHexString(magic) + ", version "
+                        + version + ")");
+            }
+            return new Hello(in.readInt(), in.readInt(), new Gid(in.readLong(), in.readLong()), in.readInt());
+        }
+    }
+
+    private final Socket socket;
+    private final SoftQp qp;
+    private final int peerQpn; // who is at the other end: requests are executed on its behalf only
+    private final DataInputStream in;
+    private final DataOutputStream out;
+    private final BlockingQueue<Wire.Response> answers = new ArrayBlockingQueue<>(1);
+    private int sequence;               // guarded by requestLock
+    private volatile int awaited = -1;  // the sequence the requester waits for
+    private final Object requestLock = new Object();
+    private volatile boolean closed;
+
+    private TcpLink(Socket socket, SoftQp qp, int peerQpn) throws IOException {
+        this.socket = socket;
+        this.qp = qp;
+        this.peerQpn = peerQpn;
+        this.in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
+        this.out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
+    }
+
+    /** Attaches a connected socket to {@code qp} and starts reading it. */
+    static void start(Socket socket, SoftQp qp, int peerQpn, String device) throws IOException {
+        var link = new TcpLink(socket, qp, peerQpn);
+        qp.attach(link);
+        Thread.ofVirtual().name("soft-link-" + device + "-" + qp.qpNumber()).start(link::readLoop);
+    }
+
+    @Override
+    public Wire.Response exchange(Wire.Request r, long timeoutNanos) throws InterruptedException {
+        if (closed) return Wire.Response.DROPPED;
+        synchronized (requestLock) {
+            int seq = ++sequence;
+            awaited = seq;
+            answers.clear();
+            try {
+                synchronized (out) {
+                    out.writeByte(REQUEST);
+                    out.writeInt(seq);
+                    out.writeInt(r.opcode());
+                    out.writeInt(r.psn());
+                    out.writeLong(r.remoteAddress());
+                    out.writeInt(r.rkey());
+                    out.writeInt(r.length());
+                    out.writeInt(r.immediate());
+                    out.writeLong(r.compareAdd());
+                    out.writeLong(r.swap());
+                    byte[] payload = r.payload() == null ? new byte[0] : r.payload();
+                    out.writeInt(payload.length);
+                    out.write(payload);
+                    out.flush();
+                }
+            } catch (IOException e) {
+                close();
+                return Wire.Response.DROPPED;
+            }
+            Wire.Response answer = answers.poll(Math.max(timeoutNanos, HUNG_PEER_NANOS), TimeUnit.NANOSECONDS);
+            return answer == null ? Wire.Response.DROPPED : answer;
+        }
+    }
+
+    private void readLoop() {
+        try {
+            while (!closed) {
+                byte type = in.readByte();
+                switch (type) {
+                    case REQUEST -> serve();
+                    case RESPONSE -> accept();
+                    default -> throw new IOException("unknown frame type " + type);
+                }
+            }
+        } catch (EOFException e) {
+            // the peer closed the connection
+        } catch (IOException e) {
+            if (!closed) LOG.log(Level.DEBUG, "soft link of qpn " + qp.qpNumber() + " closed: " + e.getMessage());
+        } finally {
+            close();
+        }
+    }
+
+    private void serve() throws IOException {
+        int seq = in.readInt();
+        int opcode = in.readInt();
+        int psn = in.readInt();
+        long raddr = in.readLong();
+        int rkey = in.readInt();
+        int length = checkedLength(in.readInt());
+        int imm = in.readInt();
+        long compareAdd = in.readLong();
+        long swap = in.readLong();
+        byte[] payload = new byte[checkedLength(in.readInt())];
+        in.readFully(payload);
+        Wire.Response answer = qp.respond(new Wire.Request(opcode, peerQpn, psn, raddr, rkey, length, payload, imm,
+                compareAdd, swap));
+        synchronized (out) {
+            out.writeByte(RESPONSE);
+            out.writeInt(seq);
+            out.writeByte(answer.kind().ordinal());
+            out.writeByte(answer.rnrTimer());
+            out.writeLong(answer.atomicOriginal());
+            byte[] data = answer.data() == null ? new byte[0] : answer.data();
+            out.writeInt(data.length);
+            out.write(data);
+            out.flush();
+        }
+    }
+
+    private void accept() throws IOException {
+        int seq = in.readInt();
+        int kind = in.readUnsignedByte();
+        int rnrTimer = in.readUnsignedByte();
+        long original = in.readLong();
+        byte[] data = new byte[checkedLength(in.readInt())];
+        in.readFully(data);
+        if (kind >= Wire.Kind.values().length) throw new IOException("unknown response kind " + kind);
+        if (seq != awaited) return; // an answer that came after its request timed out
+        answers.offer(new Wire.Response(Wire.Kind.values()[kind], rnrTimer, data.length == 0 ? null : data, original));
+    }
+
+    private static int checkedLength(int n) throws IOException {
+        if (n < 0 || n > MAX_PAYLOAD) throw new IOException("frame length " + n + " outside [0, " + MAX_PAYLOAD + "]");
+        return n;
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        qp.detach(this);
+        TcpFabric.closeQuietly(socket);
+        answers.offer(Wire.Response.DROPPED); // wakes a requester waiting for an answer that cannot come now
+    }
+}

@@ -1,0 +1,38 @@
+package io.mooring.verbs.spi;
+
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QpState;
+import io.mooring.verbs.ReceiveRequest;
+import io.mooring.verbs.WorkRequest;
+
+/** A reliable-connected queue pair ({@code struct ibv_qp}). Posts may come from several threads at once. */
+public interface QpOps {
+    int qpNumber();
+
+    /** The current state ({@code ibv_query_qp}); the NIC may have moved it to ERROR on its own. */
+    QpState state();
+
+    /** The capabilities actually granted (at least those asked for). */
+    QpCapabilities capabilities();
+
+    /** {@code ibv_modify_qp}. */
+    void modify(QpTransition transition);
+
+    /** {@code ibv_post_send} of one request, with {@code wrId} instead of the request's own id. */
+    void postSend(WorkRequest request, long wrId);
+
+    /** {@code ibv_post_recv} of one request, with {@code wrId} instead of the request's own id. */
+    void postRecv(ReceiveRequest request, long wrId);
+
+    /**
+     * Binds a memory window to a range of a region: a type 2 window through an {@code IBV_WR_BIND_MW} work
+     * request carrying {@code newRkey}; a type 1 window through {@code ibv_bind_mw}, which picks the key.
+     *
+     * @return the window's rkey once the bind completes
+     */
+    int bindWindow(MwOps window, MrOps region, long address, long length, int access, int newRkey, long wrId,
+                   boolean signaled);
+
+    /** {@code ibv_destroy_qp}. Once it returns, the NIC touches no memory on this QP's behalf. */
+    void destroy();
+}

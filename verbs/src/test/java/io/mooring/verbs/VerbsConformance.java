@@ -1,0 +1,607 @@
+package io.mooring.verbs;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mooring.lifecycle.ResourceGraph;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The behaviour every provider must show, written once: each subclass supplies the two device contexts (same
+ * device, two devices over TCP, a real NIC) and inherits every test. Memory is checked byte for byte after
+ * every rejected access.
+ */
+abstract class VerbsConformance {
+    /** Short transport timeouts so that "no answer" cases finish quickly. */
+    static final ConnectOptions FAST = ConnectOptions.DEFAULT.withRetries(10, 2, 7).withMinRnrTimer(1);
+
+    ResourceGraph graph;
+    Arena arena;
+    Endpoint a;
+    Endpoint b;
+
+    /** Opens the requester side's device. */
+    abstract DeviceContext openFirst(ResourceGraph graph);
+
+    /** Opens the responder side's device (may be the same device). */
+    abstract DeviceContext openSecond(ResourceGraph graph);
+
+    /** Whether the device confines an access through a window to the window's range (rxe does not). */
+    boolean enforcesWindowBounds() {
+        return true;
+    }
+
+    @BeforeEach
+    void connect() {
+        graph = ResourceGraph.builder().name(getClass().getSimpleName()).build();
+        arena = Arena.ofShared();
+        a = new Endpoint(openFirst(graph), arena, QpCapabilities.DEFAULT);
+        b = new Endpoint(openSecond(graph), arena, QpCapabilities.DEFAULT);
+        connect(FAST);
+    }
+
+    void connect(ConnectOptions options) {
+        QpInfo ia = a.qp.info(options);
+        QpInfo ib = b.qp.info(options);
+        a.qp.connect(ib, options);
+        b.qp.connect(ia, options);
+    }
+
+    @AfterEach
+    void teardown() {
+        graph.close(); // through the lifecycle graph: any EBUSY would surface here as a DestroyFailedException
+        assertEquals(0, graph.liveCount(), graph::dump);
+        arena.close();
+    }
+
+    // ---- data movement ---------------------------------------------------------------------------------------
+
+    @Test
+    void writeThenReadBack() {
+        MemoryRegion src = a.open(4096, 0x11);
+        MemoryRegion dst = b.open(4096, 0);
+        MemoryRegion back = a.open(4096, 0);
+        src.segment().asSlice(100, 8).fill((byte) 0x7f);
+
+        a.qp.post(WorkRequest.write(src, 0, 4096).remote(dst.address(), dst.rkey()).wrId(1));
+        WorkCompletion w = a.expect(WcStatus.SUCCESS);
+        assertEquals(1, w.wrId());
+        assertEquals(WcOpcode.RDMA_WRITE, w.opcode());
+        assertEquals(-1, src.segment().mismatch(dst.segment()));
+
+        a.qp.post(WorkRequest.read(back, 0, 4096).remote(dst.address(), dst.rkey()).wrId(2));
+        WorkCompletion r = a.expect(WcStatus.SUCCESS);
+        assertEquals(WcOpcode.RDMA_READ, r.opcode());
+        assertEquals(4096, r.byteLength());
+        assertEquals(-1, src.segment().mismatch(back.segment()));
+        b.expectNothing();
+    }
+
+    @Test
+    void scatterGatherListsGatherAndScatterInOrder() {
+        MemoryRegion src = a.open(64, 0);
+        for (int i = 0; i < 64; i++) src.segment().set(ValueLayout.JAVA_BYTE, i, (byte) i);
+        MemoryRegion dst = b.open(64, 0);
+        MemoryRegion back = a.open(64, 0);
+        a.qp.post(new WorkRequest().opcode(Opcode.RDMA_WRITE).local(src, 32, 32).local(src, 0, 32)
+                .remote(dst.address(), dst.rkey()));
+        a.expect(WcStatus.SUCCESS);
+        assertEquals(-1, dst.segment().asSlice(0, 32).mismatch(src.segment().asSlice(32, 32)));
+        assertEquals(-1, dst.segment().asSlice(32, 32).mismatch(src.segment().asSlice(0, 32)));
+
+        a.qp.post(new WorkRequest().opcode(Opcode.RDMA_READ).local(back, 48, 16).local(back, 0, 48)
+                .remote(dst.address(), dst.rkey()));
+        a.expect(WcStatus.SUCCESS);
+        assertEquals(-1, back.segment().asSlice(48, 16).mismatch(dst.segment().asSlice(0, 16)));
+        assertEquals(-1, back.segment().asSlice(0, 48).mismatch(dst.segment().asSlice(16, 48)));
+    }
+
+    @Test
+    void sendConsumesReceivesInOrderWithImmediateData() {
+        MemoryRegion out = a.open(256, 0x5a);
+        MemoryRegion in = b.open(512, 0);
+        b.qp.post(ReceiveRequest.into(in, 0, 256).wrId(10));
+        b.qp.post(ReceiveRequest.into(in, 256, 256).wrId(11));
+
+        a.qp.post(WorkRequest.send(out, 0, 100).wrId(1));
+        a.qp.post(WorkRequest.send(out, 0, 200).immediate(0xC0FFEE).wrId(2));
+        assertEquals(1, a.expect(WcStatus.SUCCESS).wrId());
+        assertEquals(WcOpcode.SEND, a.expect(WcStatus.SUCCESS).opcode());
+
+        WorkCompletion first = b.expect(WcStatus.SUCCESS);
+        assertEquals(10, first.wrId());
+        assertEquals(WcOpcode.RECV, first.opcode());
+        assertEquals(100, first.byteLength());
+        assertFalse(first.hasImmediate());
+        WorkCompletion second = b.expect(WcStatus.SUCCESS);
+        assertEquals(11, second.wrId());
+        assertEquals(200, second.byteLength());
+        assertEquals(0xC0FFEE, second.immediate());
+        assertEquals(-1, in.segment().asSlice(256, 200).mismatch(out.segment().asSlice(0, 200)));
+        assertEquals(0, in.segment().get(ValueLayout.JAVA_BYTE, 100), "nothing written past the message");
+    }
+
+    @Test
+    void writeWithImmediateConsumesAReceive() {
+        MemoryRegion src = a.open(64, 0x42);
+        MemoryRegion dst = b.open(64, 0);
+        MemoryRegion unused = b.open(16, 0);
+        b.qp.post(ReceiveRequest.into(unused, 0, 16).wrId(77));
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()).immediate(7));
+        a.expect(WcStatus.SUCCESS);
+        WorkCompletion wc = b.expect(WcStatus.SUCCESS);
+        assertEquals(77, wc.wrId());
+        assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, wc.opcode());
+        assertEquals(7, wc.immediate());
+        assertEquals(-1, src.segment().mismatch(dst.segment()));
+    }
+
+    @Test
+    void inlineSendsCopyAtPostTime() {
+        MemoryRegion out = a.open(32, 0x33);
+        MemoryRegion in = b.open(32, 0);
+        b.qp.post(ReceiveRequest.into(in, 0, 32));
+        WorkRequest wr = WorkRequest.send(out, 0, 32).inline(true);
+        a.qp.post(wr);
+        out.segment().fill((byte) 0x44); // after the post: an inline send already has its copy
+        a.expect(WcStatus.SUCCESS);
+        b.expect(WcStatus.SUCCESS);
+        assertEquals(0x33, in.segment().get(ValueLayout.JAVA_BYTE, 31));
+    }
+
+    @Test
+    void atomicsReturnTheOriginalValue() {
+        MemoryRegion target = b.open(64, 0);
+        MemoryRegion result = a.open(16, 0);
+        target.segment().set(ValueLayout.JAVA_LONG, 8, 40);
+
+        a.qp.post(WorkRequest.fetchAndAdd(result, 0, target.address() + 8, target.rkey(), 2));
+        assertEquals(WcOpcode.FETCH_ADD, a.expect(WcStatus.SUCCESS).opcode());
+        assertEquals(40, result.segment().get(ValueLayout.JAVA_LONG, 0));
+        assertEquals(42, target.segment().get(ValueLayout.JAVA_LONG, 8));
+
+        a.qp.post(WorkRequest.compareAndSwap(result, 8, target.address() + 8, target.rkey(), 41, 99));
+        a.expect(WcStatus.SUCCESS);
+        assertEquals(42, result.segment().get(ValueLayout.JAVA_LONG, 8), "failed compare returns the original");
+        assertEquals(42, target.segment().get(ValueLayout.JAVA_LONG, 8));
+
+        a.qp.post(WorkRequest.compareAndSwap(result, 8, target.address() + 8, target.rkey(), 42, 99));
+        assertEquals(WcOpcode.COMP_SWAP, a.expect(WcStatus.SUCCESS).opcode());
+        assertEquals(99, target.segment().get(ValueLayout.JAVA_LONG, 8));
+    }
+
+    @Test
+    void misalignedAtomicsAreInvalidRequests() {
+        MemoryRegion target = b.open(64, 0);
+        MemoryRegion result = a.open(8, 0);
+        a.qp.post(WorkRequest.fetchAndAdd(result, 0, target.address() + 4, target.rkey(), 1));
+        a.expect(WcStatus.REM_INV_REQ_ERR);
+        assertEquals(-1, target.segment().mismatch(MemorySegment.ofArray(new byte[64])));
+        assertEquals(QpState.ERROR, a.qp.state());
+    }
+
+    // ---- access violations ------------------------------------------------------------------------------------
+
+    @Test
+    void aWrongRkeyIsRejectedWithoutTouchingMemoryAndBothQpsFail() {
+        MemoryRegion src = a.open(64, 0x11);
+        MemoryRegion dst = b.open(64, 0x22);
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey() ^ 0x80).wrId(5));
+        WorkCompletion wc = a.expect(WcStatus.REM_ACCESS_ERR);
+        assertEquals(5, wc.wrId());
+        assertEquals(WcOpcode.RDMA_WRITE, wc.opcode(), "the opcode of a failed request is what was posted");
+        assertUnchanged(dst, 0x22);
+        assertEquals(QpState.ERROR, a.qp.state());
+        assertEquals(QpState.ERROR, b.qp.state());
+    }
+
+    @Test
+    void accessOutsideTheRegionIsRejected() {
+        MemoryRegion src = a.open(64, 0x11);
+        MemoryRegion dst = b.open(64, 0x22);
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address() + 1, dst.rkey()));
+        a.expect(WcStatus.REM_ACCESS_ERR);
+        assertUnchanged(dst, 0x22);
+    }
+
+    @Test
+    void aRegionWithoutRemoteWriteRefusesWrites() {
+        MemoryRegion src = a.open(64, 0x11);
+        MemoryRegion dst = b.region(64, 0x22, Access.LOCAL_WRITE, Access.REMOTE_READ);
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()));
+        a.expect(WcStatus.REM_ACCESS_ERR);
+        assertUnchanged(dst, 0x22);
+    }
+
+    @Test
+    void aRegionWithoutRemoteReadRefusesReads() {
+        MemoryRegion into = a.open(64, 0x11);
+        MemoryRegion dst = b.region(64, 0x22, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+        a.qp.post(WorkRequest.read(into, 0, 64).remote(dst.address(), dst.rkey()));
+        a.expect(WcStatus.REM_ACCESS_ERR);
+        assertUnchanged(into, 0x11);
+    }
+
+    @Test
+    void aRegionWithoutRemoteAtomicRefusesAtomics() {
+        MemoryRegion result = a.open(8, 0);
+        MemoryRegion dst = b.region(64, 0x22, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
+        a.qp.post(WorkRequest.fetchAndAdd(result, 0, dst.address(), dst.rkey(), 1));
+        a.expect(WcStatus.REM_ACCESS_ERR);
+        assertUnchanged(dst, 0x22);
+    }
+
+    @Test
+    void aQpThatGrantsNoRemoteWriteRefusesWritesThroughIt() {
+        b.qp.reset();
+        a.qp.reset();
+        var readOnly = FAST.withAccess(EnumSet.of(Access.REMOTE_READ));
+        QpInfo ia = a.qp.info(FAST);
+        QpInfo ib = b.qp.info(FAST);
+        a.qp.connect(ib, FAST);
+        b.qp.connect(ia, readOnly);
+        MemoryRegion src = a.open(64, 0x11);
+        MemoryRegion dst = b.open(64, 0x22);
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()));
+        a.expect(WcStatus.REM_ACCESS_ERR);
+        assertUnchanged(dst, 0x22);
+    }
+
+    @Test
+    void aRegionOfAnotherProtectionDomainIsUnreachable() {
+        ProtectionDomain other = b.context.allocateProtectionDomain();
+        MemoryRegion foreign = other.register(arena.allocate(64, 64), EnumSet.allOf(Access.class));
+        MemoryRegion src = a.open(64, 0x11);
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(foreign.address(), foreign.rkey()));
+        a.expect(WcStatus.REM_ACCESS_ERR);
+        assertUnchanged(foreign, 0);
+    }
+
+    @Test
+    void aBadLkeyFailsLocallyAndFlushesTheRest() {
+        MemoryRegion src = a.open(64, 0x11);
+        MemoryRegion dst = b.open(64, 0x22);
+        a.qp.post(new WorkRequest().opcode(Opcode.RDMA_WRITE).localUnchecked(src.address(), 64, src.lkey() ^ 0x80)
+                .remote(dst.address(), dst.rkey()).wrId(1));
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()).wrId(2).signaled(false));
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()).wrId(3));
+        assertEquals(1, a.expect(WcStatus.LOC_PROT_ERR).wrId());
+        assertEquals(2, a.expect(WcStatus.WR_FLUSH_ERR).wrId(), "unsignaled requests report their flush too");
+        assertEquals(3, a.expect(WcStatus.WR_FLUSH_ERR).wrId());
+        assertUnchanged(dst, 0x22);
+        assertEquals(QpState.ERROR, a.qp.state());
+        assertEquals(0, a.qp.outstandingSends());
+    }
+
+    @Test
+    void readingIntoMemoryWithoutLocalWriteIsALocalProtectionError() {
+        MemoryRegion readOnly = a.region(64, 0x11, Access.REMOTE_READ);
+        MemoryRegion src = b.open(64, 0x22);
+        a.qp.post(WorkRequest.read(readOnly, 0, 64).remote(src.address(), src.rkey()));
+        a.expect(WcStatus.LOC_PROT_ERR);
+        assertUnchanged(readOnly, 0x11);
+    }
+
+    @Test
+    void postsAfterAnErrorAreFlushedAndReceivesToo() {
+        MemoryRegion buf = a.open(64, 0);
+        MemoryRegion in = b.open(64, 0);
+        b.qp.post(ReceiveRequest.into(in, 0, 64).wrId(9));
+        a.qp.moveToError();
+        a.qp.post(WorkRequest.write(buf, 0, 8).remote(0, 0).wrId(4));
+        assertEquals(4, a.expect(WcStatus.WR_FLUSH_ERR).wrId());
+        b.qp.moveToError();
+        WorkCompletion flushed = b.expect(WcStatus.WR_FLUSH_ERR);
+        assertEquals(9, flushed.wrId());
+        assertEquals(WcOpcode.RECV, flushed.opcode());
+        a.qp.post(ReceiveRequest.into(buf, 0, 8).wrId(5));
+        assertEquals(5, a.expect(WcStatus.WR_FLUSH_ERR).wrId());
+    }
+
+    // ---- receive queue rules ---------------------------------------------------------------------------------
+
+    @Test
+    void aSendWithoutAReceiveRetriesThenFailsWithRnr() {
+        a.qp.reset();
+        b.qp.reset();
+        connect(FAST.withRetries(10, 2, 1));
+        MemoryRegion out = a.open(16, 1);
+        a.qp.post(WorkRequest.send(out, 0, 16));
+        a.expect(WcStatus.RNR_RETRY_EXC_ERR);
+    }
+
+    @Test
+    void aSendWaitsForAReceivePostedLater() throws Exception {
+        MemoryRegion out = a.open(16, 1);
+        MemoryRegion in = b.open(16, 0);
+        a.qp.post(WorkRequest.send(out, 0, 16)); // rnr_retry 7: retried until a receive shows up
+        Thread.sleep(20);
+        b.qp.post(ReceiveRequest.into(in, 0, 16));
+        a.expect(WcStatus.SUCCESS);
+        b.expect(WcStatus.SUCCESS);
+    }
+
+    @Test
+    void aSendLongerThanTheReceiveFailsOnBothSides() {
+        MemoryRegion out = a.open(128, 1);
+        MemoryRegion in = b.open(64, 0);
+        b.qp.post(ReceiveRequest.into(in, 0, 64).wrId(3));
+        a.qp.post(WorkRequest.send(out, 0, 128));
+        a.expect(WcStatus.REM_INV_REQ_ERR);
+        assertEquals(3, b.expect(WcStatus.LOC_LEN_ERR).wrId());
+        assertUnchanged(in, 0);
+    }
+
+    @Test
+    void queuePairsRecoverFromErrorThroughResetAndReconnect() {
+        MemoryRegion src = a.open(64, 0x11);
+        MemoryRegion dst = b.open(64, 0);
+        for (int round = 0; round < 20; round++) {
+            a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey() ^ 0x80));
+            a.expect(WcStatus.REM_ACCESS_ERR);
+            assertEquals(QpState.ERROR, b.qp.state());
+            a.qp.reset();
+            b.qp.reset();
+            connect(FAST);
+            a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()).wrId(round));
+            assertEquals(round, a.expect(WcStatus.SUCCESS).wrId(), "round " + round);
+        }
+    }
+
+    @Test
+    void aPeerThatIsNotConnectedNeverAnswers() {
+        b.qp.reset();
+        MemoryRegion src = a.open(8, 1);
+        MemoryRegion dst = b.open(8, 0);
+        a.qp.post(WorkRequest.write(src, 0, 8).remote(dst.address(), dst.rkey()));
+        a.expect(WcStatus.RETRY_EXC_ERR);
+        assertUnchanged(dst, 0);
+    }
+
+    // ---- memory windows --------------------------------------------------------------------------------------
+
+    @Test
+    void aType2WindowExposesItsRangeUntilInvalidated() {
+        MemoryRegion region = b.open(4096, 0);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        int before = window.rkey();
+        b.qp.post(WorkRequest.bind(window, region, 1024, 512, EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ)));
+        assertEquals(WcOpcode.BIND_MW, b.expect(WcStatus.SUCCESS).opcode());
+        int key = window.rkey();
+        assertTrue(window.isBound());
+        assertEquals(before >>> 8, key >>> 8, "a type 2 bind keeps the index and changes the key byte");
+        assertTrue(key != before);
+
+        MemoryRegion src = a.open(512, 0x66);
+        a.qp.post(WorkRequest.write(src, 0, 512).remote(region.address() + 1024, key));
+        a.expect(WcStatus.SUCCESS);
+        assertEquals(-1, region.segment().asSlice(1024, 512).mismatch(src.segment()));
+
+        b.qp.post(WorkRequest.invalidate(key));
+        assertEquals(WcOpcode.LOCAL_INV, b.expect(WcStatus.SUCCESS).opcode());
+        assertFalse(window.isBound());
+        region.segment().fill((byte) 0);
+        a.qp.post(WorkRequest.write(src, 0, 512).remote(region.address() + 1024, key));
+        a.expect(WcStatus.REM_ACCESS_ERR); // the late write of an ended exposure
+        assertUnchanged(region, 0);
+    }
+
+    @Test
+    void aWindowConfinesAccessToItsRange() {
+        org.junit.jupiter.api.Assumptions.assumeTrue(enforcesWindowBounds(),
+                "this device checks window accesses against the whole region (rxe does)");
+        MemoryRegion region = b.open(4096, 0);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        b.qp.post(WorkRequest.bind(window, region, 1024, 512, EnumSet.of(Access.REMOTE_WRITE)));
+        b.expect(WcStatus.SUCCESS);
+        MemoryRegion src = a.open(16, 0x66);
+        a.qp.post(WorkRequest.write(src, 0, 16).remote(region.address() + 1024 + 512 - 8, window.rkey()));
+        a.expect(WcStatus.REM_ACCESS_ERR);
+        assertUnchanged(region, 0);
+    }
+
+    @Test
+    void aWindowGrantsOnlyItsRights() {
+        MemoryRegion region = b.open(64, 0);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        b.qp.post(WorkRequest.bind(window, region, 0, 64, EnumSet.of(Access.REMOTE_READ)));
+        b.expect(WcStatus.SUCCESS);
+        MemoryRegion src = a.open(64, 0x66);
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(region.address(), window.rkey()));
+        a.expect(WcStatus.REM_ACCESS_ERR);
+        assertUnchanged(region, 0);
+    }
+
+    @Test
+    void bindingOverARegionWithoutMwBindFails() {
+        MemoryRegion region = b.region(64, 0, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        b.qp.post(WorkRequest.bind(window, region, 0, 64, EnumSet.of(Access.REMOTE_WRITE)));
+        b.expect(WcStatus.MW_BIND_ERR);
+        assertFalse(window.isBound());
+    }
+
+    @Test
+    void aType1WindowIsBoundThroughAQpToo() {
+        MemoryRegion region = b.open(256, 0);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_1);
+        b.qp.post(WorkRequest.bind(window, region, 0, 128, EnumSet.of(Access.REMOTE_WRITE)));
+        b.expect(WcStatus.SUCCESS);
+        MemoryRegion src = a.open(128, 0x21);
+        a.qp.post(WorkRequest.write(src, 0, 128).remote(region.address(), window.rkey()));
+        a.expect(WcStatus.SUCCESS);
+        assertEquals(-1, region.segment().asSlice(0, 128).mismatch(src.segment()));
+    }
+
+    @Test
+    void aRegionUnderABoundWindowStaysRegisteredUntilTheWindowGoes() {
+        MemoryRegion region = b.open(64, 0);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        b.qp.post(WorkRequest.bind(window, region, 0, 64, EnumSet.of(Access.REMOTE_WRITE)));
+        b.expect(WcStatus.SUCCESS);
+        region.close(); // would be EBUSY from ibv_dereg_mr: the graph defers it instead
+        assertEquals(io.mooring.lifecycle.ResourceState.CLOSING, region.resource().state());
+        window.close();
+        assertEquals(io.mooring.lifecycle.ResourceState.DESTROYED, region.resource().state());
+    }
+
+    // ---- queue pair rules ------------------------------------------------------------------------------------
+
+    @Test
+    void transitionsANicRefusesAreRefusedNamingTheState() {
+        var e = assertThrows(QpStateException.class, () -> a.qp.init(FAST));
+        assertEquals(QpState.RTS, e.state());
+        assertTrue(e.getMessage().contains("moving to INIT is not allowed in state RTS"), e.getMessage());
+        assertTrue(e.getMessage().contains("EINVAL"), e.getMessage());
+        a.qp.reset();
+        var fromReset = assertThrows(QpStateException.class, () -> a.qp.readyToSend(FAST));
+        assertEquals(QpState.RESET, fromReset.state());
+        assertTrue(fromReset.getMessage().contains("state RESET"), fromReset.getMessage());
+        MemoryRegion buf = a.open(8, 0);
+        var post = assertThrows(QpStateException.class, () -> a.qp.post(WorkRequest.send(buf, 0, 8)));
+        assertTrue(post.getMessage().contains("ibv_post_send"), post.getMessage());
+        assertThrows(QpStateException.class, () -> a.qp.post(ReceiveRequest.into(buf, 0, 8)));
+        assertEquals(0, a.qp.outstandingSends(), "a refused post leaves nothing behind");
+        a.qp.init(FAST);
+        assertEquals(QpState.INIT, a.qp.state());
+        a.qp.moveToError();
+        assertThrows(QpStateException.class, () -> a.qp.init(FAST));
+    }
+
+    @Test
+    void postingPastTheQueueDepthIsRefusedNotBlocked() {
+        a.qp.moveToError(); // nothing will complete until polled
+        MemoryRegion buf = a.open(8, 0);
+        int depth = a.qp.capabilities().maxSendWr();
+        for (int i = 0; i < depth; i++) a.qp.post(WorkRequest.write(buf, 0, 8).wrId(i));
+        var e = assertThrows(QueueFullException.class, () -> a.qp.post(WorkRequest.write(buf, 0, 8)));
+        assertTrue(e.getMessage().contains("ENOMEM"), e.getMessage());
+        for (int i = 0; i < depth; i++) assertEquals(i, a.expect(WcStatus.WR_FLUSH_ERR).wrId());
+        a.qp.post(WorkRequest.write(buf, 0, 8).wrId(depth));
+        assertEquals(depth, a.expect(WcStatus.WR_FLUSH_ERR).wrId());
+    }
+
+    @Test
+    void unsignaledRequestsAreRetiredByTheNextSignaledOne() {
+        MemoryRegion src = a.open(8, 1);
+        MemoryRegion dst = b.open(8, 0);
+        for (int i = 0; i < 5; i++) {
+            a.qp.post(WorkRequest.write(src, 0, 8).remote(dst.address(), dst.rkey()).signaled(false));
+        }
+        a.qp.post(WorkRequest.write(src, 0, 8).remote(dst.address(), dst.rkey()).wrId(99));
+        assertEquals(99, a.expect(WcStatus.SUCCESS).wrId());
+        a.expectNothing();
+        assertEquals(0, a.qp.outstandingSends());
+    }
+
+    @Test
+    void asyncPostsCompleteTheirFuturesThroughTheDispatcher() throws Exception {
+        List<WorkCompletion> others = new CopyOnWriteArrayList<>();
+        a.cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, others::add);
+        b.cq.startDispatcher(CompletionDispatcher.Mode.BUSY_POLL, others::add);
+        MemoryRegion src = a.open(64, 0x31);
+        MemoryRegion dst = b.open(64, 0);
+        MemoryRegion result = a.open(8, 0);
+
+        List<CompletableFuture<WorkCompletion>> futures = new ArrayList<>();
+        List<Thread> posters = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            int id = t;
+            posters.add(Thread.ofVirtual().start(() -> {
+                for (int i = 0; i < 10; i++) {
+                    futures.add(a.qp.postAsync(WorkRequest.fetchAndAdd(result, 0, dst.address(), dst.rkey(), 1)
+                            .wrId(id * 100 + i)));
+                }
+            }));
+        }
+        for (Thread p : posters) p.join();
+        for (var f : futures) assertEquals(WcStatus.SUCCESS, f.get().status());
+        assertEquals(40, dst.segment().get(ValueLayout.JAVA_LONG, 0));
+
+        var write = a.qp.postAsync(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()));
+        assertEquals(WcOpcode.RDMA_WRITE, write.join().opcode());
+        var bad = a.qp.postAsync(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey() ^ 0x80).wrId(5));
+        var failure = assertThrows(CompletionException.class, bad::join);
+        var wce = (WorkCompletionException) failure.getCause();
+        assertEquals(WcStatus.REM_ACCESS_ERR, wce.status());
+        assertEquals(5, wce.completion().wrId());
+        assertTrue(others.isEmpty(), () -> "async completions are not handed out twice: " + others);
+        assertThrows(IllegalStateException.class, () -> a.cq.poll(new WorkCompletion[1]));
+    }
+
+    // ---- lifecycle -------------------------------------------------------------------------------------------
+
+    @Test
+    void closingParentsFirstNeverSurfacesEbusy() {
+        MemoryRegion src = a.open(64, 1);
+        MemoryRegion dst = b.open(64, 0);
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()));
+        a.expect(WcStatus.SUCCESS);
+        a.context.close();
+        a.pd.close();
+        a.cq.close();
+        src.close();
+        assertEquals(io.mooring.lifecycle.ResourceState.CLOSING, a.context.resource().state());
+        a.qp.close();
+        assertEquals(io.mooring.lifecycle.ResourceState.DESTROYED, a.context.resource().state());
+        assertEquals(List.of(), graph.failures());
+    }
+
+    @Test
+    void aRegionInUseByAnOutstandingRequestIsDeregisteredOnlyAfterIt() {
+        MemoryRegion in = b.open(64, 0);
+        b.qp.post(ReceiveRequest.into(in, 0, 64));
+        in.close();
+        assertEquals(io.mooring.lifecycle.ResourceState.CLOSING, in.resource().state(), "the receive holds it");
+        MemoryRegion out = a.open(64, 9);
+        a.qp.post(WorkRequest.send(out, 0, 64));
+        a.expect(WcStatus.SUCCESS);
+        b.expect(WcStatus.SUCCESS);
+        assertEquals(io.mooring.lifecycle.ResourceState.DESTROYED, in.resource().state());
+    }
+
+    // ---- bad input -------------------------------------------------------------------------------------------
+
+    @Test
+    void badRegistrationsAreRefusedClearly() {
+        var heap = assertThrows(IllegalArgumentException.class,
+                () -> a.pd.register(MemorySegment.ofArray(new byte[64]), EnumSet.of(Access.LOCAL_WRITE)));
+        assertTrue(heap.getMessage().contains("heap segment"), heap.getMessage());
+        var empty = assertThrows(IllegalArgumentException.class,
+                () -> a.pd.register(arena.allocate(0), EnumSet.of(Access.LOCAL_WRITE)));
+        assertTrue(empty.getMessage().contains("0 bytes"), empty.getMessage());
+        var rights = assertThrows(IllegalArgumentException.class,
+                () -> a.pd.register(arena.allocate(64), EnumSet.of(Access.REMOTE_WRITE)));
+        assertTrue(rights.getMessage().contains("LOCAL_WRITE"), rights.getMessage());
+        MemoryRegion mr = a.open(64, 0);
+        var range = assertThrows(IllegalArgumentException.class, () -> WorkRequest.write(mr, 60, 8));
+        assertTrue(range.getMessage().contains("outside"), range.getMessage());
+        assertThrows(IllegalArgumentException.class,
+                () -> a.pd.createQueuePair(a.cq, b.cq, QpCapabilities.DEFAULT), "CQ of another device context");
+        assertThrows(IllegalArgumentException.class,
+                () -> a.pd.createQueuePair(a.cq, a.cq, new QpCapabilities(1 << 30, 1, 1, 1, 0)));
+        assertThrows(IllegalArgumentException.class, () -> a.context.createCompletionQueue(0));
+        assertEquals(Set.of(), Set.copyOf(graph.failures()));
+    }
+
+    static void assertUnchanged(MemoryRegion mr, int fill) {
+        byte[] expected = new byte[(int) mr.length()];
+        java.util.Arrays.fill(expected, (byte) fill);
+        assertArrayEquals(expected, mr.segment().toArray(ValueLayout.JAVA_BYTE), "a rejected access changed memory");
+    }
+}
