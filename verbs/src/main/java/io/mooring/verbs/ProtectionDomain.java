@@ -36,6 +36,18 @@ public final class ProtectionDomain implements AutoCloseable {
      * @throws VerbsException           if the device refuses (e.g. ENOMEM: the locked-memory limit)
      */
     public MemoryRegion register(MemorySegment segment, Set<Access> access) {
+        return register(segment, access, new Resource[0]);
+    }
+
+    /**
+     * Registers memory that {@code memoryOwner} releases (e.g. an {@code munmap}): the region becomes a child of
+     * the owner too, so the memory is released only after it was deregistered and no request uses it.
+     */
+    public MemoryRegion register(MemorySegment segment, Set<Access> access, Resource memoryOwner) {
+        return register(segment, access, new Resource[] {memoryOwner});
+    }
+
+    private MemoryRegion register(MemorySegment segment, Set<Access> access, Resource[] owners) {
         resource.checkOpen();
         if (!segment.isNative()) {
             throw new IllegalArgumentException("cannot register a heap segment (" + segment.byteSize() + " bytes): the"
@@ -51,7 +63,7 @@ public final class ProtectionDomain implements AutoCloseable {
         var made = Attach.make("mr", () -> ops.register(segment, mask),
                 mr -> "addr=0x" + Long.toHexString(segment.address()) + " len=" + segment.byteSize()
                         + " lkey=0x" + Integer.toHexString(mr.lkey()),
-                mr -> mr::deregister, resource);
+                mr -> mr::deregister, parents(owners));
         return new MemoryRegion(this, made.ops(), made.resource(), segment, Set.copyOf(access));
     }
 
@@ -99,8 +111,11 @@ public final class ProtectionDomain implements AutoCloseable {
         return new QueuePair(this, made.ops(), made.resource(), sendCq, recvCq, capabilities, queues);
     }
 
-    PdOps ops() {
-        return ops;
+    private Resource[] parents(Resource[] owners) {
+        Resource[] all = new Resource[owners.length + 1];
+        all[0] = resource;
+        System.arraycopy(owners, 0, all, 1, owners.length);
+        return all;
     }
 
     public Resource resource() {

@@ -12,16 +12,18 @@ import java.util.concurrent.atomic.AtomicInteger;
 /** An open soft device. */
 final class SoftContext implements ContextOps {
     final SoftDevice device;
+    private final DeviceInfo info;
     /** Live PDs and CQs; closing with any left fails with EBUSY. */
     final AtomicInteger children = new AtomicInteger();
 
     SoftContext(SoftDevice device) {
         this.device = device;
+        this.info = device.info();
     }
 
     @Override
     public DeviceInfo device() {
-        return device.info();
+        return info;
     }
 
     @Override

@@ -1,0 +1,105 @@
+package io.mooring.allocator;
+
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The slabs of one small class in one shard. Allocation takes the lowest free region of the first slab with
+ * free regions (keeping slabs full and letting empty ones go); a slab that becomes empty returns its pages to
+ * its chunk unless it is the only one left.
+ */
+final class Bin {
+    final int classIndex;
+    private final ReentrantLock lock = new ReentrantLock();
+    private Slab head;       // slabs with free regions; guarded by lock
+    private int slabs;       // guarded by lock
+    private long allocations;
+    private long frees;
+
+    Bin(int classIndex) {
+        this.classIndex = classIndex;
+    }
+
+    /** Takes one region; {@code make} turns its slab and address into the block (under the lock, cheaply). */
+    Block allocate(Shard shard, BlockFactory make) {
+        lock.lock();
+        try {
+            Slab s = head;
+            if (s == null) {
+                s = shard.newSlab(classIndex);
+                slabs++;
+                link(s);
+            }
+            long address = s.allocate();
+            if (s.free() == 0) unlink(s);
+            allocations++;
+            return make.block(s, address);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Creates the block for a region just taken. */
+    interface BlockFactory {
+        Block block(Slab slab, long address);
+    }
+
+    void free(Shard shard, Slab s, long address) {
+        Slab emptied = null;
+        lock.lock();
+        try {
+            s.free(address);
+            frees++;
+            if (!s.listed) link(s);
+            if (s.free() == s.regions && (slabs > 1 || shard.arena.isClosing())) {
+                unlink(s);
+                slabs--;
+                emptied = s;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (emptied != null) shard.releaseSlab(emptied);
+    }
+
+    /** Lets go of the slab kept for reuse if it is wholly free (purging, closing). */
+    void trim(Shard shard) {
+        Slab emptied = null;
+        lock.lock();
+        try {
+            if (slabs == 1 && head != null && head.free() == head.regions) {
+                emptied = head;
+                unlink(emptied);
+                slabs--;
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (emptied != null) shard.releaseSlab(emptied);
+    }
+
+    private void link(Slab s) {
+        s.next = head;
+        s.prev = null;
+        if (head != null) head.prev = s;
+        head = s;
+        s.listed = true;
+    }
+
+    private void unlink(Slab s) {
+        if (s.prev != null) s.prev.next = s.next;
+        else head = s.next;
+        if (s.next != null) s.next.prev = s.prev;
+        s.prev = s.next = null;
+        s.listed = false;
+    }
+
+    /** Counters for stats: allocations, frees, slabs. */
+    long[] counters() {
+        lock.lock();
+        try {
+            return new long[] {allocations, frees, slabs};
+        } finally {
+            lock.unlock();
+        }
+    }
+}

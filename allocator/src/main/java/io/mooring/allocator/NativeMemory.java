@@ -1,0 +1,110 @@
+package io.mooring.allocator;
+
+import io.mooring.verbs.Errno;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+/**
+ * Chunk memory straight from the kernel ({@code mmap}/{@code munmap}/{@code madvise} through FFM), so chunks
+ * are page-aligned, can be aligned to their own size, can use huge pages, and are returned to the system when
+ * purged — which an {@link Arena} cannot do for part of its memory. Linux x86_64 values; {@code
+ * NativeMemoryConstantsTest} checks them against {@code <sys/mman.h>}.
+ */
+final class NativeMemory {
+    static final int PROT_READ = 0x1;
+    static final int PROT_WRITE = 0x2;
+    static final int MAP_PRIVATE = 0x02;
+    static final int MAP_ANONYMOUS = 0x20;
+    static final int MAP_NORESERVE = 0x4000;
+    static final int MAP_HUGETLB = 0x40000;
+    static final int MADV_HUGEPAGE = 14;
+    static final long MAP_FAILED = -1;
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO =
+            CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+    private static final MethodHandle MMAP = downcall("mmap", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+    private static final MethodHandle MUNMAP = downcall("munmap", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+    private static final MethodHandle MADVISE = downcall("madvise", FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+
+    private NativeMemory() {}
+
+    private static MethodHandle downcall(String name, FunctionDescriptor descriptor) {
+        MemorySegment symbol = LINKER.defaultLookup().find(name)
+                .orElseThrow(() -> new UnsatisfiedLinkError("libc has no " + name));
+        return LINKER.downcallHandle(symbol, descriptor, CAPTURE_ERRNO);
+    }
+
+    /**
+     * Maps {@code size} bytes of zeroed memory whose address is a multiple of {@code alignment} (a power of two,
+     * at least a page): maps {@code size + alignment} and unmaps the unaligned ends.
+     *
+     * @throws OutOfMemoryError naming the errno when the kernel refuses
+     */
+    static long map(long size, long alignment, boolean hugePages) {
+        long span = size + (alignment > SizeClasses.PAGE_SIZE ? alignment : 0);
+        int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hugePages ? MAP_HUGETLB : 0);
+        long base = call(MMAP, "mmap", 0L, span, PROT_READ | PROT_WRITE, flags, -1, 0L);
+        long aligned = (base + alignment - 1) & -alignment;
+        if (aligned > base) unmap(base, aligned - base);
+        long end = aligned + size;
+        if (base + span > end) unmap(end, base + span - end);
+        return aligned;
+    }
+
+    /** Asks for transparent huge pages on a mapping (a hint: refused quietly where THP is off). */
+    static void adviseHugePages(long address, long size) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment state = a.allocate(CALL_STATE);
+            invoke(MADVISE, state, address, size, MADV_HUGEPAGE);
+        }
+    }
+
+    static void unmap(long address, long size) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment state = a.allocate(CALL_STATE);
+            int rc = (int) invoke(MUNMAP, state, address, size);
+            if (rc != 0) {
+                throw new IllegalStateException("munmap(0x" + Long.toHexString(address) + ", " + size + ") failed with "
+                        + Errno.describe((int) ERRNO.get(state, 0L)));
+            }
+        }
+    }
+
+    private static long call(MethodHandle mh, String name, long addr, long len, int prot, int flags, int fd, long off) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment state = a.allocate(CALL_STATE);
+            long result = (long) invoke(mh, state, addr, len, prot, flags, fd, off);
+            if (result == MAP_FAILED) {
+                int errno = (int) ERRNO.get(state, 0L);
+                String hint = (flags & MAP_HUGETLB) != 0 && errno == Errno.ENOMEM.number()
+                        ? ": no huge pages reserved (vm.nr_hugepages), or turn hugePages off" : "";
+                throw new OutOfMemoryError(name + " of " + len + " bytes failed with " + Errno.describe(errno) + hint);
+            }
+            return result;
+        }
+    }
+
+    private static Object invoke(MethodHandle mh, Object... args) {
+        try {
+            return mh.invokeWithArguments(args);
+        } catch (Error | RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new AssertionError("unexpected checked exception from a downcall", t);
+        }
+    }
+}

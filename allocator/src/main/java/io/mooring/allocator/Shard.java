@@ -1,0 +1,126 @@
+package io.mooring.allocator;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * One of the arena's independent allocators (jemalloc's "arena"): its own chunks, page runs and bins, so
+ * threads assigned to different shards never contend. Page runs and the chunk list are guarded by
+ * {@link #lock}; each bin has its own lock.
+ */
+final class Shard {
+    final RdmaArena arena;
+    final int index;
+    final Bin[] bins = new Bin[SizeClasses.SMALL_CLASSES];
+    private final ReentrantLock lock = new ReentrantLock();
+    private final List<Chunk> chunks = new ArrayList<>(); // guarded by lock
+    private long largeAllocations;                        // guarded by lock
+    private long largeFrees;                              // guarded by lock
+
+    Shard(RdmaArena arena, int index) {
+        this.arena = arena;
+        this.index = index;
+        for (int i = 0; i < bins.length; i++) bins[i] = new Bin(i);
+    }
+
+    private record Run(Chunk chunk, int page) {}
+
+    /** A page run from an existing chunk, or from a new one if none has room. Caller holds the lock. */
+    private Run takeRun(int pages, long alignment) {
+        for (Chunk c : chunks) {
+            int page = c.allocate(pages, alignment);
+            if (page >= 0) return new Run(c, page);
+        }
+        Chunk c = arena.newChunk(arena.chunkSize(), false);
+        chunks.add(c);
+        return new Run(c, c.allocate(pages, alignment));
+    }
+
+    Slab newSlab(int classIndex) {
+        int pages = SizeClasses.slabPages(classIndex);
+        lock.lock();
+        try {
+            Run r = takeRun(pages, SizeClasses.PAGE_SIZE);
+            return new Slab(r.chunk, r.page, pages, classIndex);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void releaseSlab(Slab s) {
+        freeRun(s.chunk, s.firstPage, s.pages, false);
+    }
+
+    Block allocateLarge(long bytes, long alignment, LargeFactory make) {
+        int pages = (int) (bytes >>> SizeClasses.LOG2_PAGE);
+        lock.lock();
+        try {
+            Run r = takeRun(pages, alignment);
+            largeAllocations++;
+            return make.block(r.chunk, r.page, pages);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Creates the block for a page run just taken. */
+    interface LargeFactory {
+        Block block(Chunk chunk, int page, int pages);
+    }
+
+    void freeLarge(Chunk c, int page, int pages) {
+        freeRun(c, page, pages, true);
+    }
+
+    private void freeRun(Chunk c, int page, int pages, boolean large) {
+        boolean release = false;
+        lock.lock();
+        try {
+            c.free(page, pages);
+            if (large) largeFrees++;
+            if (c.isEmpty()) {
+                c.emptySinceNanos = System.nanoTime();
+                if (arena.isClosing()) {
+                    chunks.remove(c);
+                    release = true;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        if (release) arena.releaseChunk(c);
+    }
+
+    /**
+     * Removes and returns the chunks that are wholly free and pass {@code shouldRelease} (purging, closing).
+     */
+    List<Chunk> takeEmptyChunks(java.util.function.Predicate<Chunk> shouldRelease) {
+        List<Chunk> taken = new ArrayList<>();
+        lock.lock();
+        try {
+            for (var it = chunks.iterator(); it.hasNext(); ) {
+                Chunk c = it.next();
+                if (c.isEmpty() && shouldRelease.test(c)) {
+                    it.remove();
+                    taken.add(c);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        return taken;
+    }
+
+    /** Chunks counted for stats: [chunks, empty chunks, used pages, large allocations, large frees]. */
+    long[] counters() {
+        lock.lock();
+        try {
+            long empty = chunks.stream().filter(Chunk::isEmpty).count();
+            long used = chunks.stream().mapToLong(Chunk::usedPages).sum();
+            return new long[] {chunks.size(), empty, used, largeAllocations, largeFrees};
+        } finally {
+            lock.unlock();
+        }
+    }
+}

@@ -1,0 +1,34 @@
+package io.mooring.allocator;
+
+import io.mooring.lifecycle.ClosePolicy;
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.verbs.DeviceContext;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.RdmaDevices;
+
+/** A soft device, a PD and a graph of their own per test. */
+final class ArenaFixture implements AutoCloseable {
+    final ResourceGraph graph;
+    final DeviceContext context;
+    final ProtectionDomain pd;
+
+    ArenaFixture(ClosePolicy policy) {
+        graph = ResourceGraph.builder().name("allocator-test").policy(policy).build();
+        context = RdmaDevices.open("soft:soft0", graph);
+        pd = context.allocateProtectionDomain();
+    }
+
+    ArenaFixture() {
+        this(ClosePolicy.DEFERRED);
+    }
+
+    RdmaArena.Builder arena() {
+        return RdmaArena.builder(pd).chunkSize(1 << 20).arenas(1);
+    }
+
+    @Override
+    public void close() {
+        graph.close();
+        if (graph.liveCount() != 0) throw new AssertionError("left behind:\n" + graph.dump());
+    }
+}

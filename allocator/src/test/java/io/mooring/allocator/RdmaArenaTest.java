@@ -1,0 +1,290 @@
+package io.mooring.allocator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mooring.lifecycle.ClosePolicy;
+import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.lifecycle.ResourceState;
+import io.mooring.verbs.Access;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class RdmaArenaTest {
+    private final ArenaFixture fx = new ArenaFixture();
+
+    @AfterEach
+    void teardown() {
+        fx.close();
+    }
+
+    @Test
+    void blocksHaveTheirSizeAlignmentAndKeysAndNeverOverlap() {
+        try (RdmaArena arena = fx.arena().build()) {
+            var random = new Random(7);
+            TreeMap<Long, Block> live = new TreeMap<>();
+            for (int i = 0; i < 3000; i++) {
+                long size = 1 + random.nextInt(random.nextBoolean() ? 256 : 100_000);
+                long alignment = 1L << random.nextInt(13);
+                Block b = arena.allocate(size, alignment);
+                assertEquals(size, b.segment().byteSize());
+                assertEquals(0, b.address() % alignment, () -> b + " not aligned to " + alignment);
+                var region = b.region();
+                assertTrue(b.address() >= region.address() && b.address() + size <= region.address() + region.length(),
+                        () -> b + " outside its region");
+                assertEquals(region.lkey(), b.lkey());
+                var before = live.floorEntry(b.address());
+                var after = live.ceilingEntry(b.address());
+                if (before != null) assertTrue(before.getKey() + before.getValue().size() <= b.address(), "overlap");
+                if (after != null) assertTrue(b.address() + size <= after.getKey(), "overlap");
+                live.put(b.address(), b);
+                if (random.nextInt(3) == 0) live.pollFirstEntry().getValue().close();
+            }
+            live.values().forEach(Block::close);
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    @Test
+    void aLayoutGivesItsSizeAndAlignment() {
+        try (RdmaArena arena = fx.arena().build();
+             Block b = arena.allocate(MemoryLayout.sequenceLayout(3, ValueLayout.JAVA_LONG).withByteAlignment(64))) {
+            assertEquals(24, b.size());
+            assertEquals(0, b.address() % 64);
+        }
+    }
+
+    @Test
+    void oneGibOfFourKibBlocksCostsSixteenRegistrations() {
+        try (RdmaArena arena = RdmaArena.builder(fx.pd).chunkSize(64 << 20).arenas(1).checked(false).build()) {
+            List<Block> blocks = new ArrayList<>();
+            for (int i = 0; i < (1 << 30) / 4096; i++) blocks.add(arena.allocate(4096));
+            ArenaStats s = arena.stats();
+            assertEquals(16, s.registrations(), "registrations for 262,144 blocks");
+            assertEquals(1L << 30, s.registeredBytes());
+            assertEquals(1.0, s.overhead(), 1e-9);
+            blocks.forEach(Block::close);
+        }
+    }
+
+    @Test
+    void aSecondCloseThrowsAndCorruptsNothing() {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block a = arena.allocate(64);
+            a.close();
+            var e = assertThrows(IllegalStateException.class, a::close);
+            assertTrue(e.getMessage().contains("already closed"), e.getMessage());
+            Block b = arena.allocate(64);
+            Block c = arena.allocate(64);
+            assertNotEquals(b.address(), c.address(), "a double free would hand the region out twice");
+            assertEquals(1, arena.stats().classes().get(SizeClasses.indexOf(64)).frees());
+            b.close();
+            c.close();
+        }
+    }
+
+    @Test
+    void aClosedCheckedBlockCannotBeTouched() {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block b = arena.allocate(64);
+            var segment = b.segment();
+            segment.set(ValueLayout.JAVA_LONG, 0, 42);
+            b.close();
+            assertThrows(IllegalStateException.class, () -> segment.get(ValueLayout.JAVA_LONG, 0));
+            assertThrows(IllegalStateException.class, b::segment);
+            assertThrows(IllegalStateException.class, b::lkey);
+        }
+    }
+
+    @Test
+    void anUncheckedBlockStaysAddressableButTheBlockRefusesUse() {
+        try (RdmaArena arena = fx.arena().checked(false).build()) {
+            Block b = arena.allocate(64);
+            var segment = b.segment();
+            b.close();
+            segment.get(ValueLayout.JAVA_LONG, 0); // the price of unchecked mode: no fault
+            assertThrows(IllegalStateException.class, b::segment);
+        }
+    }
+
+    @Test
+    void aConfinedBlockClosedElsewhereIsQuarantinedUntilItsOwnerComesBack() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block b = arena.allocate(64);
+            Thread closer = Thread.ofVirtual().start(b::close);
+            closer.join();
+            assertFalse(b.isOpen());
+            assertEquals(1, arena.stats().quarantined());
+            assertEquals(1, arena.stats().classes().get(SizeClasses.indexOf(64)).live(), "not reused yet");
+            assertThrows(IllegalStateException.class, b::segment);
+            try (Block next = arena.allocate(64)) { // the owner's next call releases it
+                assertEquals(0, arena.stats().quarantined());
+                assertEquals(b.address(), next.address(), "the region is reused only now");
+            }
+        }
+    }
+
+    @Test
+    void blocksOfADeadThreadClosedElsewhereAreReleased() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            AtomicReference<Block> made = new AtomicReference<>();
+            Thread owner = Thread.ofPlatform().start(() -> made.set(arena.allocate(128)));
+            owner.join();
+            made.get().close(); // the owner is gone: nobody can reach its confined segment
+            assertEquals(0, arena.stats().quarantined());
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    @Test
+    void sharedBlocksWorkAcrossThreads() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block b = arena.allocateShared(64, 8);
+            var segment = b.segment();
+            Thread writer = Thread.ofVirtual().start(() -> segment.set(ValueLayout.JAVA_LONG, 0, 7));
+            writer.join();
+            assertEquals(7, segment.get(ValueLayout.JAVA_LONG, 0));
+            Thread closer = Thread.ofVirtual().start(b::close);
+            closer.join();
+            assertThrows(IllegalStateException.class, () -> segment.get(ValueLayout.JAVA_LONG, 0));
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    @Test
+    void hugeBlocksGetAChunkOfTheirOwnAndGiveItBack() {
+        try (RdmaArena arena = fx.arena().build()) {
+            long before = arena.stats().registrations();
+            Block huge = arena.allocate(3 << 20, 1 << 20);
+            ArenaStats s = arena.stats();
+            assertEquals(before + 1, s.registrations());
+            assertEquals(1, s.hugeAllocations());
+            assertEquals(0, huge.address() % (1 << 20));
+            huge.segment().set(ValueLayout.JAVA_BYTE, (3 << 20) - 1, (byte) 1);
+            huge.close();
+            assertEquals(s.deregistrations() + 1, arena.stats().deregistrations());
+        }
+    }
+
+    @Test
+    void purgeReleasesFreeChunksBeyondTheRetainedAmount() {
+        try (RdmaArena arena = fx.arena().hugeThreshold(900 << 10).retainedBytes(1 << 20).decay(Duration.ofHours(1))
+                .build()) {
+            List<Block> blocks = new ArrayList<>();
+            for (int i = 0; i < 3; i++) blocks.add(arena.allocate(600 << 10)); // one large block per 1 MiB chunk
+            assertEquals(3, arena.stats().chunks());
+            blocks.forEach(Block::close);
+            assertEquals(3 << 20, arena.stats().retainedBytes(), "the decay has not passed");
+            arena.purge();
+            ArenaStats s = arena.stats();
+            assertEquals(1, s.chunks(), "one chunk retained");
+            assertEquals(2, s.deregistrations());
+        }
+    }
+
+    @Test
+    void theDecayTimerReleasesChunksThatStayFree() throws Exception {
+        try (RdmaArena arena = fx.arena().hugeThreshold(900 << 10).decay(Duration.ofMillis(200)).build()) {
+            arena.allocate(600 << 10).close();
+            assertEquals(1, arena.stats().chunks(), "a large block's chunk outlives it until the decay");
+            long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+            while (arena.stats().chunks() > 0 && System.nanoTime() < deadline) Thread.sleep(10);
+            assertEquals(0, arena.stats().chunks());
+            assertEquals(0, arena.stats().registeredBytes());
+        }
+    }
+
+    @Test
+    void badRequestsAreRefusedNamingTheValue() {
+        try (RdmaArena arena = fx.arena().build()) {
+            var zero = assertThrows(IllegalArgumentException.class, () -> arena.allocate(0));
+            assertTrue(zero.getMessage().contains("was 0"), zero.getMessage());
+            var odd = assertThrows(IllegalArgumentException.class, () -> arena.allocate(64, 24));
+            assertTrue(odd.getMessage().contains("power of two, was 24"), odd.getMessage());
+            var big = assertThrows(IllegalArgumentException.class, () -> arena.allocate(64, 2 << 20));
+            assertTrue(big.getMessage().contains("exceeds the chunk size"), big.getMessage());
+            var oom = assertThrows(OutOfMemoryError.class, () -> arena.allocate(1L << 50));
+            assertTrue(oom.getMessage().contains("mmap"), oom.getMessage());
+            try (Block still = arena.allocate(64)) { // the arena is still usable and leaked nothing
+                assertEquals(1, arena.stats().liveBlocks());
+            }
+        }
+        assertThrows(IllegalArgumentException.class, () -> fx.arena().chunkSize(3 << 20));
+        assertThrows(IllegalArgumentException.class, () -> fx.arena().arenas(0));
+    }
+
+    @Test
+    void blocksCarryTheArenasRemoteRights() {
+        try (RdmaArena local = fx.arena().build();
+             RdmaArena remote = fx.arena().access(EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE)).build();
+             Block l = local.allocate(64);
+             Block r = remote.allocate(64)) {
+            assertThrows(IllegalStateException.class, l::rkey);
+            assertEquals(r.region().rkey(), r.rkey());
+        }
+    }
+
+    @Test
+    void deferredCloseReleasesChunksWithTheirLastBlock() {
+        RdmaArena arena = fx.arena().build();
+        Block small = arena.allocate(64);
+        Block large = arena.allocate(100 << 10);
+        arena.close();
+        assertThrows(ResourceClosedException.class, () -> arena.allocate(64));
+        assertEquals(ResourceState.CLOSING, arena.resource().state());
+        small.close();
+        assertTrue(arena.stats().chunks() >= 1);
+        large.close();
+        assertEquals(0, arena.stats().chunks());
+        assertEquals(ResourceState.DESTROYED, arena.resource().state());
+    }
+
+    @Test
+    void strictCloseRefusesWhileBlocksLive() {
+        try (var strict = new ArenaFixture(ClosePolicy.STRICT)) {
+            RdmaArena arena = strict.arena().build();
+            Block a = arena.allocate(64);
+            Block b = arena.allocate(64);
+            var e = assertThrows(ArenaBusyException.class, arena::close);
+            assertTrue(e.getMessage().contains("2 × 64 B"), e.getMessage());
+            assertEquals(2, e.stats().liveBlocks());
+            a.close();
+            b.close();
+            arena.close();
+            assertEquals(ResourceState.DESTROYED, arena.resource().state());
+        }
+    }
+
+    @Test
+    void statsCountPerClass() {
+        try (RdmaArena arena = fx.arena().build()) {
+            Set<Block> blocks = new HashSet<>();
+            for (int i = 0; i < 10; i++) blocks.add(arena.allocate(100));
+            blocks.add(arena.allocate(50 << 10));
+            ArenaStats s = arena.stats();
+            var c112 = s.classes().get(SizeClasses.indexOf(100));
+            assertEquals(112, c112.size());
+            assertEquals(10, c112.allocations());
+            assertEquals(10, c112.live());
+            assertEquals(1, c112.slabs());
+            assertEquals(1, s.largeAllocations());
+            assertEquals(10 * 112 + (56 << 10), s.activeBytes());
+            blocks.forEach(Block::close);
+            assertEquals(0, arena.stats().activeBytes());
+        }
+    }
+}
