@@ -12,8 +12,8 @@ final class Bin {
     private final ReentrantLock lock = new ReentrantLock();
     private Slab head;       // slabs with free regions; guarded by lock
     private int slabs;       // guarded by lock
-    private long allocations;
-    private long frees;
+    private long allocations; // regions handed to callers directly (not through a thread cache)
+    private long frees;       // regions given back directly
 
     Bin(int classIndex) {
         this.classIndex = classIndex;
@@ -43,22 +43,72 @@ final class Bin {
         Block block(Slab slab, long address);
     }
 
-    void free(Shard shard, Slab s, long address) {
-        Slab emptied = null;
+    /**
+     * Moves up to {@code n} regions into a thread cache's arrays (from index 0); returns how many (at least
+     * one). A new slab is cut only for the first: memory is not grown just to fill a cache.
+     */
+    int refill(Shard shard, long[] addresses, Slab[] owners, int n) {
         lock.lock();
         try {
-            s.free(address);
-            frees++;
-            if (!s.listed) link(s);
-            if (s.free() == s.regions && (slabs > 1 || shard.arena.isClosing())) {
-                unlink(s);
-                slabs--;
-                emptied = s;
+            for (int i = 0; i < n; i++) {
+                Slab s = head;
+                if (s == null) {
+                    if (i > 0) return i;
+                    s = shard.newSlab(classIndex);
+                    slabs++;
+                    link(s);
+                }
+                addresses[i] = s.allocate();
+                owners[i] = s;
+                if (s.free() == 0) unlink(s);
             }
+            return n;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void free(Shard shard, Slab s, long address) {
+        Slab emptied;
+        lock.lock();
+        try {
+            frees++;
+            emptied = returnRegion(shard, s, address);
         } finally {
             lock.unlock();
         }
         if (emptied != null) shard.releaseSlab(emptied);
+    }
+
+    /** Takes back the first {@code n} regions of a thread cache's arrays in one locked step. */
+    void giveBack(Shard shard, long[] addresses, Slab[] owners, int n) {
+        Slab[] emptied = null;
+        int released = 0;
+        lock.lock();
+        try {
+            for (int i = 0; i < n; i++) {
+                Slab e = returnRegion(shard, owners[i], addresses[i]);
+                if (e != null) {
+                    if (emptied == null) emptied = new Slab[n];
+                    emptied[released++] = e;
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+        for (int i = 0; i < released; i++) shard.releaseSlab(emptied[i]);
+    }
+
+    /** Frees a region into its slab; returns the slab if it became empty and should go back to its chunk. */
+    private Slab returnRegion(Shard shard, Slab s, long address) {
+        s.free(address);
+        if (!s.listed) link(s);
+        if (s.free() == s.regions && (slabs > 1 || shard.arena.isClosing())) {
+            unlink(s);
+            slabs--;
+            return s;
+        }
+        return null;
     }
 
     /** Lets go of the slab kept for reuse if it is wholly free (purging, closing). */

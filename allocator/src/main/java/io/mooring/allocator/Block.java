@@ -47,13 +47,14 @@ public final class Block implements AutoCloseable {
     private final long size;
     private final Arena scope;       // null for unchecked blocks
     private final MemorySegment segment;
-    private final Inbox inbox;       // the owner's, for confined blocks closed elsewhere
+    final Caller owner;              // the allocating thread's state in the arena
+    private final boolean confined;  // only the owner can close the scope
     @SuppressWarnings("unused") // through STATE
     private volatile int state;
     Block nextInInbox;
 
     Block(RdmaArena arena, Shard shard, Slab slab, Chunk chunk, int page, int pages, long address, long size,
-          Arena scope, Inbox inbox) {
+          Arena scope, Caller owner, boolean confined) {
         this.arena = arena;
         this.shard = shard;
         this.slab = slab;
@@ -63,7 +64,8 @@ public final class Block implements AutoCloseable {
         this.address = address;
         this.size = size;
         this.scope = scope;
-        this.inbox = inbox;
+        this.owner = owner;
+        this.confined = confined;
         this.segment = RdmaArena.view(address, size, scope);
     }
 
@@ -127,15 +129,12 @@ public final class Block implements AutoCloseable {
             throw new IllegalStateException("block 0x" + Long.toHexString(address) + " of " + size
                     + " bytes is already closed");
         }
-        if (inbox == null) {
-            if (scope != null) scope.close();
-            arena.free(this);
-        } else if (Thread.currentThread() == inbox.owner) {
-            scope.close();
-            arena.free(this);
-        } else {
-            arena.closeElsewhere(this, inbox);
+        if (confined && Thread.currentThread() != owner.thread()) {
+            arena.closeElsewhere(this);
+            return;
         }
+        if (scope != null) scope.close();
+        arena.free(this);
     }
 
     /** Called by the owner when draining its inbox. */

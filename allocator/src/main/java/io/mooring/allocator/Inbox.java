@@ -7,7 +7,7 @@ import java.lang.invoke.VarHandle;
  * Blocks closed by a thread other than the one they are confined to. Only the owner can close a confined
  * scope, so such a block waits here (its memory quarantined, never reused) until the owner drains the inbox
  * on its next arena call — or, once the owner has died and nobody can reach the segment any more, until
- * anyone drains it. A lock-free stack: many closers push, one drainer takes all.
+ * anyone drains it. One per {@link Caller}. A lock-free stack: many closers push, one drainer takes all.
  */
 final class Inbox {
     private static final VarHandle HEAD;
@@ -20,13 +20,8 @@ final class Inbox {
         }
     }
 
-    final Thread owner;
     @SuppressWarnings("unused") // through HEAD
     private volatile Block head;
-
-    Inbox(Thread owner) {
-        this.owner = owner;
-    }
 
     void push(Block b) {
         Block h;

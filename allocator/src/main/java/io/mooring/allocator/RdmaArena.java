@@ -68,8 +68,10 @@ public final class RdmaArena implements AutoCloseable {
     private final Resource resource;
     private final Shard[] shards;
     private final AtomicInteger nextShard = new AtomicInteger();
-    private final ThreadLocal<Caller> callers = ThreadLocal.withInitial(this::newCaller);
-    private final Set<Inbox> inboxes = ConcurrentHashMap.newKeySet();
+    private final long cacheBytesPerClass;
+    private final ThreadLocal<Caller> callerOfThread = ThreadLocal.withInitial(this::newCaller);
+    private final Set<Caller> callers = ConcurrentHashMap.newKeySet();
+    private final AtomicInteger flushEpoch = new AtomicInteger();
     private final AtomicLong registrations = new AtomicLong();
     private final AtomicLong deregistrations = new AtomicLong();
     private final AtomicLong registeredBytes = new AtomicLong();
@@ -80,9 +82,6 @@ public final class RdmaArena implements AutoCloseable {
     private final ScheduledFuture<?> purging;
     private volatile boolean closing;
 
-    /** What the arena keeps per calling thread: its shard and the inbox of its confined blocks. */
-    private record Caller(Shard shard, Inbox inbox) {}
-
     private RdmaArena(Builder b) {
         this.pd = b.pd;
         this.access = Set.copyOf(b.access);
@@ -92,6 +91,7 @@ public final class RdmaArena implements AutoCloseable {
         this.checked = b.checked;
         this.decay = b.decay;
         this.retainedBytes = b.retainedBytes;
+        this.cacheBytesPerClass = b.cacheBytesPerClass;
         this.name = b.name != null ? b.name : "arena-" + NAMES.incrementAndGet();
         this.maxMrSize = pd.context().device().attributes().maxMrSize();
         this.shards = new Shard[b.shards];
@@ -110,9 +110,14 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     private Caller newCaller() {
-        var inbox = new Inbox(Thread.currentThread());
-        inboxes.add(inbox);
-        return new Caller(shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)], inbox);
+        Thread t = Thread.currentThread();
+        Shard shard = shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)];
+        ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 ? null
+                : new ThreadCache(shard, t, cacheBytesPerClass);
+        if (cache != null) cache.epoch = flushEpoch.get();
+        var caller = new Caller(t, shard, new Inbox(), cache);
+        callers.add(caller);
+        return caller;
     }
 
     // ---- allocation ------------------------------------------------------------------------------------------
@@ -150,26 +155,29 @@ public final class RdmaArena implements AutoCloseable {
     private Block allocate(long size, long alignment, Scoping scoping) {
         checkRequest(size, alignment);
         resource.checkOpen();
-        Caller caller = callers.get();
-        if (!caller.inbox.isEmpty()) drainOwn(caller.inbox);
+        Caller caller = callerOfThread.get();
+        if (!caller.inbox().isEmpty()) drainOwn(caller.inbox());
         Arena scope = switch (scoping) {
             case CONFINED -> Arena.ofConfined();
             case SHARED -> Arena.ofShared();
             case UNCHECKED -> null;
         };
-        Inbox inbox = scoping == Scoping.CONFINED ? caller.inbox : null;
+        boolean confined = scoping == Scoping.CONFINED;
         try {
-            Shard shard = caller.shard;
+            Shard shard = caller.shard();
             long aligned = alignment > (1 << SizeClasses.LOG2_QUANTUM) ? (size + alignment - 1) & -alignment : size;
             if (aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE) {
-                return shard.bins[SizeClasses.indexOf(aligned)].allocate(shard,
-                        (slab, address) -> new Block(this, shard, slab, slab.chunk, 0, 0, address, size, scope, inbox));
+                Bin.BlockFactory make = (slab, address) ->
+                        new Block(this, shard, slab, slab.chunk, 0, 0, address, size, scope, caller, confined);
+                int c = SizeClasses.indexOf(aligned);
+                ThreadCache cache = current(caller.cache());
+                return cache != null ? cache.allocate(c, make) : shard.bins[c].allocate(shard, make);
             }
-            if (size >= hugeThreshold) return allocateHuge(size, alignment, scope, inbox);
+            if (size >= hugeThreshold) return allocateHuge(size, alignment, scope, caller, confined);
             long bytes = SizeClasses.largeSize(size);
             return shard.allocateLarge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE),
                     (chunk, page, pages) -> new Block(this, shard, null, chunk, page, pages, chunk.address(page), size,
-                            scope, inbox));
+                            scope, caller, confined));
         } catch (RuntimeException | Error e) {
             if (scope != null) scope.close();
             throw e;
@@ -190,12 +198,24 @@ public final class RdmaArena implements AutoCloseable {
         }
     }
 
-    private Block allocateHuge(long size, long alignment, Arena scope, Inbox inbox) {
+    /** The cache, after honouring a flush requested since its last use. */
+    private ThreadCache current(ThreadCache cache) {
+        if (cache != null) {
+            int epoch = flushEpoch.get();
+            if (cache.epoch != epoch) {
+                cache.flushAll();
+                cache.epoch = epoch;
+            }
+        }
+        return cache;
+    }
+
+    private Block allocateHuge(long size, long alignment, Arena scope, Caller caller, boolean confined) {
         long bytes = (size + SizeClasses.PAGE_SIZE - 1) & -(long) SizeClasses.PAGE_SIZE;
         Chunk c = newChunk(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE), true);
         hugeAllocations.incrementAndGet();
         hugeBytes.addAndGet(bytes);
-        return new Block(this, null, null, c, 0, 0, c.base, size, scope, inbox);
+        return new Block(this, null, null, c, 0, 0, c.base, size, scope, caller, confined);
     }
 
     /** A segment over a block's memory: confined or shared to {@code scope}, or global when unchecked. */
@@ -209,7 +229,12 @@ public final class RdmaArena implements AutoCloseable {
 
     void free(Block b) {
         if (b.slab != null) {
-            b.shard.bins[b.slab.classIndex].free(b.shard, b.slab, b.address());
+            ThreadCache cache = b.owner.cache();
+            if (cache != null && cache.owner == Thread.currentThread() && !closing) {
+                current(cache).free(b.slab.classIndex, b.slab, b.address());
+            } else {
+                b.shard.bins[b.slab.classIndex].free(b.shard, b.slab, b.address());
+            }
         } else if (b.chunk.huge) {
             hugeFrees.incrementAndGet();
             hugeBytes.addAndGet(-b.chunk.size);
@@ -220,9 +245,9 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     /** A confined block closed by another thread: quarantined until its owner (or, if it died, anyone) frees it. */
-    void closeElsewhere(Block b, Inbox inbox) {
-        inbox.push(b);
-        if (!inbox.owner.isAlive()) drainOrphaned(inbox);
+    void closeElsewhere(Block b) {
+        b.owner.inbox().push(b);
+        if (!b.owner.thread().isAlive()) drainOrphaned(b.owner.inbox());
     }
 
     private void drainOwn(Inbox inbox) {
@@ -237,14 +262,26 @@ public final class RdmaArena implements AutoCloseable {
         for (Block b = inbox.takeAll(); b != null; b = b.nextInInbox) free(b);
     }
 
+    /** Returns what dead threads left behind: their quarantined blocks and cached regions. */
     private void sweepDeadOwners() {
-        for (var it = inboxes.iterator(); it.hasNext(); ) {
-            Inbox inbox = it.next();
-            if (!inbox.owner.isAlive()) {
-                drainOrphaned(inbox);
-                if (inbox.isEmpty()) it.remove();
+        for (var it = callers.iterator(); it.hasNext(); ) {
+            Caller c = it.next();
+            if (!c.thread().isAlive()) {
+                drainOrphaned(c.inbox());
+                if (c.cache() != null) c.cache().flushAll();
+                it.remove();
             }
         }
+    }
+
+    /**
+     * Asks every thread to return its cached regions at its next call into the arena (and returns the calling
+     * thread's now). Caches of threads that never call again are returned when those threads die.
+     */
+    public void flushThreadCaches() {
+        flushEpoch.incrementAndGet();
+        current(callerOfThread.get().cache());
+        sweepDeadOwners();
     }
 
     // ---- chunks ----------------------------------------------------------------------------------------------
@@ -319,11 +356,11 @@ public final class RdmaArena implements AutoCloseable {
 
     private synchronized void purge(long minEmptyNanos) {
         sweepDeadOwners();
+        for (Shard s : shards) for (Bin bin : s.bins) bin.trim(s);
         long now = System.nanoTime();
         long[] keep = {retainedBytes};
         List<Chunk> released = new ArrayList<>();
         for (Shard s : shards) {
-            for (Bin bin : s.bins) bin.trim(s);
             released.addAll(s.takeEmptyChunks(c -> {
                 if (now - c.emptySinceNanos < minEmptyNanos) return false;
                 if (keep[0] >= c.size) {
@@ -369,6 +406,12 @@ public final class RdmaArena implements AutoCloseable {
                 frees += c[1];
                 slabs += c[2];
             }
+            for (Caller caller : callers) {
+                if (caller.cache() != null) {
+                    allocs += caller.cache().allocations[i];
+                    frees += caller.cache().frees[i];
+                }
+            }
             classes.add(new ArenaStats.ClassStats(SizeClasses.size(i), allocs, frees, slabs));
             active += (allocs - frees) * SizeClasses.size(i);
         }
@@ -388,10 +431,20 @@ public final class RdmaArena implements AutoCloseable {
         active += largeBytes;
         long dirty = ((chunkPages - usedPages) << SizeClasses.LOG2_PAGE) - emptyChunkBytes;
         long quarantined = 0;
-        for (Inbox in : inboxes) for (Block b = in.peek(); b != null; b = b.nextInInbox) quarantined++;
+        long hits = 0;
+        long misses = 0;
+        long cached = 0;
+        for (Caller c : callers) {
+            for (Block b = c.inbox().peek(); b != null; b = b.nextInInbox) quarantined++;
+            if (c.cache() != null) {
+                hits += c.cache().hits;
+                misses += c.cache().misses;
+                cached += c.cache().cached();
+            }
+        }
         return new ArenaStats(classes, largeAllocs, largeFrees, hugeAllocations.get(), hugeFrees.get(), active,
                 registeredBytes.get(), emptyChunkBytes, dirty, chunkCount.get(), registrations.get(),
-                deregistrations.get(), quarantined);
+                deregistrations.get(), quarantined, hits, misses, cached);
     }
 
     /** The arena's place in the lifecycle graph (a child of its PD; its chunks' memory are its children). */
@@ -417,6 +470,8 @@ public final class RdmaArena implements AutoCloseable {
             if (s.liveBlocks() > 0) throw new ArenaBusyException(name, s);
         }
         closing = true;
+        flushEpoch.incrementAndGet(); // threads give their cached regions back at their next call
+        current(callerOfThread.get().cache());
         purging.cancel(false);
         for (Shard s : shards) {
             for (Bin bin : s.bins) bin.trim(s);
@@ -441,6 +496,7 @@ public final class RdmaArena implements AutoCloseable {
         private boolean checked = true;
         private Duration decay = Duration.ofSeconds(10);
         private long retainedBytes;
+        private long cacheBytesPerClass = 32 << 10;
         private String name;
 
         private Builder(ProtectionDomain pd) {
@@ -500,6 +556,16 @@ public final class RdmaArena implements AutoCloseable {
         public Builder retainedBytes(long bytes) {
             if (bytes < 0) throw new IllegalArgumentException("retained bytes must be >= 0, was " + bytes);
             this.retainedBytes = bytes;
+            return this;
+        }
+
+        /**
+         * Bytes per small class a platform thread may keep cached (between 4 and 64 regions per class;
+         * default 32 KiB); 0 turns thread caches off.
+         */
+        public Builder threadCache(long bytesPerClass) {
+            if (bytesPerClass < 0) throw new IllegalArgumentException("thread cache bytes must be >= 0, was " + bytesPerClass);
+            this.cacheBytesPerClass = bytesPerClass;
             return this;
         }
 

@@ -1,0 +1,75 @@
+package io.mooring.allocator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class ThreadCacheTest {
+    private final ArenaFixture fx = new ArenaFixture();
+
+    @AfterEach
+    void teardown() {
+        fx.close();
+    }
+
+    @Test
+    void repeatedSmallAllocationsHitTheCache() {
+        try (RdmaArena arena = fx.arena().build()) {
+            for (int i = 0; i < 1000; i++) arena.allocate(64).close();
+            ArenaStats s = arena.stats();
+            assertEquals(1, s.cacheMisses(), "one refill, then every allocation is served from the cache");
+            assertEquals(999, s.cacheHits());
+            assertEquals(1000, s.classes().get(SizeClasses.indexOf(64)).allocations());
+            assertEquals(0, s.liveBlocks());
+        }
+    }
+
+    @Test
+    void theCacheStaysBounded() {
+        try (RdmaArena arena = fx.arena().build()) {
+            List<Block> blocks = new ArrayList<>();
+            for (int i = 0; i < 1000; i++) blocks.add(arena.allocate(64));
+            blocks.forEach(Block::close);
+            assertTrue(arena.stats().cachedRegions() <= ThreadCache.MAX_SLOTS, "cached " + arena.stats().cachedRegions());
+            arena.flushThreadCaches();
+            assertEquals(0, arena.stats().cachedRegions());
+        }
+    }
+
+    @Test
+    void aDeadThreadsCacheIsReturned() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Thread t = Thread.ofPlatform().start(() -> arena.allocate(256).close());
+            t.join();
+            assertEquals(1, arena.stats().cachedRegions() > 0 ? 1 : 0, "the dead thread left regions cached");
+            arena.purge();
+            assertEquals(0, arena.stats().cachedRegions());
+            assertEquals(0, arena.stats().chunks(), "its chunk could be released");
+        }
+    }
+
+    @Test
+    void virtualThreadsDoNotGetCaches() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            List<Thread> threads = new ArrayList<>();
+            for (int i = 0; i < 200; i++) threads.add(Thread.ofVirtual().start(() -> arena.allocate(64).close()));
+            for (Thread t : threads) t.join();
+            ArenaStats s = arena.stats();
+            assertEquals(0, s.cachedRegions());
+            assertEquals(0, s.cacheHits() + s.cacheMisses());
+            assertEquals(200, s.classes().get(SizeClasses.indexOf(64)).frees());
+        }
+    }
+
+    @Test
+    void cachesCanBeTurnedOff() {
+        try (RdmaArena arena = fx.arena().threadCache(0).build()) {
+            arena.allocate(64).close();
+            assertEquals(0, arena.stats().cacheMisses());
+        }
+    }
+}
