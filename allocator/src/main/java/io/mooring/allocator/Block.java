@@ -90,6 +90,11 @@ public final class Block implements AutoCloseable {
         return chunk.region;
     }
 
+    /** Where the block starts inside {@link #region()}: what {@code WorkRequest.local(region, offset, length)} takes. */
+    public long regionOffset() {
+        return address - region().address();
+    }
+
     /** The key local work requests name it by. */
     public int lkey() {
         return region().lkey();

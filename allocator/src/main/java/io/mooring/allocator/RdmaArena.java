@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * var arena = RdmaArena.builder(pd).access(EnumSet.of(LOCAL_WRITE, REMOTE_READ)).build();
  * try (Block block = arena.allocate(layout)) {
  *     block.segment().set(JAVA_LONG, 0, 42);
- *     qp.post(WorkRequest.send(block.region(), block.address() - block.region().address(), 8));
+ *     qp.post(WorkRequest.send(block.region(), block.regionOffset(), 8));
  * }
  * }</pre>
  *

@@ -1,0 +1,60 @@
+package io.mooring.allocator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.io.IOException;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** Checks every constant NativeMemory declares against {@code <sys/mman.h>}, compiled with gcc. */
+class NativeMemoryConstantsTest {
+
+    @Test
+    void constantsMatchTheCHeaders() throws Exception {
+        Map<String, Long> c = compileAndRun();
+        int checked = 0;
+        for (Field f : NativeMemory.class.getDeclaredFields()) {
+            if (!Modifier.isStatic(f.getModifiers()) || !f.getName().matches("[A-Z_]+")
+                    || !(f.getType() == int.class || f.getType() == long.class)) {
+                continue;
+            }
+            f.setAccessible(true);
+            long java = ((Number) f.get(null)).longValue();
+            assertEquals(c.get(f.getName()), java, f.getName());
+            checked++;
+        }
+        assertEquals(c.size(), checked, "every constant the C program prints is declared and checked");
+    }
+
+    private static Map<String, Long> compileAndRun() throws IOException, InterruptedException {
+        Path module = Path.of(System.getProperty("basedir", System.getProperty("user.dir")));
+        Path source = module.resolve("src/test/c/mman_constants.c");
+        Path binary = module.resolve("target/mman_constants");
+        run("gcc (apt-get install gcc)", "gcc", "-o", binary.toString(), source.toString());
+        Process p = new ProcessBuilder(binary.toString()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes());
+        assertEquals(0, p.waitFor(), out);
+        Map<String, Long> values = new HashMap<>();
+        for (String line : out.strip().split("\n")) {
+            String[] parts = line.split(" ");
+            values.put(parts[0], Long.parseLong(parts[1]));
+        }
+        return values;
+    }
+
+    private static void run(String what, String... command) throws IOException, InterruptedException {
+        Process p;
+        try {
+            p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        } catch (IOException e) {
+            throw new AssertionError("cannot run " + what + ": " + e.getMessage(), e);
+        }
+        String out = new String(p.getInputStream().readAllBytes());
+        assertEquals(0, p.waitFor(), () -> what + " failed:\n" + out);
+    }
+}

@@ -1,0 +1,185 @@
+package io.mooring.properties;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.quicktheories.QuickTheory.qt;
+import static org.quicktheories.generators.SourceDSL.integers;
+import static org.quicktheories.generators.SourceDSL.lists;
+
+import io.mooring.allocator.ArenaStats;
+import io.mooring.allocator.Block;
+import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.lifecycle.ResourceInfo;
+import io.mooring.lifecycle.ResourceListener;
+import io.mooring.verbs.DeviceContext;
+import io.mooring.verbs.MemoryRegion;
+import io.mooring.verbs.RdmaDevices;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.quicktheories.core.Gen;
+import org.quicktheories.generators.Generate;
+
+/**
+ * Random allocate / close / double-close programs over random sizes and alignments on 1–4 threads, against a
+ * checked or unchecked arena on the soft provider. While running: no two live blocks overlap, every block lies
+ * inside its registered region and carries its lkey, alignment holds, a second close is refused. At the end:
+ * the per-class counts equal the model's, and once every block and the arena are closed every chunk was
+ * deregistered and unmapped exactly once.
+ */
+class AllocatorProperties {
+    private static final long[] SIZES = {1, 8, 16, 17, 64, 100, 500, 4096, 4097, 16384, 16385, 70_000, 300_000};
+    private static final long[] ALIGNMENTS = {1, 8, 64, 4096, 65536};
+
+    enum Op { ALLOCATE, CLOSE, DOUBLE_CLOSE }
+
+    record Step(int thread, Op op, int a, int b) {}
+
+    private static Gen<Step> steps() {
+        return Generate.range(0, 3).zip(Generate.pick(List.of(Op.ALLOCATE, Op.ALLOCATE, Op.CLOSE, Op.DOUBLE_CLOSE)),
+                Generate.range(0, 1000), Generate.range(0, 1000), Step::new);
+    }
+
+    @Test
+    void blocksNeverOverlapAndEveryChunkIsReleasedOnce() {
+        qt().withExamples(60).withShrinkCycles(50)
+                .forAll(integers().between(1, 4), Generate.booleans(), lists().of(steps()).ofSizeBetween(1, 120))
+                .checkAssert((threads, checked, program) -> new Run(checked).execute(threads, program));
+    }
+
+    static final class Run {
+        private final ResourceGraph graph;
+        private final RdmaArena arena;
+        private final ConcurrentSkipListMap<Long, Block> live = new ConcurrentSkipListMap<>();
+        private final ConcurrentLinkedQueue<String> violations = new ConcurrentLinkedQueue<>();
+        private final Map<Long, AtomicInteger> smallAllocations = new ConcurrentHashMap<>();
+        private final AtomicLong largeOrHuge = new AtomicLong();
+        private final Map<Long, AtomicInteger> destroyed = new ConcurrentHashMap<>();
+        private final AtomicInteger chunkMemories = new AtomicInteger();
+        private final DeviceContext context;
+
+        Run(boolean checked) {
+            graph = ResourceGraph.builder().name("allocator-properties").listener(new ResourceListener() {
+                @Override
+                public void created(ResourceInfo r) {
+                    if (r.kind().equals("chunk-memory")) chunkMemories.incrementAndGet();
+                }
+
+                @Override
+                public void destroyed(ResourceInfo r) {
+                    destroyed.computeIfAbsent(r.id(), k -> new AtomicInteger()).incrementAndGet();
+                }
+            }).build();
+            context = RdmaDevices.open("soft:soft0", graph);
+            arena = RdmaArena.builder(context.allocateProtectionDomain()).chunkSize(1 << 20).arenas(2)
+                    .checked(checked).build();
+        }
+
+        void execute(int threads, List<Step> program) {
+            List<List<Block>> owned = new ArrayList<>();
+            List<Thread> workers = new ArrayList<>();
+            var barrier = new CyclicBarrier(threads);
+            var errors = new ConcurrentLinkedQueue<Throwable>();
+            for (int t = 0; t < threads; t++) {
+                int me = t;
+                List<Block> mine = new ArrayList<>();
+                owned.add(mine);
+                workers.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        barrier.await();
+                        for (Step s : program) if (s.thread() % threads == me) apply(s, mine);
+                        for (Block b : mine) close(b); // each thread closes what it still owns
+                    } catch (Throwable e) {
+                        errors.add(e);
+                    }
+                }));
+            }
+            for (Thread w : workers) {
+                try {
+                    w.join();
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            }
+            if (!errors.isEmpty()) throw new AssertionError("a worker failed", errors.peek());
+            checkCounts();
+            arena.close();
+            graph.close();
+            assertEquals(List.of(), List.copyOf(violations));
+            assertEquals(0, graph.liveCount(), graph::dump);
+            destroyed.forEach((id, n) -> assertEquals(1, n.get(), "resource " + id + " destroyed more than once"));
+            assertEquals(chunkMemories.get(), arena.stats().deregistrations(), "every chunk deregistered once");
+        }
+
+        private void apply(Step s, List<Block> mine) {
+            switch (s.op()) {
+                case ALLOCATE -> {
+                    long size = SIZES[s.a() % SIZES.length];
+                    long alignment = ALIGNMENTS[s.b() % ALIGNMENTS.length];
+                    Block b = arena.allocate(size, alignment);
+                    check(b, size, alignment);
+                    mine.add(b);
+                    if (size <= 16384 && alignment <= 8192) {
+                        long aligned = alignment > 16 ? (size + alignment - 1) & -alignment : size;
+                        smallAllocations.computeIfAbsent(aligned, k -> new AtomicInteger()).incrementAndGet();
+                    } else {
+                        largeOrHuge.incrementAndGet();
+                    }
+                }
+                case CLOSE -> {
+                    if (!mine.isEmpty()) close(mine.remove(s.a() % mine.size()));
+                }
+                case DOUBLE_CLOSE -> {
+                    if (mine.isEmpty()) return;
+                    Block b = mine.remove(s.a() % mine.size());
+                    close(b);
+                    assertThrows(IllegalStateException.class, b::close, "second close of " + b);
+                }
+            }
+        }
+
+        private void check(Block b, long size, long alignment) {
+            if (b.segment().byteSize() != size) violations.add(b + ": segment of " + b.segment().byteSize());
+            if (b.address() % alignment != 0) violations.add(b + " not aligned to " + alignment);
+            MemoryRegion r = b.region();
+            if (b.address() < r.address() || b.address() + size > r.address() + r.length()) {
+                violations.add(b + " outside " + r);
+            }
+            if (b.lkey() != r.lkey()) violations.add(b + " carries another region's lkey");
+            Map.Entry<Long, Block> before = live.floorEntry(b.address());
+            Map.Entry<Long, Block> after = live.ceilingEntry(b.address());
+            if (before != null && before.getKey() + before.getValue().size() > b.address()) {
+                violations.add(b + " overlaps " + before.getValue());
+            }
+            if (after != null && b.address() + size > after.getKey()) violations.add(b + " overlaps " + after.getValue());
+            live.put(b.address(), b);
+        }
+
+        private void close(Block b) {
+            live.remove(b.address(), b); // before close: once closed its memory may be handed out again
+            b.close();
+        }
+
+        /** The arena's counts against the model's: small allocations per class, large and huge together. */
+        private void checkCounts() {
+            ArenaStats s = arena.stats();
+            assertEquals(0, s.liveBlocks(), "every block was closed");
+            Map<Long, Long> modelPerClass = new java.util.TreeMap<>();
+            smallAllocations.forEach((size, n) -> modelPerClass.merge(
+                    s.classes().stream().filter(c -> c.size() >= size).findFirst().orElseThrow().size(),
+                    (long) n.get(), Long::sum));
+            for (ArenaStats.ClassStats c : s.classes()) {
+                assertEquals(modelPerClass.getOrDefault(c.size(), 0L), c.allocations(), "allocations of class " + c.size());
+            }
+            assertEquals(largeOrHuge.get(), s.largeAllocations() + s.hugeAllocations(), "large and huge allocations");
+        }
+    }
+}
