@@ -1,0 +1,34 @@
+package io.mooring.lease;
+
+/**
+ * The agent's control messages. Each travels in one SEND, in the encoding of {@link MessageCodec}; a
+ * {@code requestId} pairs answers with requests.
+ */
+sealed interface Message {
+    long requestId();
+
+    /** Asks for a lease of {@code size} bytes the requester may access with {@code access} for {@code durationNanos}. */
+    record Request(long requestId, long size, long alignment, int access, long durationNanos) implements Message {}
+
+    /** A lease: the requester may reach {@code [address, address + length)} through {@code rkey} until it ends. */
+    record Grant(long requestId, long leaseId, long address, long length, int rkey, long durationNanos)
+            implements Message {}
+
+    /** Asks to extend a lease by {@code durationNanos} from now. */
+    record Renew(long requestId, long leaseId, long durationNanos) implements Message {}
+
+    /** The lease now lasts {@code durationNanos} from when the owner sent this. */
+    record Renewed(long requestId, long leaseId, long durationNanos) implements Message {}
+
+    /** The requester is done with a lease. */
+    record Release(long requestId, long leaseId) implements Message {}
+
+    /** The lease has ended and its window is invalidated. */
+    record ReleaseAck(long requestId, long leaseId) implements Message {}
+
+    /** The owner ended a lease on its own (expiry, limits, shutdown). */
+    record Revoked(long requestId, long leaseId, int reason) implements Message {}
+
+    /** A request was refused or not understood. */
+    record Error(long requestId, int code, String message) implements Message {}
+}

@@ -1,0 +1,107 @@
+package io.mooring.lease;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+class MessageCodecTest {
+    static final List<Message> SAMPLES = List.of(
+            new Message.Request(1, 4096, 64, 0b0110, 5_000_000_000L),
+            new Message.Grant(2, 17, 0x7f00_0000_1000L, 4096, 0x1234_56ab, 5_000_000_000L),
+            new Message.Renew(3, 17, 1_000_000L),
+            new Message.Renewed(4, 17, 1_000_000L),
+            new Message.Release(5, 17),
+            new Message.ReleaseAck(6, 17),
+            new Message.Revoked(7, 17, 2),
+            new Message.Error(8, 3, "lease 17 is not yours ✗"));
+
+    private final MemorySegment buf = Arena.ofAuto().allocate(MessageCodec.MAX_MESSAGE);
+
+    @Test
+    void everyMessageRoundTrips() throws Exception {
+        for (Message m : SAMPLES) {
+            int n = MessageCodec.encode(m, buf);
+            assertEquals(m, MessageCodec.decode(buf.asSlice(0, n)));
+        }
+    }
+
+    @Test
+    void theLayoutsAreTheDocumentedSizes() {
+        assertEquals(24, MessageCodec.HEADER.byteSize());
+        assertEquals(32, MessageCodec.REQUEST.byteSize());
+        assertEquals(40, MessageCodec.GRANT.byteSize());
+        int n = MessageCodec.encode(SAMPLES.getFirst(), buf);
+        assertEquals(56, n);
+        assertEquals(0x4d, buf.get(ValueLayout.JAVA_BYTE, 0), "network byte order: 'M' first");
+    }
+
+    @Test
+    void longErrorTextsAreCutOnACharacterBoundary() throws Exception {
+        int n = MessageCodec.encode(new Message.Error(1, 1, "é".repeat(500)), buf);
+        var e = (Message.Error) MessageCodec.decode(buf.asSlice(0, n));
+        assertEquals("é".repeat(100), e.message());
+    }
+
+    @Test
+    void eachFaultIsNamed() {
+        int n = MessageCodec.encode(SAMPLES.getFirst(), buf);
+        assertFault(buf.asSlice(0, 10), "truncated");
+        assertFault(Arena.ofAuto().allocate(300), "oversized");
+        assertFault(mutate(n, 0, (byte) 0), "bad magic");
+        assertFault(mutate(n, 5, (byte) 9), "unsupported protocol version 9");
+        assertFault(mutate(n, 7, (byte) 99), "unknown message type 99");
+        assertFault(buf.asSlice(0, n - 1), "says 56 bytes but 55 arrived");
+        assertFault(mutate(n, 12, (byte) 1), "reserved header bits set");
+        assertFault(mutate(n, 24, (byte) 0x80), "size must be positive");
+        assertFault(mutate(n, 43, (byte) 0x0f), "access 0xf is not");
+        assertFault(mutate(n, 47, (byte) 1), "reserved bits set");
+        assertFault(mutate(n, 39, (byte) 3), "alignment 3 is not a power of two");
+    }
+
+    private MemorySegment mutate(int n, int offset, byte value) {
+        MemorySegment copy = Arena.ofAuto().allocate(n);
+        copy.copyFrom(buf.asSlice(0, n));
+        copy.set(ValueLayout.JAVA_BYTE, offset, value);
+        return copy;
+    }
+
+    private static void assertFault(MemorySegment frame, String expected) {
+        var e = assertThrows(MalformedMessageException.class, () -> MessageCodec.decode(frame));
+        assertTrue(e.getMessage().contains(expected), () -> "expected '" + expected + "' in: " + e.getMessage());
+    }
+
+    /** A quick subset of the fuzz run: random and mutated frames decode or fail with a named fault, nothing else. */
+    @Test
+    void fuzzedFramesNeverEscapeAsAnythingButMalformed() {
+        var random = new Random(20261122);
+        MemorySegment frame = Arena.ofAuto().allocate(MessageCodec.MAX_MESSAGE);
+        int decoded = 0;
+        for (int i = 0; i < 100_000; i++) {
+            int n;
+            if (random.nextBoolean()) {
+                n = MessageCodec.encode(SAMPLES.get(random.nextInt(SAMPLES.size())), frame);
+                for (int flips = 1 + random.nextInt(3); flips > 0; flips--) {
+                    frame.set(ValueLayout.JAVA_BYTE, random.nextInt(n), (byte) random.nextInt());
+                }
+                if (random.nextInt(4) == 0) n = random.nextInt(n + 1);
+            } else {
+                n = random.nextInt(MessageCodec.MAX_MESSAGE + 1);
+                for (int k = 0; k < n; k++) frame.set(ValueLayout.JAVA_BYTE, k, (byte) random.nextInt());
+            }
+            try {
+                MessageCodec.decode(frame.asSlice(0, n));
+                decoded++;
+            } catch (MalformedMessageException expected) {
+                // named fault: fine
+            }
+        }
+        assertTrue(decoded > 0, "some mutations (e.g. of ids) still decode");
+    }
+}
