@@ -1,0 +1,73 @@
+package io.mooring.lease;
+
+import io.mooring.verbs.Access;
+import io.mooring.verbs.CompletionQueue;
+import io.mooring.verbs.MemoryRegion;
+import io.mooring.verbs.MemoryWindow;
+import io.mooring.verbs.MwType;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.WcStatus;
+import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.WorkRequest;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.EnumSet;
+
+/**
+ * Finds out once per device whether a memory window really confines a peer to its range: two QPs of the
+ * device connected to each other, a window bound over the first half of a region, and a write through the
+ * window's rkey just past its end. A device that refuses the write (REM_ACCESS_ERR) gets
+ * {@link Isolation#WINDOW}; one that lets it through — rxe does — or has no type 2 windows gets
+ * {@link Isolation#DEDICATED_REGISTRATION}.
+ */
+final class IsolationProbe {
+    private static final long HALF = 4096;
+    private static final Duration WAIT = Duration.ofSeconds(10);
+
+    private IsolationProbe() {}
+
+    static Isolation probe(ProtectionDomain pd) {
+        if (!pd.context().device().attributes().windowTypes().contains(MwType.TYPE_2)) {
+            return Isolation.DEDICATED_REGISTRATION;
+        }
+        try (Arena memory = Arena.ofShared()) {
+            CompletionQueue cq = pd.context().createCompletionQueue(16);
+            QueuePair owner = pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
+            QueuePair peer = pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
+            MemoryRegion target = pd.register(memory.allocate(2 * HALF, HALF),
+                    EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.MW_BIND));
+            MemoryRegion source = pd.register(memory.allocate(8, 8), EnumSet.of(Access.LOCAL_WRITE));
+            MemoryWindow window = pd.allocateWindow(MwType.TYPE_2);
+            try {
+                owner.connect(peer.info());
+                peer.connect(owner.info());
+                owner.post(WorkRequest.bind(window, target, 0, HALF, EnumSet.of(Access.REMOTE_WRITE)));
+                if (next(cq).status() != WcStatus.SUCCESS) return Isolation.DEDICATED_REGISTRATION;
+                peer.post(WorkRequest.write(source, 0, 8).remote(target.address() + HALF, window.rkey()));
+                return next(cq).status() == WcStatus.REM_ACCESS_ERR ? Isolation.WINDOW
+                        : Isolation.DEDICATED_REGISTRATION;
+            } finally {
+                // Children first; the region's memory (the arena) goes after the graph is done with it.
+                window.close();
+                owner.close();
+                peer.close();
+                target.close();
+                source.close();
+                cq.close();
+            }
+        }
+    }
+
+    private static WorkCompletion next(CompletionQueue cq) {
+        WorkCompletion[] one = {new WorkCompletion()};
+        try {
+            if (cq.poll(one, WAIT) == 1) return one[0];
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        throw new IllegalStateException("the isolation probe got no completion within " + WAIT);
+    }
+}
