@@ -17,7 +17,8 @@ import java.lang.invoke.VarHandle;
  * <ul>
  *   <li>{@link RdmaArena#allocate} (checked, the default): confined to the allocating thread, like
  *       {@link Arena#ofConfined()}; after {@code close()} every access through it throws. It may be closed from
- *       another thread: the memory is then quarantined until the owner's next arena call (or its death).</li>
+ *       another thread: the memory is then quarantined until the owner's next {@code allocate} or
+ *       {@code flushThreadCaches} (or its death).</li>
  *   <li>{@link RdmaArena#allocateShared}: usable from any thread, and still unusable after close — at the price
  *       of a shared scope's close (a handshake with every thread, tens of microseconds).</li>
  *   <li>unchecked arenas ({@code RdmaArena.Builder#checked(false)}): a plain segment that stays addressable

@@ -275,12 +275,15 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     /**
-     * Asks every thread to return its cached regions at its next call into the arena (and returns the calling
-     * thread's now). Caches of threads that never call again are returned when those threads die.
+     * Asks every thread to return its cached regions at its next call into the arena, and does it now for the
+     * calling thread (releasing its blocks that other threads closed, too). Caches of threads that never call
+     * again are returned when those threads die.
      */
     public void flushThreadCaches() {
         flushEpoch.incrementAndGet();
-        current(callerOfThread.get().cache());
+        Caller me = callerOfThread.get();
+        drainOwn(me.inbox());
+        current(me.cache());
         sweepDeadOwners();
     }
 

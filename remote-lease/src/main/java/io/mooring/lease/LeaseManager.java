@@ -1,0 +1,319 @@
+package io.mooring.lease;
+
+import io.mooring.allocator.Block;
+import io.mooring.verbs.Access;
+import io.mooring.verbs.MemoryRegion;
+import io.mooring.verbs.MemoryWindow;
+import io.mooring.verbs.MwType;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.WcStatus;
+import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.WorkRequest;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The owner's side of leasing blocks to one peer over one connected QP: grants expose exactly one block each
+ * (never the chunk region's rkey, which would expose every neighbour), and ending a lease revokes access
+ * before the block goes back to its arena.
+ *
+ * <p>Revocation sequence, whatever ends the lease (release, expiry, the exposure's stage, session loss,
+ * close): mark it ending → (WINDOW) post LOCAL_INV of its window on the peer's QP and wait for the completion
+ * — a window that cannot be invalidated (the QP failed) is deallocated instead, which revokes it too —, or
+ * (DEDICATED_REGISTRATION) deregister its region → close the block → complete {@link Lease#ended()}. Windows
+ * that were invalidated cleanly are pooled for the next grant.
+ *
+ * <p>The QP's send CQ must be polled by a {@link io.mooring.verbs.CompletionDispatcher}: binds and
+ * invalidations are posted with futures. Deadlines are this host's monotonic time ({@link System#nanoTime});
+ * the owner honours a lease for {@link LeaseLimits#grace()} past its duration.
+ */
+public final class LeaseManager implements AutoCloseable {
+    private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().daemon().name("mooring-lease-timer").factory());
+    private static final Duration COMPLETION_WAIT = Duration.ofSeconds(10);
+    private static final int REMOTE_RIGHTS =
+            Access.REMOTE_READ.bit() | Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
+
+    private final QueuePair qp;
+    private final ProtectionDomain pd;
+    private final LeaseLimits limits;
+    private final Isolation isolation;
+    private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
+    private final AtomicLong ids = new AtomicLong();
+    private final ArrayDeque<MemoryWindow> windows = new ArrayDeque<>(); // guarded by this
+    private long leasedBytes;                                             // guarded by this
+    private boolean closed;                                               // guarded by this
+    private final AtomicLong granted = new AtomicLong();
+    private final AtomicLong released = new AtomicLong();
+    private final AtomicLong expired = new AtomicLong();
+    private final AtomicLong revoked = new AtomicLong();
+    private final AtomicLong refused = new AtomicLong();
+
+    private LeaseManager(QueuePair qp, LeaseLimits limits, Isolation isolation) {
+        this.qp = qp;
+        this.pd = qp.pd();
+        this.limits = limits;
+        this.isolation = isolation;
+    }
+
+    /** A manager whose isolation is what {@link IsolationProbe} finds for the QP's device. */
+    public static LeaseManager create(QueuePair qp, LeaseLimits limits) {
+        return new LeaseManager(qp, limits, IsolationProbe.probe(qp.pd()));
+    }
+
+    /** A manager with an explicit isolation ({@link Isolation#WHOLE_REGION} is only available this way). */
+    public static LeaseManager create(QueuePair qp, LeaseLimits limits, Isolation isolation) {
+        return new LeaseManager(qp, limits, isolation);
+    }
+
+    public Isolation isolation() {
+        return isolation;
+    }
+
+    /**
+     * Exposes {@code block} to the peer for {@code duration} with {@code access}. The lease owns the block from
+     * now on (it closes it when it ends); if the grant fails, the caller still owns it.
+     *
+     * @throws LeaseRefusedException naming the limit or argument at fault
+     */
+    public Lease grant(Block block, Duration duration, Set<Access> access) {
+        int rights = Access.mask(access);
+        if (rights == 0 || (rights & ~REMOTE_RIGHTS) != 0 || !limits.maxAccess().containsAll(access)) {
+            throw refuse(ErrorCodes.INVALID_REQUEST, "a lease needs remote rights within " + limits.maxAccess()
+                    + ", not " + access);
+        }
+        if (duration.isNegative() || duration.isZero() || duration.compareTo(limits.maxDuration()) > 0) {
+            throw refuse(ErrorCodes.LIMIT_EXCEEDED, "lease duration " + duration + " is outside (0, "
+                    + limits.maxDuration() + "]");
+        }
+        reserve(block.size());
+        try {
+            Lease lease = expose(block, duration, access);
+            leases.put(lease.id(), lease);
+            granted.incrementAndGet();
+            schedule(lease);
+            return lease;
+        } catch (RuntimeException e) {
+            unreserve(block.size());
+            throw e;
+        }
+    }
+
+    /**
+     * Like {@link #grant}, and the exposure also ends when {@code done} completes (async-rdma's
+     * {@code reserve(timeout, future)}): whichever comes first.
+     */
+    public Lease expose(Block block, Duration duration, Set<Access> access, CompletionStage<?> done) {
+        Lease lease = grant(block, duration, access);
+        done.whenComplete((value, error) -> end(lease, EndReason.DONE));
+        return lease;
+    }
+
+    private Lease expose(Block block, Duration duration, Set<Access> access) {
+        long id = ids.incrementAndGet();
+        return switch (isolation) {
+            case WINDOW -> {
+                MemoryWindow window = takeWindow();
+                WorkCompletion wc;
+                try {
+                    wc = await(qp.postAsync(WorkRequest.bind(window, block.region(), block.regionOffset(),
+                            block.size(), access)), "bind of a window for a lease");
+                } catch (RuntimeException e) {
+                    window.close();
+                    throw e;
+                }
+                if (wc.status() != WcStatus.SUCCESS) {
+                    window.close();
+                    throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
+                }
+                yield new Lease(this, id, block, window.rkey(), access, duration, window, null);
+            }
+            case DEDICATED_REGISTRATION -> {
+                EnumSet<Access> rights = EnumSet.copyOf(access);
+                rights.add(Access.LOCAL_WRITE); // the NIC writes what the peer writes
+                MemorySegment memory = block.segment();
+                MemoryRegion region = pd.register(memory, rights, block.region().resource());
+                yield new Lease(this, id, block, region.rkey(), access, duration, null, region);
+            }
+            case WHOLE_REGION -> new Lease(this, id, block, block.rkey(), access, duration, null, null);
+        };
+    }
+
+    private synchronized MemoryWindow takeWindow() {
+        MemoryWindow w = windows.poll();
+        return w != null ? w : pd.allocateWindow(MwType.TYPE_2);
+    }
+
+    private synchronized void reserve(long bytes) {
+        if (closed) throw refuse(ErrorCodes.SHUTTING_DOWN, "the lease manager is closed");
+        if (leases.size() >= limits.maxLeases()) {
+            throw refuse(ErrorCodes.LIMIT_EXCEEDED, "the peer holds " + leases.size() + " leases, the limit is "
+                    + limits.maxLeases());
+        }
+        if (leasedBytes + bytes > limits.maxBytes()) {
+            throw refuse(ErrorCodes.LIMIT_EXCEEDED, "the peer holds " + leasedBytes + " leased bytes; " + bytes
+                    + " more exceed the limit of " + limits.maxBytes());
+        }
+        leasedBytes += bytes;
+    }
+
+    private synchronized void unreserve(long bytes) {
+        leasedBytes -= bytes;
+    }
+
+    private LeaseRefusedException refuse(int code, String message) {
+        refused.incrementAndGet();
+        return new LeaseRefusedException(code, message);
+    }
+
+    private void schedule(Lease lease) {
+        long delay = lease.deadlineNanos() - System.nanoTime() + limits.grace().toNanos();
+        lease.expiry = TIMER.schedule(() -> end(lease, EndReason.EXPIRED), delay, TimeUnit.NANOSECONDS);
+    }
+
+    /** The lease with that id, if it is this manager's and active. */
+    Lease lease(long id) {
+        return leases.get(id);
+    }
+
+    /**
+     * Extends a lease to {@code duration} from now, within the per-grant and lifetime limits.
+     *
+     * @throws LeaseRefusedException if the lease is gone or a limit forbids it
+     */
+    public void renew(Lease lease, Duration duration) {
+        if (!lease.isActive() || leases.get(lease.id()) != lease) {
+            throw refuse(ErrorCodes.UNKNOWN_LEASE, "lease " + lease.id() + " is not active");
+        }
+        if (duration.isNegative() || duration.isZero() || duration.compareTo(limits.maxDuration()) > 0) {
+            throw refuse(ErrorCodes.LIMIT_EXCEEDED, "renewal " + duration + " is outside (0, " + limits.maxDuration() + "]");
+        }
+        long deadline = System.nanoTime() + duration.toNanos();
+        if (deadline - lease.grantedNanos() > limits.maxLifetime().toNanos()) {
+            throw refuse(ErrorCodes.LIMIT_EXCEEDED, "renewing lease " + lease.id() + " by " + duration
+                    + " would exceed its lifetime limit of " + limits.maxLifetime());
+        }
+        lease.expiry.cancel(false);
+        lease.extendTo(deadline);
+        schedule(lease);
+    }
+
+    /**
+     * Ends a lease: revokes access, then gives the block back. Idempotent: a second call returns a future that
+     * completes when the first one's revocation is done.
+     */
+    public CompletableFuture<Void> end(Lease lease, EndReason reason) {
+        if (!lease.beginEnd()) return lease.ended().thenRun(() -> {});
+        if (lease.expiry != null) lease.expiry.cancel(false);
+        return revoke(lease).whenComplete((v, e) -> {
+            lease.block().close();
+            leases.remove(lease.id());
+            unreserve(lease.length());
+            (switch (reason) {
+                case RELEASED -> released;
+                case EXPIRED -> expired;
+                default -> revoked;
+            }).incrementAndGet();
+            lease.finish(reason);
+        });
+    }
+
+    private CompletableFuture<Void> revoke(Lease lease) {
+        return switch (isolation) {
+            case WINDOW -> invalidate(lease.window);
+            case DEDICATED_REGISTRATION -> {
+                lease.dedicated.close(); // deregistered now, or when the last request using it completes
+                yield CompletableFuture.completedFuture(null);
+            }
+            case WHOLE_REGION -> CompletableFuture.completedFuture(null);
+        };
+    }
+
+    /** LOCAL_INV of a window; if that cannot complete cleanly, deallocating the window revokes it instead. */
+    private CompletableFuture<Void> invalidate(MemoryWindow window) {
+        int key = window.rkey();
+        CompletableFuture<WorkCompletion> done;
+        try {
+            done = qp.postAsync(WorkRequest.invalidate(key));
+        } catch (RuntimeException e) {
+            window.close();
+            return CompletableFuture.completedFuture(null);
+        }
+        return done.orTimeout(COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS).handle((wc, error) -> {
+            if (error == null && wc.isSuccess()) {
+                pool(window);
+            } else {
+                window.close();
+            }
+            return null;
+        });
+    }
+
+    private synchronized void pool(MemoryWindow window) {
+        if (closed) window.close();
+        else windows.add(window);
+    }
+
+    /** Ends every lease with {@code reason} (e.g. the session to the peer was lost) and waits for the revocations. */
+    public void endAll(EndReason reason) {
+        List<CompletableFuture<Void>> ends = new ArrayList<>();
+        for (Lease l : leases.values()) ends.add(end(l, reason));
+        CompletableFuture.allOf(ends.toArray(CompletableFuture[]::new)).join();
+    }
+
+    public LeaseStats stats() {
+        long bytes;
+        int pooled;
+        synchronized (this) {
+            bytes = leasedBytes;
+            pooled = windows.size();
+        }
+        return new LeaseStats(isolation, leases.size(), bytes, granted.get(), released.get(), expired.get(),
+                revoked.get(), refused.get(), pooled);
+    }
+
+    /** Ends every lease (OWNER_CLOSED), waits until access is revoked, and frees the pooled windows. */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) return;
+            closed = true;
+        }
+        endAll(EndReason.OWNER_CLOSED);
+        synchronized (this) {
+            windows.forEach(MemoryWindow::close);
+            windows.clear();
+        }
+    }
+
+    private static WorkCompletion await(CompletableFuture<WorkCompletion> f, String what) {
+        try {
+            return f.get(COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof io.mooring.verbs.WorkCompletionException wce) return wce.completion();
+            throw new IllegalStateException(what + " failed", e.getCause());
+        } catch (TimeoutException e) {
+            throw new IllegalStateException(what + " did not complete within " + COMPLETION_WAIT
+                    + ": is a CompletionDispatcher polling the QP's send CQ?", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(what + " was interrupted", e);
+        }
+    }
+}

@@ -1,0 +1,228 @@
+package io.mooring.lease;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mooring.allocator.Block;
+import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.verbs.Access;
+import io.mooring.verbs.CompletionDispatcher;
+import io.mooring.verbs.CompletionQueue;
+import io.mooring.verbs.DeviceContext;
+import io.mooring.verbs.MemoryRegion;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.WcStatus;
+import io.mooring.verbs.WorkCompletionException;
+import io.mooring.verbs.WorkRequest;
+import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/** The owner's side on the soft provider: a peer QP writes through lease keys; everything is checked in memory. */
+class LeaseManagerTest {
+    private static final Set<Access> WRITE = EnumSet.of(Access.REMOTE_WRITE);
+
+    private ResourceGraph graph;
+    private Arena memory;
+    private RdmaArena arena;
+    private QueuePair ownerQp;
+    private QueuePair peerQp;
+    private MemoryRegion peerSource;
+
+    @BeforeEach
+    void connect() {
+        graph = ResourceGraph.builder().name("leases").build();
+        memory = Arena.ofShared();
+        DeviceContext owner = RdmaDevices.open("soft:soft0", graph);
+        DeviceContext peer = RdmaDevices.open("soft:soft0", graph);
+        ProtectionDomain ownerPd = owner.allocateProtectionDomain();
+        ProtectionDomain peerPd = peer.allocateProtectionDomain();
+        CompletionQueue ownerCq = owner.createCompletionQueue(256);
+        CompletionQueue peerCq = peer.createCompletionQueue(256);
+        ownerCq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {});
+        peerCq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {});
+        ownerQp = ownerPd.createQueuePair(ownerCq, ownerCq, QpCapabilities.DEFAULT);
+        peerQp = peerPd.createQueuePair(peerCq, peerCq, QpCapabilities.DEFAULT);
+        ownerQp.connect(peerQp.info());
+        peerQp.connect(ownerQp.info());
+        arena = RdmaArena.builder(ownerPd).chunkSize(1 << 20).arenas(1)
+                .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
+        peerSource = peerPd.register(memory.allocate(64, 8), EnumSet.of(Access.LOCAL_WRITE));
+        peerSource.segment().fill((byte) 0x7e);
+    }
+
+    @AfterEach
+    void teardown() {
+        arena.close();
+        graph.close();
+        assertEquals(0, graph.liveCount(), graph::dump);
+        memory.close();
+    }
+
+    /** A WRITE of {@code length} bytes by the peer at {@code address} through {@code rkey}. */
+    private WcStatus peerWrite(long address, int rkey, int length) {
+        try {
+            return peerQp.postAsync(WorkRequest.write(peerSource, 0, length).remote(address, rkey))
+                    .get(10, TimeUnit.SECONDS).status();
+        } catch (java.util.concurrent.ExecutionException e) {
+            return ((WorkCompletionException) e.getCause()).status();
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"WINDOW", "DEDICATED_REGISTRATION"})
+    void aLeaseExposesExactlyItsBlockUntilItEnds(Isolation isolation) {
+        try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT, isolation)) {
+            Block one = arena.allocate(64);
+            Block two = arena.allocate(64);
+            Block leased = one.address() < two.address() ? one : two;
+            Block neighbour = leased == one ? two : one;
+            neighbour.segment().fill((byte) 0);
+            assertEquals(leased.address() + 64, neighbour.address(), "slab neighbours");
+            Lease lease = leases.grant(leased, Duration.ofMinutes(1), WRITE);
+            assertTrue(lease.rkey() != leased.region().rkey(), "never the chunk region's key");
+
+            assertEquals(WcStatus.SUCCESS, peerWrite(lease.address(), lease.rkey(), 64));
+            assertEquals((byte) 0x7e, leased.segment().get(ValueLayout.JAVA_BYTE, 63));
+            assertEquals(WcStatus.REM_ACCESS_ERR, peerWrite(lease.address() + 8, lease.rkey(), 64), "one byte past");
+            assertEquals(-1, neighbour.segment().mismatch(java.lang.foreign.MemorySegment.ofArray(new byte[64])),
+                    "the neighbour is untouched");
+            neighbour.close();
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"WINDOW", "DEDICATED_REGISTRATION"})
+    void aLateWriteAfterReleaseFailsAndReusedMemoryIsIntact(Isolation isolation) {
+        try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT, isolation)) {
+            Lease lease = leases.grant(arena.allocate(64), Duration.ofMinutes(1), WRITE);
+            long address = lease.address();
+            int key = lease.rkey();
+            lease.close();
+            assertEquals(EndReason.RELEASED, lease.ended().join());
+            assertFalse(lease.isActive());
+            try (Block reused = arena.allocate(64)) {
+                assertEquals(address, reused.address(), "the block went back to the arena and was handed out again");
+                reused.segment().fill((byte) 0x11);
+                assertEquals(WcStatus.REM_ACCESS_ERR, peerWrite(address, key, 8));
+                assertEquals((byte) 0x11, reused.segment().get(ValueLayout.JAVA_BYTE, 0), "reused memory is intact");
+            }
+            assertEquals(1, leases.stats().released());
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void anUnrenewedLeaseExpiresAndItsKeyStopsWorking() {
+        var limits = new LeaseLimits(1 << 20, 8, Duration.ofSeconds(5), Duration.ofSeconds(10), WRITE, Duration.ZERO);
+        try (LeaseManager leases = LeaseManager.create(ownerQp, limits)) {
+            assertEquals(Isolation.WINDOW, leases.isolation(), "soft enforces window bounds");
+            Lease lease = leases.grant(arena.allocate(128), Duration.ofMillis(100), WRITE);
+            assertEquals(EndReason.EXPIRED, lease.ended().orTimeout(10, TimeUnit.SECONDS).join());
+            assertEquals(WcStatus.REM_ACCESS_ERR, peerWrite(lease.address(), lease.rkey(), 8));
+            assertEquals(1, leases.stats().expired());
+            assertEquals(0, leases.stats().active());
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void anExposureEndsWhenItsStageCompletes() {
+        try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT)) {
+            var done = new CompletableFuture<Void>();
+            Lease lease = leases.expose(arena.allocate(64), Duration.ofMinutes(1), WRITE, done);
+            assertEquals(WcStatus.SUCCESS, peerWrite(lease.address(), lease.rkey(), 8));
+            done.complete(null);
+            assertEquals(EndReason.DONE, lease.ended().orTimeout(10, TimeUnit.SECONDS).join());
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void limitsRefuseClearlyAndLeakNothing() {
+        var limits = new LeaseLimits(256, 2, Duration.ofSeconds(5), Duration.ofSeconds(5), WRITE, Duration.ZERO);
+        try (LeaseManager leases = LeaseManager.create(ownerQp, limits)) {
+            Lease first = leases.grant(arena.allocate(128), Duration.ofSeconds(1), WRITE);
+            Block big = arena.allocate(200);
+            var bytes = assertThrows(LeaseRefusedException.class, () -> leases.grant(big, Duration.ofSeconds(1), WRITE));
+            assertTrue(bytes.getMessage().contains("exceed the limit of 256"), bytes.getMessage());
+            Block small = arena.allocate(64);
+            var longer = assertThrows(LeaseRefusedException.class, () -> leases.grant(small, Duration.ofSeconds(9), WRITE));
+            assertTrue(longer.getMessage().contains("outside (0, PT5S]"), longer.getMessage());
+            var rights = assertThrows(LeaseRefusedException.class,
+                    () -> leases.grant(small, Duration.ofSeconds(1), EnumSet.of(Access.REMOTE_READ)));
+            assertTrue(rights.getMessage().contains("remote rights within"), rights.getMessage());
+            leases.grant(small, Duration.ofSeconds(1), WRITE);
+            Block third = arena.allocate(16);
+            var count = assertThrows(LeaseRefusedException.class, () -> leases.grant(third, Duration.ofSeconds(1), WRITE));
+            assertTrue(count.getMessage().contains("the limit is 2"), count.getMessage());
+            sleepMillis(10);
+            var lifetime = assertThrows(LeaseRefusedException.class, () -> leases.renew(first, Duration.ofSeconds(5)));
+            assertTrue(lifetime.getMessage().contains("exceed its lifetime limit of PT5S"), lifetime.getMessage());
+            assertEquals(5, leases.stats().refused());
+            big.close();
+            third.close();
+        }
+        arena.flushThreadCaches();
+        assertEquals(0, arena.stats().liveBlocks(), "the manager's close gave every leased block back");
+    }
+
+    @org.junit.jupiter.api.Test
+    void renewalExtendsTheDeadline() throws Exception {
+        try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT)) {
+            Lease lease = leases.grant(arena.allocate(64), Duration.ofMillis(300), WRITE);
+            leases.renew(lease, Duration.ofSeconds(30));
+            Thread.sleep(700);
+            assertTrue(lease.isActive(), "renewed past its first deadline");
+            assertEquals(WcStatus.SUCCESS, peerWrite(lease.address(), lease.rkey(), 8));
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void losingTheSessionRevokesEveryLease() {
+        try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT)) {
+            Lease a = leases.grant(arena.allocate(64), Duration.ofMinutes(1), WRITE);
+            Lease b = leases.grant(arena.allocate(4096), Duration.ofMinutes(1), WRITE);
+            ownerQp.moveToError(); // as when the peer dies: no invalidation can complete on this QP
+            leases.endAll(EndReason.SESSION_LOST);
+            assertEquals(EndReason.SESSION_LOST, a.ended().join());
+            assertEquals(EndReason.SESSION_LOST, b.ended().join());
+            arena.flushThreadCaches(); // blocks closed on the dispatcher thread wait for their owner: us
+            assertEquals(0, arena.stats().liveBlocks());
+            assertEquals(0, leases.stats().pooledWindows(), "windows that could not be invalidated were deallocated");
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void closingTheManagerEndsEveryLease() {
+        LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT);
+        Lease lease = leases.grant(arena.allocate(64), Duration.ofMinutes(1), WRITE);
+        leases.close();
+        assertEquals(EndReason.OWNER_CLOSED, lease.ended().join());
+        try (Block refused = arena.allocate(64)) {
+            var closed = assertThrows(LeaseRefusedException.class, () -> leases.grant(refused, Duration.ofSeconds(1), WRITE));
+            assertTrue(closed.getMessage().contains("closed"), closed.getMessage());
+        }
+    }
+
+    private static void sleepMillis(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
+    }
+}
