@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
+import java.net.BindException;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -179,23 +180,28 @@ final class PingPong {
 
     /** The listening side: waits for one peer and answers each of its pings. */
     private void answer(PingPongSide pong, String device) throws IOException, InterruptedException {
-        try (var server = new ServerSocket()) {
-            server.bind(new InetSocketAddress(settings.listen()));
+        Socket accepted;
+        try (var server = new ServerSocket()) { // closed once the peer is in: one peer per run
+            try {
+                server.bind(new InetSocketAddress(settings.listen()));
+            } catch (BindException e) {
+                throw new BindException("cannot listen on TCP port " + settings.listen() + ": " + e.getMessage());
+            }
             out.println("listening on " + server.getLocalPort());
             out.flush(); // the peer (or a script) waits for this line
-            try (Socket socket = server.accept()) {
-                server.close(); // one peer per run
-                Bootstrap boot = connected(pong, socket);
-                out.println("pingpong: " + settings.describe());
-                out.println(device + ", answering " + socket.getRemoteSocketAddress());
-                for (int i = 0; i < settings.rounds(); i++) {
-                    pong.awaitReceive(i);
-                    pong.send(i);
-                }
-                pong.drainSends();
-                boot.barrier(); // the peer has its last pong: both QPs may go
-                out.println("answered " + settings.rounds() + " round trips");
+            accepted = server.accept();
+        }
+        try (Socket socket = accepted) {
+            Bootstrap boot = connected(pong, socket);
+            out.println("pingpong: " + settings.describe());
+            out.println(device + ", answering " + socket.getRemoteSocketAddress());
+            for (int i = 0; i < settings.rounds(); i++) {
+                pong.awaitReceive(i);
+                pong.send(i);
             }
+            pong.drainSends();
+            boot.barrier(); // the peer has its last pong: both QPs may go
+            out.println("answered " + settings.rounds() + " round trips");
         }
     }
 
