@@ -7,18 +7,24 @@ import java.util.TreeMap;
 
 /** The {@code mooring} command: dispatches to one subcommand per class. */
 public final class Main {
-    /** A subcommand: runs with its arguments, prints to {@code out}, returns the exit status. */
+    /**
+     * A subcommand: runs with its arguments, prints results to {@code out} and failures to {@code err}, returns the
+     * exit status; a {@link UsageException} makes {@link #run} print the command's usage and return 2.
+     */
     interface Command {
-        int run(String[] args, PrintStream out) throws Exception;
+        int run(String[] args, PrintStream out, PrintStream err) throws Exception;
     }
 
     private static final String LOG_FORMAT = "java.util.logging.SimpleFormatter.format";
 
-    private record Entry(String summary, Command command) {}
+    private record Entry(String summary, String usage, Command command) {}
 
     private static final Map<String, Entry> COMMANDS = new TreeMap<>(Map.of(
+            "devices", new Entry("the RDMA devices of every provider, like ibv_devinfo", Devices.USAGE, Devices::run),
+            "pingpong", new Entry("RC ping-pong latency and throughput, in one process or two", PingPong.USAGE,
+                    PingPong::run),
             "lifecycle-demo", new Entry("ordered teardown, pins, leaks and failures in the lifecycle graph",
-                    LifecycleDemo::run)));
+                    "usage: mooring lifecycle-demo", (args, out, err) -> LifecycleDemo.run(args, out))));
 
     private Main() {}
 
@@ -39,7 +45,17 @@ public final class Main {
             usage(err);
             return 2;
         }
-        return entry.command().run(Arrays.copyOfRange(args, 1, args.length), out);
+        if (args.length == 2 && args[1].equals("--help")) {
+            out.println(entry.usage());
+            return 0;
+        }
+        try {
+            return entry.command().run(Arrays.copyOfRange(args, 1, args.length), out, err);
+        } catch (UsageException e) {
+            err.println("mooring " + args[0] + ": " + e.getMessage());
+            err.println(entry.usage());
+            return 2;
+        }
     }
 
     private static void usage(PrintStream out) {

@@ -1,0 +1,291 @@
+package io.mooring.cli;
+
+import io.mooring.lifecycle.DestroyFailedException;
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.verbs.Bootstrap;
+import io.mooring.verbs.DeviceContext;
+import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.VerbsException;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.net.BindException;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code mooring pingpong}: an RC ping-pong between two queue pairs, like {@code ibv_rc_pingpong} (SEND/RECV)
+ * or {@code ib_write_lat} (RDMA WRITE with immediate). The pinging side times every round trip and prints
+ * percentiles of the half round trip and the throughput. Both sides run in this process on one device unless
+ * {@code --listen}/{@code --connect} put them in two, which exchange their {@link io.mooring.verbs.QpInfo},
+ * buffer and settings through a {@link Bootstrap} TCP connection.
+ */
+final class PingPong {
+    static final String USAGE = """
+            usage: mooring pingpong [--provider soft|ibv|auto] [--device NAME] [--size BYTES] [--iters N]
+                                    [--warmup N] [--mode send|write] [--poll busy|events]
+                                    [--listen PORT | --connect HOST:PORT]
+              --provider  soft, ibv or auto (default: mooring.provider, else auto: ibv if it has a device, else soft)
+              --device    the device (default: soft0, or the first ibv device)
+              --size      message size in bytes (default 64)
+              --iters     measured round trips (default 10000)
+              --warmup    round trips before measuring (default 1000)
+              --mode      send: SEND/RECV (like ibv_rc_pingpong); write: RDMA WRITE with immediate (like ib_write_lat)
+              --poll      busy: spin on the completion queue (default); events: sleep on completion events
+              --listen    answer one peer that connects to this TCP port (0: any free port); prints
+                          'listening on PORT' first
+              --connect   ping a peer started with --listen; both sides need the same --size, --iters, --warmup, --mode
+            Without --listen or --connect, both queue pairs run in this process on the chosen device.""";
+
+    private static final int MAX_SIZE = 64 << 20;
+    private static final int CONNECT_TIMEOUT_MS = 10_000;
+    private static final int BOOTSTRAP_TIMEOUT_MS = (int) PingPongSide.PEER_TIMEOUT.toMillis();
+
+    /** What both sides must agree on, and the options that are this side's own business. */
+    record Settings(String provider, String device, boolean write, int size, int iters, int warmup, boolean busyPoll,
+                    int listen, InetSocketAddress connect) {
+        static final int NO_LISTEN = -1;
+
+        static Settings parse(String[] args) throws UsageException {
+            Options o = Options.parse(args, Set.of("provider", "device", "size", "iters", "warmup", "mode", "poll",
+                    "listen", "connect"));
+            if (o.has("listen") && o.has("connect")) {
+                throw new UsageException("--listen and --connect exclude each other: one side listens, the other connects");
+            }
+            return new Settings(o.choice("provider", null, DeviceChoice.PROVIDERS), o.text("device", null),
+                    o.choice("mode", "send", List.of("send", "write")).equals("write"),
+                    o.number("size", 64, 1, MAX_SIZE), o.number("iters", 10_000, 1, 10_000_000),
+                    o.number("warmup", 1000, 0, 100_000_000),
+                    o.choice("poll", "busy", List.of("busy", "events")).equals("busy"),
+                    o.number("listen", NO_LISTEN, 0, 65535), peerAddress(o.text("connect", null)));
+        }
+
+        private static InetSocketAddress peerAddress(String hostPort) throws UsageException {
+            if (hostPort == null) return null;
+            int colon = hostPort.lastIndexOf(':');
+            String host = colon < 0 ? "" : hostPort.substring(0, colon).replaceAll("^\\[(.*)]$", "$1");
+            if (host.isEmpty()) throw new UsageException("--connect needs HOST:PORT, not '" + hostPort + "'");
+            try {
+                int port = Integer.parseInt(hostPort.substring(colon + 1));
+                if (port >= 1 && port <= 65535) return InetSocketAddress.createUnresolved(host, port);
+            } catch (NumberFormatException e) {
+                // reported below
+            }
+            throw new UsageException("--connect needs a port from 1 to 65535, not '" + hostPort.substring(colon + 1) + "'");
+        }
+
+        int rounds() {
+            return warmup + iters;
+        }
+
+        String describe() {
+            return (write ? "write" : "send") + " mode, " + size + "-byte messages, " + iters + " round trips after "
+                    + warmup + " warm-up, " + (busyPoll ? "busy" : "event") + " polling";
+        }
+    }
+
+    /**
+     * The application record of the bootstrap: the settings both sides must share, and where the peer writes to.
+     */
+    private record Setup(boolean write, int size, int iters, int warmup, long address, int rkey) {
+        static final int BYTES = 4 * 4 + 8 + 4;
+
+        static Setup of(Settings s, PingPongSide side) {
+            return new Setup(s.write(), s.size(), s.iters(), s.warmup(), side.receiveAddress(), side.rkey());
+        }
+
+        ByteBuffer encode() {
+            return ByteBuffer.allocate(BYTES).putInt(write ? 1 : 0).putInt(size).putInt(iters).putInt(warmup)
+                    .putLong(address).putInt(rkey).flip();
+        }
+
+        static Setup decode(ByteBuffer b) {
+            return new Setup(b.getInt() == 1, b.getInt(), b.getInt(), b.getInt(), b.getLong(), b.getInt());
+        }
+
+        String options() {
+            return "--mode " + (write ? "write" : "send") + " --size " + size + " --iters " + iters + " --warmup " + warmup;
+        }
+    }
+
+    private final Settings settings;
+    private final PrintStream out;
+
+    private PingPong(Settings settings, PrintStream out) {
+        this.settings = settings;
+        this.out = out;
+    }
+
+    static int run(String[] args, PrintStream out, PrintStream err) throws UsageException, InterruptedException {
+        Settings settings = Settings.parse(args);
+        try {
+            new PingPong(settings, out).run();
+            return 0;
+        } catch (IOException | VerbsException | IllegalArgumentException | IllegalStateException | UncheckedIOException
+                 | DestroyFailedException e) {
+            err.println("mooring pingpong: " + e.getMessage());
+            return 1;
+        }
+    }
+
+    private void run() throws IOException, InterruptedException {
+        DeviceChoice.Choice choice = new DeviceChoice(RdmaDevices.providers())
+                .choose(settings.provider(), settings.device());
+        try (Arena arena = Arena.ofShared(); ResourceGraph graph = ResourceGraph.builder().name("pingpong").build()) {
+            DeviceContext context = choice.open(graph);
+            String device = "device " + choice.name() + " (" + choice.why() + ")";
+            if (settings.listen() != Settings.NO_LISTEN) {
+                answer(new PingPongSide("pong", context, arena, settings), device);
+            } else if (settings.connect() != null) {
+                ping(new PingPongSide("ping", context, arena, settings), device);
+            } else {
+                inProcess(new PingPongSide("ping", context, arena, settings),
+                        new PingPongSide("pong", context, arena, settings), device);
+            }
+        }
+    }
+
+    private void inProcess(PingPongSide ping, PingPongSide pong, String device) throws InterruptedException {
+        ping.init();
+        pong.init();
+        ping.connect(pong.info(), pong.receiveAddress(), pong.rkey());
+        pong.connect(ping.info(), ping.receiveAddress(), ping.rkey());
+        out.println("pingpong: " + settings.describe());
+        out.println(device + ", both queue pairs in this process");
+        long[] rtt = new long[settings.iters()];
+        long start = 0;
+        for (int i = 0; i < settings.rounds(); i++) {
+            if (i == settings.warmup()) start = System.nanoTime();
+            long t0 = System.nanoTime();
+            ping.send(i);
+            pong.awaitReceive(i);
+            pong.send(i);
+            ping.awaitReceive(i);
+            if (i >= settings.warmup()) rtt[i - settings.warmup()] = System.nanoTime() - t0;
+        }
+        long elapsed = System.nanoTime() - start;
+        ping.drainSends();
+        pong.drainSends();
+        report(rtt, elapsed);
+    }
+
+    /** The listening side: waits for one peer and answers each of its pings. */
+    private void answer(PingPongSide pong, String device) throws IOException, InterruptedException {
+        Socket accepted;
+        try (var server = new ServerSocket()) { // closed once the peer is in: one peer per run
+            try {
+                server.bind(new InetSocketAddress(settings.listen()));
+            } catch (BindException e) {
+                throw new BindException("cannot listen on TCP port " + settings.listen() + ": " + e.getMessage());
+            }
+            out.println("listening on " + server.getLocalPort());
+            out.flush(); // the peer (or a script) waits for this line
+            accepted = server.accept();
+        }
+        try (Socket socket = accepted) {
+            Bootstrap boot = connected(pong, socket);
+            out.println("pingpong: " + settings.describe());
+            out.println(device + ", answering " + socket.getRemoteSocketAddress());
+            for (int i = 0; i < settings.rounds(); i++) {
+                pong.awaitReceive(i);
+                pong.send(i);
+            }
+            pong.drainSends();
+            boot.barrier(); // the peer has its last pong: both QPs may go
+            out.println("answered " + settings.rounds() + " round trips");
+        }
+    }
+
+    /** The connecting side: pings the peer and times each round trip. */
+    private void ping(PingPongSide ping, String device) throws IOException, InterruptedException {
+        try (Socket socket = dial(settings.connect())) {
+            Bootstrap boot = connected(ping, socket);
+            out.println("pingpong: " + settings.describe());
+            out.println(device + ", pinging " + socket.getRemoteSocketAddress());
+            long[] rtt = new long[settings.iters()];
+            long start = 0;
+            for (int i = 0; i < settings.rounds(); i++) {
+                if (i == settings.warmup()) start = System.nanoTime();
+                long t0 = System.nanoTime();
+                ping.send(i);
+                ping.awaitReceive(i);
+                if (i >= settings.warmup()) rtt[i - settings.warmup()] = System.nanoTime() - t0;
+            }
+            long elapsed = System.nanoTime() - start;
+            ping.drainSends();
+            boot.barrier();
+            report(rtt, elapsed);
+        }
+    }
+
+    /**
+     * Swaps queue pairs and setups with the peer over {@code socket}, refuses a peer with other settings,
+     * connects, and waits until the peer has connected too (so that no first message meets a QP not yet in RTR).
+     */
+    private Bootstrap connected(PingPongSide side, Socket socket) throws IOException {
+        socket.setTcpNoDelay(true);
+        socket.setSoTimeout(BOOTSTRAP_TIMEOUT_MS);
+        Bootstrap boot = Bootstrap.of(socket);
+        side.init();
+        Setup mine = Setup.of(settings, side);
+        Bootstrap.Peer peer = boot.exchange(side.info(), mine.encode());
+        Setup theirs = Setup.decode(peer.data());
+        if (!theirs.options().equals(mine.options())) {
+            throw new IllegalStateException("the peer runs with " + theirs.options() + ", this side with "
+                    + mine.options() + ": give both sides the same values");
+        }
+        side.connect(peer.qp(), theirs.address(), theirs.rkey());
+        boot.barrier();
+        return boot;
+    }
+
+    /** Connects to the listening peer, retrying while it is still starting up. */
+    private static Socket dial(InetSocketAddress peer) throws IOException, InterruptedException {
+        var address = new InetSocketAddress(peer.getHostString(), peer.getPort());
+        if (address.isUnresolved()) throw new IOException("cannot resolve host '" + peer.getHostString() + "'");
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CONNECT_TIMEOUT_MS);
+        while (true) {
+            var socket = new Socket();
+            try {
+                socket.connect(address, CONNECT_TIMEOUT_MS);
+                return socket;
+            } catch (ConnectException e) {
+                socket.close();
+                if (System.nanoTime() - deadline > 0) {
+                    throw new ConnectException("nobody listens on " + address + " (started with --listen "
+                            + address.getPort() + "?): " + e.getMessage());
+                }
+                Thread.sleep(100);
+            } catch (IOException e) {
+                socket.close();
+                throw e;
+            }
+        }
+    }
+
+    /** Prints the percentiles of the round trips {@code rtt} (sorted in place) and the throughput. */
+    private void report(long[] rtt, long elapsedNanos) {
+        Arrays.sort(rtt);
+        out.println(String.format(Locale.ROOT, "latency (half round trip, us): p50 %.2f p90 %.2f p99 %.2f p99.9 %.2f max %.2f",
+                halfMicros(rtt, 0.50), halfMicros(rtt, 0.90), halfMicros(rtt, 0.99), halfMicros(rtt, 0.999),
+                rtt[rtt.length - 1] / 2e3));
+        double seconds = elapsedNanos / 1e9;
+        out.println(String.format(Locale.ROOT, "throughput: %.0f round trips/s, %.2f MB/s (%d bytes each way per round trip)",
+                rtt.length / seconds, 2.0 * settings.size() * rtt.length / seconds / 1e6, settings.size()));
+    }
+
+    /** The nearest-rank percentile {@code p} of the sorted round trips, halved, in microseconds. */
+    private static double halfMicros(long[] sorted, double p) {
+        int rank = (int) Math.ceil(p * sorted.length);
+        return sorted[Math.max(rank, 1) - 1] / 2e3;
+    }
+}

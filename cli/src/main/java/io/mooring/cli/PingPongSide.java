@@ -1,0 +1,135 @@
+package io.mooring.cli;
+
+import io.mooring.verbs.Access;
+import io.mooring.verbs.CompletionQueue;
+import io.mooring.verbs.ConnectOptions;
+import io.mooring.verbs.DeviceContext;
+import io.mooring.verbs.Errno;
+import io.mooring.verbs.MemoryRegion;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QpInfo;
+import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.ReceiveRequest;
+import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.WcOpcode;
+import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.WorkCompletionException;
+import io.mooring.verbs.WorkRequest;
+import java.lang.foreign.Arena;
+import java.time.Duration;
+import java.util.EnumSet;
+
+/**
+ * One end of the ping-pong: its own PD, CQ (for sends and receives), RC QP and a registered buffer whose first
+ * half is sent from and whose second half is received (or written) into. Every completion is checked: an error
+ * status, a message of the wrong shape, or none within {@link #PEER_TIMEOUT} ends the run with an exception.
+ */
+final class PingPongSide {
+    /** How long to wait for any completion before declaring the peer gone. */
+    static final Duration PEER_TIMEOUT = Duration.ofSeconds(30);
+    /** A peer has at most one message in flight; two spare receives keep an RNR wait off the measured path. */
+    private static final int RECEIVES = 3;
+    private static final Duration EVENT_WAIT = Duration.ofMillis(200);
+    private static final QpCapabilities CAPABILITIES = QpCapabilities.DEFAULT;
+
+    private final String role;
+    private final PingPong.Settings settings;
+    private final CompletionQueue cq;
+    private final QueuePair qp;
+    private final MemoryRegion buffer;
+    private final WorkRequest send;
+    private final ReceiveRequest receive;
+    private final WorkCompletion[] one = {new WorkCompletion()};
+
+    /** @param role what the messages are called in errors: "ping" side or "pong" side */
+    PingPongSide(String role, DeviceContext context, Arena arena, PingPong.Settings settings) {
+        this.role = role;
+        this.settings = settings;
+        ProtectionDomain pd = context.allocateProtectionDomain();
+        this.cq = context.createCompletionQueue(CAPABILITIES.maxSendWr() + RECEIVES);
+        this.qp = pd.createQueuePair(cq, cq, CAPABILITIES);
+        int size = settings.size();
+        this.buffer = pd.register(arena.allocate(2L * size, 64), EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
+        boolean inline = size <= CAPABILITIES.maxInlineData(); // as perftest does for small messages
+        this.send = (settings.write() ? WorkRequest.write(buffer, 0, size) : WorkRequest.send(buffer, 0, size))
+                .inline(inline);
+        // A WRITE with immediate lands in the buffer; its receive only carries the immediate, so it needs no buffer.
+        this.receive = settings.write() ? new ReceiveRequest() : ReceiveRequest.into(buffer, size, size);
+    }
+
+    /** RESET → INIT, and the receives posted, so that the peer's first message finds one. */
+    void init() {
+        qp.init(ConnectOptions.DEFAULT);
+        for (int i = 0; i < RECEIVES; i++) qp.post(receive);
+    }
+
+    QpInfo info() {
+        return qp.info(ConnectOptions.DEFAULT);
+    }
+
+    /** Where the peer writes to in write mode: the receive half of the buffer. */
+    long receiveAddress() {
+        return buffer.address() + settings.size();
+    }
+
+    int rkey() {
+        return buffer.rkey();
+    }
+
+    /** INIT → RTR → RTS towards the peer; in write mode its messages go to {@code address} under {@code rkey}. */
+    void connect(QpInfo peer, long address, int rkey) {
+        qp.readyToReceive(peer, ConnectOptions.DEFAULT);
+        qp.readyToSend(ConnectOptions.DEFAULT);
+        if (settings.write()) send.remote(address, rkey).immediate(0);
+    }
+
+    /** Sends message {@code seq} (write mode: writes it, with {@code seq} as the immediate). */
+    void send(int seq) {
+        if (settings.write()) send.immediate(seq);
+        qp.post(send.wrId(seq));
+    }
+
+    /** Waits for message {@code seq} from the peer, checks it and posts a receive in its place. */
+    void awaitReceive(int seq) throws InterruptedException {
+        while (true) {
+            WorkCompletion wc = next(seq);
+            if (!wc.opcode().isReceive()) continue; // one of our sends completed: checked in next()
+            boolean expected = settings.write()
+                    ? wc.opcode() == WcOpcode.RECV_RDMA_WITH_IMM && wc.immediate() == seq
+                    : wc.opcode() == WcOpcode.RECV && wc.byteLength() == settings.size();
+            if (!expected) {
+                throw new IllegalStateException(role + " side: message " + seq + " arrived as " + wc + ", expected "
+                        + (settings.write() ? "a WRITE with immediate " + seq : "a " + settings.size() + "-byte SEND"));
+            }
+            qp.post(receive);
+            return;
+        }
+    }
+
+    /** Waits until every send has completed (and so has been checked). */
+    void drainSends() throws InterruptedException {
+        while (qp.outstandingSends() > 0) next(-1);
+    }
+
+    /** The next completion, which must be a success; busy polling spins, event polling sleeps on the channel. */
+    private WorkCompletion next(int seq) throws InterruptedException {
+        long deadline = System.nanoTime() + PEER_TIMEOUT.toNanos();
+        while ((settings.busyPoll() ? cq.poll(one) : cq.poll(one, EVENT_WAIT)) == 0) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new VerbsException("ibv_poll_cq", Errno.ETIMEDOUT.number(), cq + " of the " + role + " side",
+                        "no completion for " + PEER_TIMEOUT.toSeconds() + " s while waiting for "
+                                + (seq < 0 ? "the last sends" : "message " + seq) + ": the peer stopped answering");
+            }
+            if (settings.busyPoll()) Thread.onSpinWait();
+        }
+        WorkCompletion wc = one[0];
+        if (!wc.isSuccess()) throw new WorkCompletionException(qp + " (" + role + " side)", wc.copy());
+        return wc;
+    }
+
+    @Override
+    public String toString() {
+        return role + " side " + qp;
+    }
+}

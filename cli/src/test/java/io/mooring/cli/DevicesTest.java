@@ -1,0 +1,104 @@
+package io.mooring.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mooring.verbs.DeviceAttributes;
+import io.mooring.verbs.DeviceInfo;
+import io.mooring.verbs.Errno;
+import io.mooring.verbs.Gid;
+import io.mooring.verbs.Mtu;
+import io.mooring.verbs.MwType;
+import io.mooring.verbs.PortAttributes;
+import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.spi.ContextOps;
+import io.mooring.verbs.spi.VerbsProvider;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Supplier;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+class DevicesTest {
+    private static final VerbsProvider SOFT = RdmaDevices.provider("soft");
+
+    /** An {@code ibv} stand-in: lists what {@code devices} gives or throws. */
+    private static VerbsProvider ibv(Supplier<List<DeviceInfo>> devices) {
+        return new VerbsProvider() {
+            @Override public String name() { return "ibv"; }
+            @Override public List<DeviceInfo> devices() { return devices.get(); }
+            @Override public ContextOps open(String deviceName) { throw new UnsupportedOperationException(); }
+        };
+    }
+
+    private static String print(DeviceChoice choice) {
+        var bytes = new ByteArrayOutputStream();
+        Devices.print(choice, new PrintStream(bytes, true, StandardCharsets.UTF_8));
+        return bytes.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void listsTheSoftDeviceLikeIbvDevinfoAndSaysWhyIbvShowsNone() throws Exception {
+        Run run = Run.of("devices");
+        assertEquals(0, run.status(), run::toString);
+        assertEquals("", run.err(), run::toString);
+        String out = run.out();
+        assertTrue(out.startsWith("ibv: no devices: the ibv provider is not installed in this build; installed: soft\n"),
+                out);
+        assertTrue(out.contains("hca_id: soft0\n"), out);
+        for (String field : new String[] {"provider: +soft", "max_mr_size: +0x7fffffffffffffff", "max_qp_wr: +\\d+",
+            "max_sge: +\\d+", "atomics: +yes", "mw_types: +type 1, type 2", "max_inline_data: +\\d+",
+            "phys_port_cnt: +1", "port: 1", "state: +PORT_ACTIVE", "active_mtu: +4096 \\(5\\)", "port_lid: +[1-9]\\d*",
+            "link_layer: +TCP", "GID\\[0\\]: +::ffff:127\\.0\\.0\\.1"}) {
+            assertTrue(Pattern.compile("(?m)^ +" + field + "( |$)").matcher(out).find(), field + " in\n" + out);
+        }
+        assertTrue(out.contains("mooring.provider=auto would choose soft:soft0 (the ibv provider is not installed"),
+                out);
+    }
+
+    @Test
+    void anIbvProviderThatCannotLookIsExplainedNotFatal() {
+        var noRdma = new VerbsException("ibv_get_device_list", Errno.ENOSYS.number(), "provider ibv",
+                "this kernel has no RDMA support; load rdma_rxe or use provider=soft");
+        String out = print(new DeviceChoice(Map.of("soft", SOFT, "ibv", ibv(() -> { throw noRdma; }))));
+        assertTrue(out.startsWith("ibv: no devices: ibv_get_device_list on provider ibv failed with ENOSYS (38): this"
+                + " kernel has no RDMA support; load rdma_rxe or use provider=soft\nhca_id: soft0\n"), out);
+        assertTrue(out.contains("mooring.provider=auto would choose soft:soft0 (ibv_get_device_list on provider ibv"
+                + " failed with ENOSYS (38)"), out);
+    }
+
+    @Test
+    void autoTakesTheFirstIbvDeviceWhenThereIsOne() {
+        var rxe = new DeviceInfo("ibv", "rxe0", new DeviceAttributes(-1L, 1, 2, 3, 4, 5, 6, 7, false,
+                Set.of(MwType.TYPE_2), 8, 1), List.of(new PortAttributes(1, false, Mtu.MTU_1024, 0, "Ethernet",
+                List.of(new Gid(0xfe80_0000_0000_0000L, 1), Gid.of(InetAddress.getLoopbackAddress())))));
+        var choice = new DeviceChoice(Map.of("soft", SOFT, "ibv", ibv(() -> List.of(rxe))));
+        String out = print(choice);
+        assertTrue(out.startsWith("hca_id: rxe0\n"), out);
+        assertTrue(out.contains("max_mr_size:         0xffffffffffffffff\n"), out);
+        assertTrue(out.contains("atomics:             no\n        mw_types:            type 2\n"), out);
+        assertTrue(out.contains("state:       not active\n"), out);
+        assertTrue(out.contains("GID[0]:      fe80:0000:0000:0000:0000:0000:0000:0001\n"
+                + "                GID[1]:      ::ffff:127.0.0.1\nhca_id: soft0\n"), out);
+        assertTrue(out.endsWith("mooring.provider=auto would choose ibv:rxe0 (the first ibv device)\n"), out);
+
+        assertEquals("ibv:rxe0", choice.choose("ibv", null).name());
+        assertEquals("ibv:rxe0", choice.choose("auto", null).name());
+        assertEquals("soft:soft0", choice.choose("auto", "soft0").name());
+        assertEquals("soft:soft0", choice.choose("soft", null).name());
+    }
+
+    @Test
+    void argumentsAreRefused() throws Exception {
+        Run run = Run.of("devices", "--verbose");
+        assertEquals(2, run.status(), run::toString);
+        assertTrue(run.err().startsWith("mooring devices: unknown option '--verbose'\nusage: mooring devices"), run::toString);
+        assertEquals("", run.out());
+    }
+}
