@@ -1,0 +1,339 @@
+package io.mooring.lease;
+
+import io.mooring.allocator.Block;
+import io.mooring.verbs.Access;
+import io.mooring.verbs.Bootstrap;
+import io.mooring.verbs.CompletionDispatcher;
+import io.mooring.verbs.CompletionQueue;
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.WorkCompletion;
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.System.Logger.Level;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A connection to one peer over which each side can lease its blocks to the other and use the other's. A
+ * TCP bootstrap exchanges the QPs' addresses and the protocol version; one RC QP pair then carries both the
+ * data (the requester's READ/WRITE/atomics) and the agent's control messages (SEND/RECV, {@link MessageCodec}).
+ * The TCP connection stays open as the liveness signal: when it or the QP breaks, every lease granted to the
+ * peer is revoked and every {@link RemoteSegment} of the peer's fails fast.
+ *
+ * <p>The agent serves REQUEST (allocate a block, {@link LeaseManager#grant grant} it, answer GRANT), RENEW,
+ * RELEASE (answered with RELEASE_ACK once access is revoked) on its own thread, so that waiting for a bind
+ * never stalls the completion dispatcher. Malformed, unknown or forged messages get an ERROR naming the fault;
+ * a peer that keeps sending garbage is disconnected.
+ */
+public final class RdmaSession implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(RdmaSession.class.getName());
+    private static final int PROTOCOL_VERSION = MessageCodec.VERSION;
+    private static final int MALFORMED_LIMIT = 16;
+
+    private final Socket socket;
+    private final SessionConfig config;
+    private final CompletionQueue cq;
+    private final QueuePair qp;
+    private final ControlChannel channel;
+    private final LeaseManager leases;
+    private final ExecutorService agent;
+    private final Map<Long, CompletableFuture<Message>> pending = new ConcurrentHashMap<>();
+    private final Map<Long, RemoteSegment.State> remote = new ConcurrentHashMap<>();
+    private final AtomicLong requestIds = new AtomicLong();
+    private final AtomicInteger malformed = new AtomicInteger();
+    private final AtomicLong leakedSegments = new AtomicLong();
+    private volatile String lostReason;
+    private volatile boolean closing;
+
+    private RdmaSession(Socket socket, SessionConfig config) throws IOException {
+        this.socket = socket;
+        this.config = config;
+        this.cq = config.pd().context().createCompletionQueue(1024);
+        this.qp = config.pd().createQueuePair(cq, cq, QpCapabilities.DEFAULT);
+        this.channel = new ControlChannel(qp, config.arena());
+        var bootstrap = Bootstrap.of(socket);
+        var peer = bootstrap.exchange(qp.info(config.connect()), ByteBuffer.allocate(4).putInt(0, PROTOCOL_VERSION));
+        int peerVersion = peer.data().getInt(0);
+        if (peerVersion != PROTOCOL_VERSION) {
+            throw new IOException("peer speaks lease protocol " + peerVersion + ", this side " + PROTOCOL_VERSION);
+        }
+        qp.connect(peer.qp(), config.connect());
+        channel.start();
+        cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, this::onCompletion);
+        this.leases = config.isolation() == null ? LeaseManager.create(qp, config.limits())
+                : LeaseManager.create(qp, config.limits(), config.isolation());
+        this.agent = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("mooring-lease-agent").factory());
+        bootstrap.barrier(); // both sides have receives posted before either sends a control message
+        Thread.ofPlatform().daemon().name("mooring-session-watch").start(this::watchPeer);
+    }
+
+    /** Accepts one peer on {@code server} and sets the session up. */
+    public static RdmaSession accept(ServerSocket server, SessionConfig config) throws IOException {
+        return new RdmaSession(server.accept(), config);
+    }
+
+    /** Connects to a peer waiting in {@link #accept}. */
+    public static RdmaSession connect(InetSocketAddress peer, SessionConfig config) throws IOException {
+        var s = new Socket();
+        s.connect(peer, 10_000);
+        return new RdmaSession(s, config);
+    }
+
+    /** This side's leases to the peer (grant blocks explicitly, inspect or end them). */
+    public LeaseManager leases() {
+        return leases;
+    }
+
+    // ---- requester -------------------------------------------------------------------------------------------
+
+    /**
+     * Asks the peer for a lease of {@code size} bytes for {@code duration} with {@code access}.
+     *
+     * @throws LeaseRefusedException with the peer's reason
+     * @throws SessionLostException  if the session is gone
+     */
+    public RemoteSegment requestRemote(long size, Duration duration, Set<Access> access) {
+        long sent = System.nanoTime();
+        Message answer = call(new Message.Request(requestIds.incrementAndGet(), size, 8, Access.mask(access),
+                duration.toNanos()));
+        if (answer instanceof Message.Grant g) {
+            // Stop a margin before the owner's deadline: our clock started before the owner's did.
+            long margin = Math.min(g.durationNanos() / 10, TimeUnit.MILLISECONDS.toNanos(250));
+            var state = new RemoteSegment.State(g.leaseId(), sent + g.durationNanos() - margin);
+            remote.put(g.leaseId(), state);
+            return new RemoteSegment(this, state, g.address(), g.length(), g.rkey(), Set.copyOf(access));
+        }
+        throw refusal(answer);
+    }
+
+    /** Sends a control request and waits for its answer. */
+    Message call(Message request) {
+        checkUsable();
+        var answer = new CompletableFuture<Message>();
+        pending.put(request.requestId(), answer);
+        try {
+            channel.send(request);
+            return answer.get(config.requestTimeout().toMillis(), TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException r) throw r;
+            throw new SessionLostException("session to " + socket.getRemoteSocketAddress() + " failed: " + e.getCause());
+        } catch (TimeoutException e) {
+            throw new SessionLostException("no answer to " + request.getClass().getSimpleName() + " within "
+                    + config.requestTimeout() + " from " + socket.getRemoteSocketAddress());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for the peer", e);
+        } finally {
+            pending.remove(request.requestId());
+        }
+    }
+
+    private static LeaseRefusedException refusal(Message answer) {
+        if (answer instanceof Message.Error e) return new LeaseRefusedException(e.code(), "peer refused: " + e.message());
+        return new LeaseRefusedException(ErrorCodes.INVALID_REQUEST, "peer answered " + answer);
+    }
+
+    QueuePair qp() {
+        return qp;
+    }
+
+    void checkUsable() {
+        String lost = lostReason;
+        if (lost != null) throw new SessionLostException(lost);
+        if (closing) throw new IllegalStateException("the session is closed");
+    }
+
+    /**
+     * Releases a lease of the peer's: from {@link RemoteSegment#close()} (waiting for the acknowledgement) or
+     * from its Cleaner. A lease the owner already ended (expired, revoked) counts as released.
+     */
+    void release(long leaseId, boolean wait) {
+        remote.remove(leaseId);
+        if (lostReason != null || closing) return;
+        var release = new Message.Release(requestIds.incrementAndGet(), leaseId);
+        if (wait) {
+            Message answer = call(release);
+            boolean alreadyEnded = answer instanceof Message.Error e && e.code() == ErrorCodes.UNKNOWN_LEASE;
+            if (!(answer instanceof Message.ReleaseAck) && !alreadyEnded) throw refusal(answer);
+        } else {
+            channel.send(release);
+        }
+    }
+
+    void leaked(long leaseId) {
+        leakedSegments.incrementAndGet();
+        LOG.log(Level.WARNING, "LEAK: the remote segment of lease " + leaseId + " from "
+                + socket.getRemoteSocketAddress() + " became unreachable without close(); released through the Cleaner");
+    }
+
+    /** Remote segments dropped without close() so far. */
+    public long leakedSegments() {
+        return leakedSegments.get();
+    }
+
+    // ---- agent -----------------------------------------------------------------------------------------------
+
+    private void onCompletion(WorkCompletion wc) {
+        channel.onCompletion(wc, bytes -> agent.execute(() -> serve(bytes)), (why, c) -> lost(why));
+    }
+
+    private void serve(MemorySegment bytes) {
+        Message m;
+        try {
+            m = MessageCodec.decode(bytes);
+        } catch (MalformedMessageException e) {
+            LOG.log(Level.WARNING, "malformed control message from " + socket.getRemoteSocketAddress() + ": " + e.getMessage());
+            reply(new Message.Error(e.requestId(), ErrorCodes.MALFORMED, e.getMessage()));
+            if (malformed.incrementAndGet() > MALFORMED_LIMIT) lost("the peer sent " + MALFORMED_LIMIT + " malformed messages");
+            return;
+        }
+        try {
+            switch (m) {
+                case Message.Request r -> grant(r);
+                case Message.Renew r -> renew(r);
+                case Message.Release r -> releaseLease(r);
+                case Message.Revoked r -> {
+                    RemoteSegment.State s = remote.remove(r.leaseId());
+                    if (s != null) s.revoked();
+                }
+                case Message.Grant g -> answer(g);
+                case Message.Renewed r -> answer(r);
+                case Message.ReleaseAck a -> answer(a);
+                case Message.Error e -> answer(e);
+            }
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "serving " + m + " failed", e);
+            reply(new Message.Error(m.requestId(), ErrorCodes.INVALID_REQUEST, String.valueOf(e.getMessage())));
+        }
+    }
+
+    private void grant(Message.Request r) {
+        Block block;
+        try {
+            block = config.arena().allocateShared(r.size(), r.alignment());
+        } catch (IllegalArgumentException | OutOfMemoryError e) {
+            reply(new Message.Error(r.requestId(), ErrorCodes.OUT_OF_MEMORY, "cannot allocate " + r.size() + " bytes: " + e.getMessage()));
+            return;
+        }
+        try {
+            Lease lease = leases.grant(block, Duration.ofNanos(r.durationNanos()), Access.of(r.access()));
+            lease.ended().thenAccept(reason -> {
+                if (reason == EndReason.EXPIRED || reason == EndReason.OWNER_CLOSED) {
+                    reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
+                }
+            });
+            reply(new Message.Grant(r.requestId(), lease.id(), lease.address(), lease.length(), lease.rkey(), r.durationNanos()));
+        } catch (LeaseRefusedException e) {
+            block.close();
+            reply(new Message.Error(r.requestId(), e.code(), e.getMessage()));
+        }
+    }
+
+    private void renew(Message.Renew r) {
+        Lease lease = leases.lease(r.leaseId());
+        if (lease == null) {
+            reply(new Message.Error(r.requestId(), ErrorCodes.UNKNOWN_LEASE, "no active lease " + r.leaseId() + " of yours"));
+            return;
+        }
+        try {
+            leases.renew(lease, Duration.ofNanos(r.durationNanos()));
+            reply(new Message.Renewed(r.requestId(), r.leaseId(), r.durationNanos()));
+        } catch (LeaseRefusedException e) {
+            reply(new Message.Error(r.requestId(), e.code(), e.getMessage()));
+        }
+    }
+
+    private void releaseLease(Message.Release r) {
+        Lease lease = leases.lease(r.leaseId());
+        if (lease == null) { // never granted over this session, or already ended: nothing to revoke
+            reply(new Message.Error(r.requestId(), ErrorCodes.UNKNOWN_LEASE, "no active lease " + r.leaseId() + " of yours"));
+            return;
+        }
+        leases.end(lease, EndReason.RELEASED)
+                .whenComplete((v, e) -> reply(new Message.ReleaseAck(r.requestId(), r.leaseId())));
+    }
+
+    private void answer(Message m) {
+        CompletableFuture<Message> waiting = pending.get(m.requestId());
+        if (waiting != null) waiting.complete(m);
+        else LOG.log(Level.DEBUG, "answer to no pending request: " + m);
+    }
+
+    private void reply(Message m) {
+        if (lostReason != null) return;
+        channel.send(m).exceptionally(e -> {
+            lost("a control SEND failed: " + e);
+            return null;
+        });
+    }
+
+    // ---- failure and closing ---------------------------------------------------------------------------------
+
+    /** Blocks on the bootstrap connection: its end (the peer process died or closed) ends the session. */
+    private void watchPeer() {
+        try (InputStream in = socket.getInputStream()) {
+            while (in.read() >= 0) {
+                // the peer sends nothing more after the bootstrap; a read returns only at end of stream
+            }
+            if (!closing) lost("the peer closed the session's TCP connection");
+        } catch (IOException e) {
+            if (!closing) lost("the session's TCP connection broke: " + e.getMessage());
+        }
+    }
+
+    private synchronized void lost(String reason) {
+        if (lostReason != null || closing) return;
+        lostReason = "session to " + socket.getRemoteSocketAddress() + " lost: " + reason;
+        LOG.log(Level.WARNING, lostReason + "; revoking every lease granted to the peer");
+        pending.values().forEach(f -> f.completeExceptionally(new SessionLostException(lostReason)));
+        remote.values().forEach(RemoteSegment.State::revoked);
+        remote.clear();
+        qp.moveToError(); // no invalidation can complete on it any more; the manager deallocates windows instead
+        agent.execute(() -> leases.endAll(EndReason.SESSION_LOST));
+    }
+
+    /** Why the session was lost, or null while it works. */
+    public String lostReason() {
+        return lostReason;
+    }
+
+    /** Revokes every lease granted to the peer, then tears the connection down. */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closing) return;
+            closing = true;
+        }
+        leases.close();
+        agent.shutdown();
+        try {
+            agent.awaitTermination(10, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        try {
+            socket.close();
+        } catch (IOException e) {
+            LOG.log(Level.DEBUG, "closing the session socket: " + e.getMessage());
+        }
+        qp.close();
+        cq.close();
+        channel.close();
+    }
+}

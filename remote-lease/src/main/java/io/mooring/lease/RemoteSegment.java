@@ -1,0 +1,166 @@
+package io.mooring.lease;
+
+import io.mooring.allocator.Block;
+import io.mooring.verbs.Access;
+import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.WorkCompletionException;
+import io.mooring.verbs.WorkRequest;
+import java.lang.foreign.ValueLayout;
+import java.lang.ref.Cleaner;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The requester's side of a lease: a block of the peer's memory this side may access until the lease ends.
+ * Every operation checks first — before anything is posted — that the segment is open, the session alive, the
+ * lease not revoked and the local deadline (the owner's duration minus a margin, on this host's monotonic
+ * clock) not passed. {@link #close()} sends RELEASE and returns when the owner acknowledged it; a segment
+ * dropped without close is released through a {@link Cleaner} and counted as a leak.
+ */
+public final class RemoteSegment implements AutoCloseable {
+    private static final Cleaner CLEANER = Cleaner.create(Thread.ofPlatform().daemon().name("mooring-lease-cleaner").factory());
+
+    /** What the session and the Cleaner know about the lease: never the handle itself. */
+    static final class State {
+        final long leaseId;
+        final long deadlineNanos;
+        final AtomicBoolean closed = new AtomicBoolean();
+        private volatile boolean revoked;
+
+        State(long leaseId, long deadlineNanos) {
+            this.leaseId = leaseId;
+            this.deadlineNanos = deadlineNanos;
+        }
+
+        void revoked() {
+            revoked = true;
+        }
+    }
+
+    /** The Cleaner's action: holds the session and the lease state, never the segment. */
+    private record Release(RdmaSession session, State state) implements Runnable {
+        @Override
+        public void run() {
+            if (state.closed.getAndSet(true)) return;
+            session.leaked(state.leaseId);
+            try {
+                session.release(state.leaseId, false);
+            } catch (RuntimeException e) {
+                // the session is gone: its end revoked the lease already
+            }
+        }
+    }
+
+    private final RdmaSession session;
+    private final State state;
+    private final long address;
+    private final long length;
+    private final int rkey;
+    private final Set<Access> access;
+    private final Cleaner.Cleanable cleanable;
+
+    RemoteSegment(RdmaSession session, State state, long address, long length, int rkey, Set<Access> access) {
+        this.session = session;
+        this.state = state;
+        this.address = address;
+        this.length = length;
+        this.rkey = rkey;
+        this.access = access;
+        this.cleanable = CLEANER.register(this, new Release(session, state));
+    }
+
+    public long leaseId() {
+        return state.leaseId;
+    }
+
+    public long length() {
+        return length;
+    }
+
+    /** Whether operations may still be posted (open, not revoked, before the local deadline, session alive). */
+    public boolean isUsable() {
+        return !state.closed.get() && !state.revoked && System.nanoTime() < state.deadlineNanos
+                && session.lostReason() == null;
+    }
+
+    /** Writes all of {@code src} at {@code offset} and waits for the completion. */
+    public void write(Block src, long offset) {
+        join(writeAsync(src, offset));
+    }
+
+    public CompletableFuture<WorkCompletion> writeAsync(Block src, long offset) {
+        check(Access.REMOTE_WRITE, offset, src.size());
+        return session.qp().postAsync(WorkRequest.write(src.region(), src.regionOffset(), (int) src.size())
+                .remote(address + offset, rkey));
+    }
+
+    /** Reads {@code dst.size()} bytes at {@code offset} into {@code dst} and waits. */
+    public void read(Block dst, long offset) {
+        join(readAsync(dst, offset));
+    }
+
+    public CompletableFuture<WorkCompletion> readAsync(Block dst, long offset) {
+        check(Access.REMOTE_READ, offset, dst.size());
+        return session.qp().postAsync(WorkRequest.read(dst.region(), dst.regionOffset(), (int) dst.size())
+                .remote(address + offset, rkey));
+    }
+
+    /**
+     * Compares the 8 bytes at {@code offset} with {@code expected} and swaps in {@code swap} if equal; returns the
+     * value found. {@code result} (at least 8 bytes, in memory the local NIC may write) receives it too.
+     */
+    public long compareAndSwap(Block result, long offset, long expected, long swap) {
+        check(Access.REMOTE_ATOMIC, offset, Long.BYTES);
+        join(session.qp().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
+                address + offset, rkey, expected, swap)));
+        return result.segment().get(ValueLayout.JAVA_LONG, 0);
+    }
+
+    /** Adds {@code add} to the 8 bytes at {@code offset}; returns the value before. */
+    public long fetchAndAdd(Block result, long offset, long add) {
+        check(Access.REMOTE_ATOMIC, offset, Long.BYTES);
+        join(session.qp().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
+                address + offset, rkey, add)));
+        return result.segment().get(ValueLayout.JAVA_LONG, 0);
+    }
+
+    private void check(Access right, long offset, long bytes) {
+        if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
+        session.checkUsable();
+        if (state.revoked) throw new IllegalStateException("lease " + state.leaseId + " was revoked by its owner");
+        if (System.nanoTime() >= state.deadlineNanos) {
+            throw new IllegalStateException("lease " + state.leaseId + " has expired (locally, a margin before the owner's deadline)");
+        }
+        if (!access.contains(right)) throw new IllegalStateException("lease " + state.leaseId + " grants " + access + ", not " + right);
+        if (offset < 0 || bytes < 0 || offset > length - bytes) {
+            throw new IndexOutOfBoundsException("[" + offset + ", +" + bytes + ") is outside the " + length + "-byte lease " + state.leaseId);
+        }
+    }
+
+    private static void join(CompletableFuture<WorkCompletion> f) {
+        try {
+            f.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof WorkCompletionException wce) throw wce;
+            throw e;
+        }
+    }
+
+    /** Releases the lease and waits for the owner's acknowledgement (access is revoked then). Idempotent. */
+    @Override
+    public void close() {
+        if (state.closed.getAndSet(true)) return;
+        try {
+            session.release(state.leaseId, true);
+        } finally {
+            cleanable.clean(); // the action finds the state closed and does nothing
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RemoteSegment[lease " + state.leaseId + ", " + length + " bytes, " + access + "]";
+    }
+}

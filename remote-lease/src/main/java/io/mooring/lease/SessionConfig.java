@@ -1,0 +1,42 @@
+package io.mooring.lease;
+
+import io.mooring.allocator.RdmaArena;
+import io.mooring.verbs.ConnectOptions;
+import io.mooring.verbs.ProtectionDomain;
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * What a {@link RdmaSession} runs on and with.
+ *
+ * @param pd             the protection domain of the session's QP, windows and memory
+ * @param arena          where leased blocks and control buffers come from (in {@code pd}; its regions need
+ *                       LOCAL_WRITE and MW_BIND, plus remote rights for {@link Isolation#WHOLE_REGION})
+ * @param limits         what the peer may hold
+ * @param isolation      how leases are confined; null probes the device once ({@link IsolationProbe})
+ * @param requestTimeout how long a REQUEST, RENEW or RELEASE waits for its answer
+ * @param connect        how the QP is connected
+ */
+public record SessionConfig(ProtectionDomain pd, RdmaArena arena, LeaseLimits limits, Isolation isolation,
+                            Duration requestTimeout, ConnectOptions connect) {
+    public SessionConfig {
+        Objects.requireNonNull(pd, "pd");
+        Objects.requireNonNull(arena, "arena");
+        Objects.requireNonNull(limits, "limits");
+        Objects.requireNonNull(requestTimeout, "requestTimeout");
+        Objects.requireNonNull(connect, "connect");
+    }
+
+    /** Default limits, probed isolation, 10 s request timeout, default connection options. */
+    public static SessionConfig of(ProtectionDomain pd, RdmaArena arena) {
+        return new SessionConfig(pd, arena, LeaseLimits.DEFAULT, null, Duration.ofSeconds(10), ConnectOptions.DEFAULT);
+    }
+
+    public SessionConfig withLimits(LeaseLimits l) {
+        return new SessionConfig(pd, arena, l, isolation, requestTimeout, connect);
+    }
+
+    public SessionConfig withIsolation(Isolation i) {
+        return new SessionConfig(pd, arena, limits, i, requestTimeout, connect);
+    }
+}

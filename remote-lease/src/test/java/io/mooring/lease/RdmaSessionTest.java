@@ -1,0 +1,173 @@
+package io.mooring.lease;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mooring.allocator.Block;
+import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.verbs.Access;
+import io.mooring.verbs.DeviceContext;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.WorkRequest;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Two sessions in one JVM over loopback TCP, owner on soft0 and requester on soft1 (the TCP fabric). */
+class RdmaSessionTest {
+    private static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC);
+
+    private ResourceGraph graph;
+    private RdmaArena ownerArena;
+    private RdmaArena requesterArena;
+    private RdmaSession owner;
+    private RdmaSession requester;
+
+    @BeforeEach
+    void connect() throws Exception {
+        graph = ResourceGraph.builder().name("sessions").build();
+        ownerArena = arena("soft:soft0");
+        requesterArena = arena("soft:soft1");
+        try (var server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            var accepted = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return RdmaSession.accept(server, SessionConfig.of(pdOf(ownerArena), ownerArena));
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            requester = RdmaSession.connect(new InetSocketAddress(server.getInetAddress(), server.getLocalPort()),
+                    SessionConfig.of(pdOf(requesterArena), requesterArena));
+            owner = accepted.join();
+        }
+    }
+
+    private final java.util.Map<RdmaArena, ProtectionDomain> pds = new java.util.HashMap<>();
+
+    private RdmaArena arena(String device) {
+        DeviceContext context = RdmaDevices.open(device, graph);
+        ProtectionDomain pd = context.allocateProtectionDomain();
+        RdmaArena arena = RdmaArena.builder(pd).chunkSize(1 << 20).arenas(1)
+                .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
+        pds.put(arena, pd);
+        return arena;
+    }
+
+    private ProtectionDomain pdOf(RdmaArena arena) {
+        return pds.get(arena);
+    }
+
+    @AfterEach
+    void teardown() {
+        requester.close();
+        owner.close();
+        ownerArena.close();
+        requesterArena.close();
+        graph.close();
+        assertEquals(0, graph.liveCount(), graph::dump);
+    }
+
+    @Test
+    void aRemoteSegmentIsWrittenReadAndReleased() {
+        RemoteSegment remote = requester.requestRemote(4096, Duration.ofSeconds(30), RW);
+        assertEquals(1, owner.leases().stats().active());
+        try (Block src = requesterArena.allocate(4096); Block dst = requesterArena.allocate(4096);
+             Block result = requesterArena.allocate(8)) {
+            src.segment().fill((byte) 0x42);
+            remote.write(src, 0);
+            remote.read(dst, 0);
+            assertEquals(-1, src.segment().mismatch(dst.segment()));
+            assertEquals(0x4242424242424242L, remote.fetchAndAdd(result, 8, 1));
+            assertEquals(0x4242424242424243L, remote.compareAndSwap(result, 8, 0x4242424242424243L, 7));
+            assertThrows(IndexOutOfBoundsException.class, () -> remote.write(src, 1));
+        }
+        remote.close();
+        assertEquals(0, owner.leases().stats().active());
+        assertEquals(1, owner.leases().stats().released());
+        assertFalse(remote.isUsable());
+        try (Block src = requesterArena.allocate(8)) {
+            assertThrows(IllegalStateException.class, () -> remote.write(src, 0), "closed: refused before posting");
+        }
+    }
+
+    @Test
+    void anExpiredLeaseIsRefusedLocallyAndRevokedAtTheOwner() throws Exception {
+        RemoteSegment remote = requester.requestRemote(64, Duration.ofMillis(200), RW);
+        awaitTrue(() -> owner.leases().stats().expired() == 1);
+        try (Block src = requesterArena.allocate(64)) {
+            var e = assertThrows(IllegalStateException.class, () -> remote.write(src, 0));
+            assertTrue(e.getMessage().contains("expired") || e.getMessage().contains("revoked"), e.getMessage());
+        }
+        remote.close(); // the owner answers: no such lease any more; nothing to revoke
+    }
+
+    @Test
+    void aDroppedSegmentIsReleasedThroughTheCleaner() throws Exception {
+        dropOne();
+        awaitTrue(() -> {
+            System.gc();
+            return owner.leases().stats().released() == 1;
+        });
+        assertEquals(1, requester.leakedSegments());
+    }
+
+    private void dropOne() {
+        requester.requestRemote(64, Duration.ofMinutes(1), RW);
+    }
+
+    @Test
+    void limitsAndForgedReleasesGetErrors() {
+        var refused = assertThrows(LeaseRefusedException.class,
+                () -> requester.requestRemote(1L << 40, Duration.ofSeconds(1), RW));
+        assertTrue(refused.getMessage().contains("peer refused"), refused.getMessage());
+        var forged = requester.call(new Message.Release(999_001, 424242));
+        assertInstanceOf(Message.Error.class, forged);
+        assertEquals(ErrorCodes.UNKNOWN_LEASE, ((Message.Error) forged).code());
+        assertEquals(0, owner.leases().stats().active());
+    }
+
+    @Test
+    void malformedMessagesAreAnsweredAndChangeNothing() throws Exception {
+        try (Block garbage = requesterArena.allocateShared(40, 8)) {
+            garbage.segment().fill((byte) 0x5a);
+            requester.qp().postAsync(WorkRequest.send(garbage.region(), garbage.regionOffset(), 40)).join();
+        }
+        RemoteSegment still = requester.requestRemote(64, Duration.ofSeconds(10), RW);
+        assertEquals(1, owner.leases().stats().active(), "the session still works");
+        still.close();
+    }
+
+    @Test
+    void losingThePeerRevokesItsLeasesAndFailsItsSegmentsFast() throws Exception {
+        RemoteSegment remote = requester.requestRemote(64, Duration.ofMinutes(1), RW);
+        requester.close(); // as if the requester's process ended: its TCP connection closes
+        awaitTrue(() -> owner.leases().stats().active() == 0);
+        assertTrue(owner.lostReason() != null);
+        try (Block src = requesterArena.allocate(64)) {
+            assertThrows(IllegalStateException.class, () -> remote.write(src, 0));
+        }
+        assertEquals(0, owner.leases().stats().active());
+        assertEquals(1, owner.leases().stats().revoked());
+    }
+
+    private static void awaitTrue(BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("condition not reached in 15 s");
+            Thread.sleep(20);
+        }
+    }
+}
