@@ -21,6 +21,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -76,6 +77,8 @@ final class SoftQp implements QpOps {
     private volatile boolean destroyed;
     private volatile Link link;
     private final Object linkChanged = new Object();
+    private TcpLink.Hello newestDial; // guarded by linkChanged; kept across resets, which is what makes it work
+    private final AtomicInteger dials = new AtomicInteger();
     // Connection attributes, written by modify under lock before the state that uses them is published.
     private volatile int access;
     private volatile QpInfo remote;
@@ -211,15 +214,28 @@ final class SoftQp implements QpOps {
         return destroyed;
     }
 
-    /** A TCP connection to the peer is up (dialed by us or accepted from it). */
-    void attach(Link l) {
+    /** The number of this QP's next dial (see {@link #attach}). */
+    int nextDial() {
+        return dials.incrementAndGet();
+    }
+
+    /**
+     * A TCP connection to the peer is up (dialed by us or accepted from it). Refused (false) if a later dial of
+     * the same dialer came first: a dial that a reset and reconnect overtook can finish after the new one, and
+     * unless both ends keep the newest connection each may keep a different one, both get closed, and the QPs
+     * are left with no connection at all (every request then ends in RETRY_EXC_ERR).
+     */
+    boolean attach(Link l, TcpLink.Hello dial) {
         Link old;
         synchronized (linkChanged) {
+            if (newestDial != null && newestDial.sameDialer(dial) && dial.dial() <= newestDial.dial()) return false;
+            newestDial = dial;
             old = link;
             link = l;
             linkChanged.notifyAll();
         }
         if (old != null && old != l) old.close();
+        return true;
     }
 
     /** The TCP connection went down. */
