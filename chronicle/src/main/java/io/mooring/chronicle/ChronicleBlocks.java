@@ -28,8 +28,8 @@ import net.openhft.chronicle.core.io.ReferenceOwner;
  * <p>Lifetime is not checked: Chronicle addresses the memory by raw address, outside the block's segment scope.
  * Use a view only while its block is open, and release it ({@code releaseLast()}, which frees nothing) before
  * closing the block; a view used after the block was closed reads and writes memory handed to someone else.
- * A view is taken on a thread that may access the block (a checked block is confined to its allocating thread),
- * and Chronicle then keeps it to that thread by its own single-thread checks.
+ * A view is taken on a thread that may access the block (a checked block is confined to its allocating thread);
+ * after that only Chronicle's own single-thread check, which runs with assertions enabled, keeps it there.
  *
  * <p>Chronicle needs JVM flags on JDK 25 (see this module's pom); Mooring's core modules do not.
  */
