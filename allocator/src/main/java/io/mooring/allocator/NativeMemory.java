@@ -34,18 +34,29 @@ final class NativeMemory {
     private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
     private static final MethodHandle MMAP = downcall("mmap", FunctionDescriptor.of(ValueLayout.JAVA_LONG,
             ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
-            ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
+            ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG), CAPTURE_ERRNO);
     private static final MethodHandle MUNMAP = downcall("munmap", FunctionDescriptor.of(ValueLayout.JAVA_INT,
-            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG));
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), CAPTURE_ERRNO);
     private static final MethodHandle MADVISE = downcall("madvise", FunctionDescriptor.of(ValueLayout.JAVA_INT,
-            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT));
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), CAPTURE_ERRNO);
+    private static final MethodHandle GETPAGESIZE = downcall("getpagesize", FunctionDescriptor.of(ValueLayout.JAVA_INT));
 
     private NativeMemory() {}
 
-    private static MethodHandle downcall(String name, FunctionDescriptor descriptor) {
+    @SuppressWarnings("restricted") // libc's own functions, bound with their documented signatures
+    private static MethodHandle downcall(String name, FunctionDescriptor descriptor, Linker.Option... options) {
         MemorySegment symbol = LINKER.defaultLookup().find(name)
                 .orElseThrow(() -> new UnsatisfiedLinkError("libc has no " + name));
-        return LINKER.downcallHandle(symbol, descriptor, CAPTURE_ERRNO);
+        return LINKER.downcallHandle(symbol, descriptor, options);
+    }
+
+    /** The kernel's base page size: the unit the kernel pins when memory is registered. */
+    static long pageSize() {
+        try {
+            return (int) GETPAGESIZE.invokeExact();
+        } catch (Throwable t) {
+            throw new AssertionError("getpagesize cannot fail", t);
+        }
     }
 
     /**

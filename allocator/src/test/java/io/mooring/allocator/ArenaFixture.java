@@ -2,6 +2,7 @@ package io.mooring.allocator;
 
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.lifecycle.ResourceListener;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
@@ -12,8 +13,10 @@ final class ArenaFixture implements AutoCloseable {
     final DeviceContext context;
     final ProtectionDomain pd;
 
-    ArenaFixture(ClosePolicy policy) {
-        graph = ResourceGraph.builder().name("allocator-test").policy(policy).build();
+    ArenaFixture(ClosePolicy policy, ResourceListener... listeners) {
+        var builder = ResourceGraph.builder().name("allocator-test").policy(policy);
+        for (ResourceListener l : listeners) builder.listener(l);
+        graph = builder.build();
         context = RdmaDevices.open("soft:soft0", graph);
         pd = context.allocateProtectionDomain();
     }

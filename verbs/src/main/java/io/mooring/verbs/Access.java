@@ -48,11 +48,12 @@ public enum Access {
 
     /**
      * Checks the rule rdma-core enforces with EINVAL: a region peers may write or run atomics on must also be
-     * locally writable.
+     * locally writable. Public for layers that serve requests from existing regions (a registration cache), so
+     * a request is refused the same way whether or not it reaches {@code ibv_reg_mr}.
      *
      * @throws IllegalArgumentException naming the missing right
      */
-    static void requireConsistent(Set<Access> rights, String what) {
+    public static void requireConsistent(Set<Access> rights, String what) {
         if ((rights.contains(REMOTE_WRITE) || rights.contains(REMOTE_ATOMIC)) && !rights.contains(LOCAL_WRITE)) {
             throw new IllegalArgumentException(what + " with " + rights + " also needs LOCAL_WRITE:"
                     + " the NIC must be allowed to write what peers write (ibv_reg_mr would fail with EINVAL)");

@@ -1,0 +1,22 @@
+package io.mooring.allocator;
+
+/**
+ * A snapshot of a registration cache's counters, taken under its lock (so the numbers agree with each other).
+ *
+ * @param hits          acquisitions served by a region already registered
+ * @param misses        acquisitions that registered a new region
+ * @param evictions     unused regions deregistered to stay within the cache's bounds
+ * @param invalidations regions retired by {@link RegistrationCache#invalidate}, in use or not
+ * @param cachedCount   unused regions kept registered for reuse (what the count bound limits)
+ * @param cachedBytes   their bytes (what the byte bound limits)
+ * @param inUseCount    regions with at least one open {@link Registration}
+ * @param inUseBytes    their bytes
+ */
+public record RegistrationCacheStats(long hits, long misses, long evictions, long invalidations, long cachedCount,
+                                     long cachedBytes, long inUseCount, long inUseBytes) {
+    /** Hits per acquisition, 0 before the first. */
+    public double hitRatio() {
+        long all = hits + misses;
+        return all == 0 ? 0 : (double) hits / all;
+    }
+}
