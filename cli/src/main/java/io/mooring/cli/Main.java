@@ -23,6 +23,8 @@ public final class Main {
             "devices", new Entry("the RDMA devices of every provider, like ibv_devinfo", Devices.USAGE, Devices::run),
             "pingpong", new Entry("RC ping-pong latency and throughput, in one process or two", PingPong.USAGE,
                     PingPong::run),
+            "demo", new Entry("two processes lease, use, release and revoke remote memory (the main job)",
+                    Demo.USAGE, Demo::run),
             "lifecycle-demo", new Entry("ordered teardown, pins, leaks and failures in the lifecycle graph",
                     "usage: mooring lifecycle-demo", (args, out, err) -> LifecycleDemo.run(args, out))));
 

@@ -153,6 +153,15 @@ public final class RdmaSession implements AutoCloseable {
         return qp;
     }
 
+    /**
+     * The session's QP, for traffic outside the lease API. Nothing here checks a lease: that is the point of
+     * the owner's revocation — a request through an ended lease's key fails at the owner whatever this side
+     * posts.
+     */
+    public QueuePair queuePair() {
+        return qp;
+    }
+
     void checkUsable() {
         String lost = lostReason;
         if (lost != null) throw new SessionLostException(lost);
@@ -291,16 +300,21 @@ public final class RdmaSession implements AutoCloseable {
             while (in.read() >= 0) {
                 // the peer sends nothing more after the bootstrap; a read returns only at end of stream
             }
-            if (!closing) lost("the peer closed the session's TCP connection");
+            if (!closing) lost("the peer closed the session's TCP connection", Level.INFO);
         } catch (IOException e) {
-            if (!closing) lost("the session's TCP connection broke: " + e.getMessage());
+            if (!closing) lost("the session's TCP connection broke: " + e.getMessage(), Level.WARNING);
         }
     }
 
-    private synchronized void lost(String reason) {
+    private void lost(String reason) {
+        lost(reason, Level.WARNING);
+    }
+
+    /** Ends the session; a peer closing its connection is ordinary (INFO), anything else a failure (WARNING). */
+    private synchronized void lost(String reason, Level level) {
         if (lostReason != null || closing) return;
         lostReason = "session to " + socket.getRemoteSocketAddress() + " lost: " + reason;
-        LOG.log(Level.WARNING, lostReason + "; revoking every lease granted to the peer");
+        LOG.log(level, lostReason + "; revoking every lease granted to the peer");
         pending.values().forEach(f -> f.completeExceptionally(new SessionLostException(lostReason)));
         remote.values().forEach(RemoteSegment.State::revoked);
         remote.clear();

@@ -79,6 +79,16 @@ public final class RemoteSegment implements AutoCloseable {
         return length;
     }
 
+    /** The leased block's address in the owner's memory. */
+    public long address() {
+        return address;
+    }
+
+    /** The key the owner granted; it stops working when the lease ends, whatever this side does. */
+    public int rkey() {
+        return rkey;
+    }
+
     /** Whether operations may still be posted (open, not revoked, before the local deadline, session alive). */
     public boolean isUsable() {
         return !state.closed.get() && !state.revoked && System.nanoTime() < state.deadlineNanos
