@@ -108,6 +108,7 @@ final class LifecycleDemo {
     }
 
     /** A stand-in for ibv_reg_mr: a child that owns real native memory until it is destroyed. */
+    @SuppressWarnings("try") // the pin is held for the duration of the block, not used in it
     private Resource register(Resource pd, long bytes) {
         Arena memory = Arena.ofShared();
         MemorySegment buffer = memory.allocate(bytes, 4096);
