@@ -13,10 +13,12 @@ import org.openjdk.jmh.results.Result;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.runner.Runner;
 import org.openjdk.jmh.runner.options.CommandLineOptions;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
 
 /**
- * What {@code ./mooring bench} runs: JMH with its usual command line, followed by the results as Markdown
- * tables with every score's ratio to Mooring checked's in the same run (the form docs/benchmarks.md uses).
+ * What {@code ./mooring bench} runs: JMH with its usual command line plus {@link CpuTimeProfiler}, followed by
+ * the results as Markdown tables with every score's ratio to Mooring checked's in the same run (the form
+ * docs/benchmarks.md uses).
  * Listing and help options go straight to JMH's own {@code Main}, which is also the jar's main class.
  */
 public final class Bench {
@@ -25,9 +27,16 @@ public final class Bench {
             "nettyPooled", "nettyAdaptive", "ffmConfinedArena", "ffmSharedArena", "mallocFfm", "jemallocFfm");
     private static final String GC_BYTES = "gc.alloc.rate.norm";
 
-    /** One benchmark result: class, method, size parameter, score and (with {@code -prof gc}) heap bytes per op. */
-    record Score(String family, String benchmark, int threads, int size, double score, String unit,
-                 double heapBytesPerOp) {}
+    /**
+     * One benchmark result: class, method, thread count, size parameter, JMH's wall-clock score and its unit, the
+     * CPU time per operation ({@link CpuTimeProfiler}) and heap bytes per operation ({@code -prof gc}); NaN when
+     * not measured.
+     */
+    record Score(String family, String benchmark, int threads, int size, double wall, String unit, double cpu,
+                 double heapBytes) {}
+
+    /** One table: a column of each score. */
+    private record Metric(String title, java.util.function.ToDoubleFunction<Score> value, boolean ratios) {}
 
     private Bench() {}
 
@@ -38,7 +47,8 @@ public final class Bench {
             org.openjdk.jmh.Main.main(args);
             return;
         }
-        Collection<RunResult> results = new Runner(options).run();
+        var withCpuTime = new OptionsBuilder().parent(options).addProfiler(CpuTimeProfiler.class).build();
+        Collection<RunResult> results = new Runner(withCpuTime).run();
         System.out.println();
         print(scores(results), System.out);
     }
@@ -49,18 +59,23 @@ public final class Bench {
             String name = r.getParams().getBenchmark();
             String family = name.substring(0, name.lastIndexOf('.'));
             String size = r.getParams().getParam("size");
-            Result<?> gc = r.getSecondaryResults().get(GC_BYTES);
             scores.add(new Score(family.substring(family.lastIndexOf('.') + 1), name.substring(name.lastIndexOf('.') + 1),
                     r.getParams().getThreads(), size == null ? 0 : Integer.parseInt(size),
                     r.getPrimaryResult().getScore(), r.getPrimaryResult().getScoreUnit(),
-                    gc == null ? Double.NaN : gc.getScore()));
+                    secondary(r, CpuTimeProfiler.LABEL), secondary(r, GC_BYTES)));
         }
         return scores;
     }
 
+    private static double secondary(RunResult r, String label) {
+        Result<?> result = r.getSecondaryResults().get(label);
+        return result == null ? Double.NaN : result.getScore();
+    }
+
     /**
-     * Per benchmark class: a table of scores by size with each score's ratio to the reference row's at the same
-     * size (Mooring checked, or the first row when it did not run), and heap bytes per operation when measured.
+     * Per benchmark class, a table per measured metric (CPU time, wall time, heap bytes): scores by size, times
+     * with their ratio to the reference row's at the same size (Mooring checked, or the first row when it did
+     * not run).
      */
     static void print(List<Score> scores, PrintStream out) {
         Map<String, List<Score>> families = new LinkedHashMap<>();
@@ -75,33 +90,40 @@ public final class Bench {
             }
             String reference = benchmarks.first();
             Score first = rows.getFirst();
-            out.printf(Locale.ROOT, "%s, %d thread%s: %s, and its ratio to %s's (above 1: slower than %s)%n%n",
-                    family.getKey(), first.threads(), first.threads() == 1 ? "" : "s", first.unit(), reference,
-                    reference);
-            out.print("| benchmark |");
-            sizes.forEach(size -> out.print(" " + bytes(size) + " |"));
-            out.print("\n| --- |");
-            sizes.forEach(size -> out.print(" ---: |"));
-            out.println();
-            boolean gc = rows.stream().anyMatch(s -> !Double.isNaN(s.heapBytesPerOp()));
-            for (String b : benchmarks) {
-                out.print("| " + b + " |");
-                for (int size : sizes) {
-                    Score s = find(rows, b, size);
-                    Score ref = find(rows, reference, size);
-                    if (s == null) {
+            out.printf(Locale.ROOT, "%s, %d thread%s%n%n", family.getKey(), first.threads(),
+                    first.threads() == 1 ? "" : "s");
+            String ratio = ", × " + reference + " (above 1: slower than " + reference + ")";
+            for (Metric m : List.of(
+                    new Metric("CPU time, " + first.unit() + ratio, Score::cpu, true),
+                    new Metric("wall time, " + first.unit() + ratio, Score::wall, true),
+                    new Metric("heap bytes allocated per operation (-prof gc)", Score::heapBytes, false))) {
+                if (rows.stream().allMatch(s -> Double.isNaN(m.value().applyAsDouble(s)))) continue;
+                out.println(m.title() + "\n");
+                out.print("| benchmark |");
+                sizes.forEach(size -> out.print(" " + bytes(size) + " |"));
+                out.print("\n| --- |");
+                sizes.forEach(size -> out.print(" ---: |"));
+                out.println();
+                for (String b : benchmarks) {
+                    out.print("| " + b + " |");
+                    for (int size : sizes) {
+                        Score s = find(rows, b, size);
+                        Score ref = find(rows, reference, size);
+                        double v = s == null ? Double.NaN : m.value().applyAsDouble(s);
+                        if (Double.isNaN(v)) {
+                            out.print(" |");
+                            continue;
+                        }
+                        out.print(" " + (m.ratios() ? number(v) : String.format(Locale.ROOT, "%.0f", v)));
+                        if (m.ratios() && ref != null) {
+                            out.printf(Locale.ROOT, " (%.2f×)", v / m.value().applyAsDouble(ref));
+                        }
                         out.print(" |");
-                        continue;
                     }
-                    out.printf(Locale.ROOT, " %s", number(s.score()));
-                    if (ref != null) out.printf(Locale.ROOT, " (%.2f×)", s.score() / ref.score());
-                    if (gc && !Double.isNaN(s.heapBytesPerOp())) out.printf(Locale.ROOT, ", %.0f B", s.heapBytesPerOp());
-                    out.print(" |");
+                    out.println();
                 }
                 out.println();
             }
-            out.println();
-            if (gc) out.println("(x B: heap bytes allocated per operation, from -prof gc)\n");
         }
     }
 

@@ -1,6 +1,9 @@
 package io.mooring.benchmarks;
 
 import io.netty.util.concurrent.FastThreadLocalThread;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -17,10 +20,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  * properties; {@link Fairness#check()} fails a benchmark that runs on any other thread.
  */
 public final class FastThreadExecutor extends ThreadPoolExecutor {
+    private static final Set<Thread> WORKERS = ConcurrentHashMap.newKeySet();
 
     /** The constructor JMH's {@code CUSTOM} executor type calls: thread count and a name prefix. */
     public FastThreadExecutor(int threads, String prefix) {
         super(threads, threads, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), new Factory(prefix));
+    }
+
+    /** The live worker threads of every such pool in this JVM (what {@link CpuTimeProfiler} reads). */
+    static List<Thread> workers() {
+        WORKERS.removeIf(t -> t.getState() == Thread.State.TERMINATED);
+        return List.copyOf(WORKERS);
     }
 
     private static final class Factory implements java.util.concurrent.ThreadFactory {
@@ -35,6 +45,7 @@ public final class FastThreadExecutor extends ThreadPoolExecutor {
         public Thread newThread(Runnable task) {
             var t = new FastThreadLocalThread(task, prefix + "-jmh-worker-" + next.incrementAndGet());
             t.setDaemon(true);
+            WORKERS.add(t);
             return t;
         }
     }
