@@ -83,6 +83,7 @@ public class AllocateClose {
 
     /** glibc {@code malloc}/{@code free} through FFM downcalls. */
     @Benchmark
+    @SuppressWarnings("restricted") // a segment over the bytes malloc just returned
     public void mallocFfm() throws Throwable {
         MemorySegment memory = ((MemorySegment) Malloc.Libc.MALLOC.invokeExact((long) size)).reinterpret(size);
         if (memory.address() == 0) throw new OutOfMemoryError("malloc(" + size + ")");
@@ -92,6 +93,7 @@ public class AllocateClose {
 
     /** jemalloc's {@code malloc}/{@code free} (Debian's libjemalloc2, thread caches on) through FFM downcalls. */
     @Benchmark
+    @SuppressWarnings("restricted") // a segment over the bytes malloc just returned
     public void jemallocFfm() throws Throwable {
         MemorySegment memory = ((MemorySegment) Malloc.Jemalloc.MALLOC.invokeExact((long) size)).reinterpret(size);
         if (memory.address() == 0) throw new OutOfMemoryError("jemalloc malloc(" + size + ")");

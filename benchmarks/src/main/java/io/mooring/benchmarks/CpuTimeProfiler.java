@@ -42,6 +42,7 @@ public final class CpuTimeProfiler implements InternalProfiler {
     }
 
     @Override
+    @SuppressWarnings("rawtypes") // InternalProfiler's signature
     public Collection<? extends Result> afterIteration(BenchmarkParams benchmark, IterationParams iteration,
                                                        IterationResult result) {
         List<Thread> workers = FastThreadExecutor.workers();

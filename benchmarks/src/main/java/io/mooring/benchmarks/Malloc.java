@@ -55,6 +55,7 @@ final class Malloc {
 
         private Jemalloc() {}
 
+        @SuppressWarnings("restricted") // loading native code is what this class is for
         private static SymbolLookup open() {
             if (!Files.exists(Path.of(LIBRARY))) {
                 throw new IllegalStateException(LIBRARY + " is missing: install Debian's jemalloc "
@@ -105,6 +106,7 @@ final class Malloc {
         }
     }
 
+    @SuppressWarnings("restricted") // malloc, free and mallctl with their C signatures
     private static MethodHandle downcall(SymbolLookup lookup, String name, FunctionDescriptor descriptor) {
         MemorySegment symbol = lookup.find(name)
                 .orElseThrow(() -> new IllegalStateException("symbol " + name + " not found"));

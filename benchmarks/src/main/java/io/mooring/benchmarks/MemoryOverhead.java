@@ -224,6 +224,7 @@ public final class MemoryOverhead {
         }
 
         @Override
+        @SuppressWarnings("restricted") // a segment over the bytes malloc just returned
         public void allocate(int slot, int size) {
             try {
                 live[slot] = ((MemorySegment) Malloc.Jemalloc.MALLOC.invokeExact((long) size)).reinterpret(size);
