@@ -51,17 +51,23 @@ final class Demo {
 
     static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
         Options o = Options.parse(args, Set.of("provider", "role"));
-        String provider = o.choice("provider", RdmaDevices.configuredProvider(), List.of("auto", "ibv", "soft"));
-        System.setProperty(RdmaDevices.PROVIDER_PROPERTY, provider);
+        String provider = o.choice("provider", RdmaDevices.configuredProvider(), DeviceChoice.PROVIDERS);
+        DeviceChoice.Choice device;
+        try {
+            device = new DeviceChoice(RdmaDevices.providers()).choose(provider, null);
+        } catch (IllegalArgumentException e) {
+            err.println("mooring demo: " + e.getMessage());
+            return 1;
+        }
         return o.choice("role", "requester", List.of("requester", "owner")).equals("owner")
-                ? owner(out) : new Demo(out).requester(provider, err);
+                ? owner(device, out) : new Demo(out).requester(device, err);
     }
 
     /** A device, PD and arena of this process, in a graph of its own (so the end can show it is empty). */
     private record Side(ResourceGraph graph, DeviceContext context, ProtectionDomain pd, RdmaArena arena) {
-        static Side open() {
+        static Side open(DeviceChoice.Choice device) {
             var graph = ResourceGraph.builder().name("demo").build();
-            DeviceContext context = RdmaDevices.openDefault(graph);
+            DeviceContext context = device.open(graph);
             ProtectionDomain pd = context.allocateProtectionDomain();
             // No thread caches: a freed block goes straight back to its slab, so the demo can show it reused.
             RdmaArena arena = RdmaArena.builder(pd).chunkSize(4 << 20).arenas(1).threadCache(0)
@@ -77,8 +83,8 @@ final class Demo {
 
     // ---- the owner (second process) ----------------------------------------------------------------------------
 
-    private static int owner(PrintStream out) throws Exception {
-        Side side = Side.open();
+    private static int owner(DeviceChoice.Choice device, PrintStream out) throws Exception {
+        Side side = Side.open(device);
         try (var server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             out.println("listening on " + server.getLocalPort());
             out.flush();
@@ -104,8 +110,8 @@ final class Demo {
 
     // ---- the requester (this process) --------------------------------------------------------------------------
 
-    private int requester(String provider, PrintStream err) throws Exception {
-        Process owner = startOwner(provider);
+    private int requester(DeviceChoice.Choice device, PrintStream err) throws Exception {
+        Process owner = startOwner(device.provider());
         try {
             var lines = new BufferedReader(new InputStreamReader(owner.getInputStream(), StandardCharsets.UTF_8));
             String first = lines.readLine();
@@ -115,7 +121,7 @@ final class Demo {
             }
             var relay = CompletableFuture.runAsync(() -> lines.lines().forEach(l -> out.println("  owner | " + l)));
             int port = Integer.parseInt(first.substring("listening on ".length()));
-            Side side = Side.open();
+            Side side = Side.open(device);
             var at = new InetSocketAddress(InetAddress.getLoopbackAddress(), port);
             Reuse reuse;
             try (RdmaSession session = RdmaSession.connect(at, SessionConfig.of(side.pd, side.arena))) {
