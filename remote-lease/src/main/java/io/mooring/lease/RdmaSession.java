@@ -113,13 +113,22 @@ public final class RdmaSession implements AutoCloseable {
         Message answer = call(new Message.Request(requestIds.incrementAndGet(), size, 8, Access.mask(access),
                 duration.toNanos()));
         if (answer instanceof Message.Grant g) {
-            // Stop a margin before the owner's deadline: our clock started before the owner's did.
-            long margin = Math.min(g.durationNanos() / 10, TimeUnit.MILLISECONDS.toNanos(250));
-            var state = new RemoteSegment.State(g.leaseId(), sent + g.durationNanos() - margin);
+            var state = new RemoteSegment.State(g.leaseId(), localDeadline(sent, g.durationNanos()));
             remote.put(g.leaseId(), state);
             return new RemoteSegment(this, state, g.address(), g.length(), g.rkey(), Set.copyOf(access));
         }
         throw refusal(answer);
+    }
+
+    /** A margin before the owner's deadline: our clock started before the owner's did, and a request takes time. */
+    private static long localDeadline(long sentNanos, long durationNanos) {
+        return sentNanos + durationNanos - Math.min(durationNanos / 10, TimeUnit.MILLISECONDS.toNanos(250));
+    }
+
+    void renew(RemoteSegment.State state, Duration duration, long sentNanos) {
+        Message answer = call(new Message.Renew(requestIds.incrementAndGet(), state.leaseId, duration.toNanos()));
+        if (!(answer instanceof Message.Renewed r)) throw refusal(answer);
+        state.deadlineNanos = localDeadline(sentNanos, r.durationNanos());
     }
 
     /** Sends a control request and waits for its answer. */

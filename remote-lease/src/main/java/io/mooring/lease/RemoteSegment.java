@@ -7,6 +7,7 @@ import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.ValueLayout;
 import java.lang.ref.Cleaner;
+import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -25,7 +26,7 @@ public final class RemoteSegment implements AutoCloseable {
     /** What the session and the Cleaner know about the lease: never the handle itself. */
     static final class State {
         final long leaseId;
-        final long deadlineNanos;
+        volatile long deadlineNanos;
         final AtomicBoolean closed = new AtomicBoolean();
         private volatile boolean revoked;
 
@@ -87,6 +88,18 @@ public final class RemoteSegment implements AutoCloseable {
     /** The key the owner granted; it stops working when the lease ends, whatever this side does. */
     public int rkey() {
         return rkey;
+    }
+
+    /**
+     * Extends the lease to {@code duration} from now, if the owner agrees (within its per-grant and lifetime
+     * limits); the local deadline moves accordingly, again a margin before the owner's.
+     *
+     * @throws LeaseRefusedException with the owner's reason
+     */
+    public void renew(Duration duration) {
+        if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
+        long sent = System.nanoTime();
+        session.renew(state, duration, sent);
     }
 
     /** Whether operations may still be posted (open, not revoked, before the local deadline, session alive). */

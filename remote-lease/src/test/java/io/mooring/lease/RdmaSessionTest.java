@@ -115,6 +115,21 @@ class RdmaSessionTest {
     }
 
     @Test
+    void aRenewedSegmentOutlivesItsFirstDuration() throws Exception {
+        RemoteSegment remote = requester.requestRemote(64, Duration.ofMillis(400), RW);
+        remote.renew(Duration.ofSeconds(30));
+        Thread.sleep(800);
+        assertTrue(remote.isUsable());
+        try (Block src = requesterArena.allocate(64)) {
+            remote.write(src, 0);
+        }
+        var refused = assertThrows(LeaseRefusedException.class, () -> remote.renew(Duration.ofHours(2)));
+        assertTrue(refused.getMessage().contains("outside"), refused.getMessage());
+        remote.close();
+        assertEquals(0, owner.leases().stats().expired());
+    }
+
+    @Test
     void aDroppedSegmentIsReleasedThroughTheCleaner() throws Exception {
         dropOne();
         awaitTrue(() -> {
