@@ -167,11 +167,15 @@ public final class RdmaArena implements AutoCloseable {
             Shard shard = caller.shard();
             long aligned = alignment > (1 << SizeClasses.LOG2_QUANTUM) ? (size + alignment - 1) & -alignment : size;
             if (aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE) {
-                Bin.BlockFactory make = (slab, address) ->
-                        new Block(this, shard, slab, slab.chunk, 0, 0, address, size, scope, caller, confined);
                 int c = SizeClasses.indexOf(aligned);
                 ThreadCache cache = current(caller.cache());
-                return cache != null ? cache.allocate(c, make) : shard.bins[c].allocate(shard, make);
+                if (cache != null) { // the fast path: no lock, no lambda
+                    long address = cache.pop(c);
+                    Slab slab = cache.poppedSlab;
+                    return new Block(this, shard, slab, slab.chunk, 0, 0, address, size, scope, caller, confined);
+                }
+                return shard.bins[c].allocate(shard, (slab, address) ->
+                        new Block(this, shard, slab, slab.chunk, 0, 0, address, size, scope, caller, confined));
             }
             if (size >= hugeThreshold) return allocateHuge(size, alignment, scope, caller, confined);
             long bytes = SizeClasses.largeSize(size);

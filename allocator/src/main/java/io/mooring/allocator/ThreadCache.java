@@ -24,6 +24,7 @@ final class ThreadCache {
     long hits;
     long misses;
     int epoch; // the arena's flush epoch this cache last honoured
+    Slab poppedSlab; // the slab of the region {@link #pop} returned last
 
     ThreadCache(Shard shard, Thread owner, long maxBytesPerClass) {
         this.shard = shard;
@@ -35,8 +36,11 @@ final class ThreadCache {
         }
     }
 
-    /** Takes a cached region of class {@code c} (refilling from the bin when empty) and makes its block. */
-    Block allocate(int c, Bin.BlockFactory make) {
+    /**
+     * Takes a cached region of class {@code c} (refilling from the bin when empty): returns its address and
+     * leaves its slab in {@link #poppedSlab} — two results without allocating a holder on the fast path.
+     */
+    long pop(int c) {
         if (count[c] == 0) {
             misses++;
             count[c] = shard.bins[c].refill(shard, addresses[c], slabs[c], addresses[c].length / 2 + 1);
@@ -44,10 +48,10 @@ final class ThreadCache {
             hits++;
         }
         int top = --count[c];
-        Slab slab = slabs[c][top];
+        poppedSlab = slabs[c][top];
         slabs[c][top] = null;
         allocations[c]++;
-        return make.block(slab, addresses[c][top]);
+        return addresses[c][top];
     }
 
     /** Keeps a freed region of class {@code c}, flushing half of the stack to the bin when it is full. */
