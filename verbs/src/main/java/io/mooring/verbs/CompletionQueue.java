@@ -11,9 +11,8 @@ import java.util.function.Consumer;
  * either way, completions of requests posted with {@code postAsync} complete their futures instead of being
  * returned.
  */
-public final class CompletionQueue implements AutoCloseable {
+public final class CompletionQueue extends VerbsObject {
     private final DeviceContext context;
-    private final Resource resource;
     private final CompletionRouter router;
     private final int capacity;
     private final DispatcherSlot dispatcher;
@@ -29,8 +28,8 @@ public final class CompletionQueue implements AutoCloseable {
     }
 
     CompletionQueue(DeviceContext context, CqOps ops, Resource resource, int capacity, DispatcherSlot dispatcher) {
+        super(resource);
         this.context = context;
-        this.resource = resource;
         this.router = new CompletionRouter(ops, resource.info().name());
         this.capacity = capacity;
         this.dispatcher = dispatcher;
@@ -90,17 +89,4 @@ public final class CompletionQueue implements AutoCloseable {
         return router;
     }
 
-    public Resource resource() {
-        return resource;
-    }
-
-    @Override
-    public void close() {
-        resource.close();
-    }
-
-    @Override
-    public String toString() {
-        return resource.info().name();
-    }
 }

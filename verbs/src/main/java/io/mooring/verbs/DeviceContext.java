@@ -10,14 +10,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code context ← PD ← MR/MW/QP} and {@code context ← CQ ← QP}. Closing it follows the graph's policy (by
  * default the device closes after its last object); {@code resource().closeTree()} closes everything on it.
  */
-public final class DeviceContext implements AutoCloseable {
+public final class DeviceContext extends VerbsObject {
     private final ContextOps ops;
-    private final Resource resource;
     private final Map<Integer, PortAttributes> ports = new ConcurrentHashMap<>();
 
     DeviceContext(ContextOps ops, Resource resource) {
+        super(resource);
         this.ops = ops;
-        this.resource = resource;
     }
 
     /** The device and its attributes. */
@@ -74,16 +73,6 @@ public final class DeviceContext implements AutoCloseable {
             cq.destroy();
         }, resource);
         return new CompletionQueue(this, made.ops(), made.resource(), capacity, dispatcher);
-    }
-
-    /** Its place in the lifecycle graph (state, children, pins, closeTree). */
-    public Resource resource() {
-        return resource;
-    }
-
-    @Override
-    public void close() {
-        resource.close();
     }
 
     @Override

@@ -10,17 +10,16 @@ import java.util.Set;
  * and, for the rights granted, remotely through {@link #rkey()}. Deregistration waits for every work request
  * that uses it and every window bound to it.
  */
-public final class MemoryRegion implements AutoCloseable {
+public final class MemoryRegion extends VerbsObject {
     private final ProtectionDomain pd;
     private final MrOps ops;
-    private final Resource resource;
     private final MemorySegment segment;
     private final Set<Access> access;
 
     MemoryRegion(ProtectionDomain pd, MrOps ops, Resource resource, MemorySegment segment, Set<Access> access) {
+        super(resource);
         this.pd = pd;
         this.ops = ops;
-        this.resource = resource;
         this.segment = segment;
         this.access = access;
     }
@@ -63,17 +62,4 @@ public final class MemoryRegion implements AutoCloseable {
         return ops;
     }
 
-    public Resource resource() {
-        return resource;
-    }
-
-    @Override
-    public void close() {
-        resource.close();
-    }
-
-    @Override
-    public String toString() {
-        return resource.info().name();
-    }
 }

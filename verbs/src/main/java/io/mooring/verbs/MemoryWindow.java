@@ -9,10 +9,9 @@ import java.util.Map;
  * and revoked without re-registering. Bind it with {@link WorkRequest#bind}; revoke a type 2 window with
  * {@link WorkRequest#invalidate}. While bound, the region under it stays registered.
  */
-public final class MemoryWindow implements AutoCloseable {
+public final class MemoryWindow extends VerbsObject {
     private final ProtectionDomain pd;
     private final MwOps ops;
-    private final Resource resource;
     private final MwType type;
     private final State state;
 
@@ -73,9 +72,9 @@ public final class MemoryWindow implements AutoCloseable {
     }
 
     MemoryWindow(ProtectionDomain pd, MwOps ops, Resource resource, MwType type, State state) {
+        super(resource);
         this.pd = pd;
         this.ops = ops;
-        this.resource = resource;
         this.type = type;
         this.state = state;
     }
@@ -114,17 +113,4 @@ public final class MemoryWindow implements AutoCloseable {
         return state;
     }
 
-    public Resource resource() {
-        return resource;
-    }
-
-    @Override
-    public void close() {
-        resource.close();
-    }
-
-    @Override
-    public String toString() {
-        return resource.info().name();
-    }
 }

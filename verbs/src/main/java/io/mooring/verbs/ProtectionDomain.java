@@ -11,17 +11,16 @@ import java.util.concurrent.ConcurrentHashMap;
  * A protection domain ({@code struct ibv_pd}): memory regions, windows and queue pairs in it can reach each
  * other, and nothing else can. Its destroy waits for all of them.
  */
-public final class ProtectionDomain implements AutoCloseable {
+public final class ProtectionDomain extends VerbsObject {
     private final DeviceContext context;
     private final PdOps ops;
-    private final Resource resource;
     /** Bound windows by rkey, so that a LOCAL_INV posted on any QP of this PD can find its window. */
     final Map<Integer, MemoryWindow.State> windowsByRkey = new ConcurrentHashMap<>();
 
     ProtectionDomain(DeviceContext context, PdOps ops, Resource resource) {
+        super(resource);
         this.context = context;
         this.ops = ops;
-        this.resource = resource;
     }
 
     public DeviceContext context() {
@@ -118,17 +117,4 @@ public final class ProtectionDomain implements AutoCloseable {
         return all;
     }
 
-    public Resource resource() {
-        return resource;
-    }
-
-    @Override
-    public void close() {
-        resource.close();
-    }
-
-    @Override
-    public String toString() {
-        return resource.info().name();
-    }
 }

@@ -18,10 +18,9 @@ import java.util.concurrent.ThreadLocalRandom;
  * {@link CompletionDispatcher}), exceptionally with {@link WorkCompletionException} on an error status. The
  * regions a request names stay registered until it completes. Posts are thread-safe.
  */
-public final class QueuePair implements AutoCloseable {
+public final class QueuePair extends VerbsObject {
     private final ProtectionDomain pd;
     private final QpOps ops;
-    private final Resource resource;
     private final CompletionQueue sendCq;
     private final CompletionQueue recvCq;
     private final QpCapabilities capabilities;
@@ -31,9 +30,9 @@ public final class QueuePair implements AutoCloseable {
 
     QueuePair(ProtectionDomain pd, QpOps ops, Resource resource, CompletionQueue sendCq, CompletionQueue recvCq,
               QpCapabilities capabilities, CompletionRouter.QpQueues queues) {
+        super(resource);
         this.pd = pd;
         this.ops = ops;
-        this.resource = resource;
         this.sendCq = sendCq;
         this.recvCq = recvCq;
         this.capabilities = capabilities;
@@ -305,16 +304,6 @@ public final class QueuePair implements AutoCloseable {
     /** Outstanding requests on the receive queue. */
     public int outstandingReceives() {
         return queues.receive().outstanding();
-    }
-
-    public Resource resource() {
-        return resource;
-    }
-
-    /** Destroys the QP (after its children; pins held by posts in progress delay it). */
-    @Override
-    public void close() {
-        resource.close();
     }
 
     @Override
