@@ -55,6 +55,8 @@ final class IbvContext implements ContextOps {
     /** Live PDs and CQs, to say which when ibv_close_device reports EBUSY. */
     final AtomicInteger pds = new AtomicInteger();
     final AtomicInteger cqs = new AtomicInteger();
+    /** Live QPs by number, so that a polled error completion can tell its QP (see {@link IbvQp#nicError}). */
+    final Map<Integer, IbvQp> qps = new ConcurrentHashMap<>();
     private final IbvAsyncEvents events;
 
     IbvContext(MemorySegment ctx, String name) {

@@ -96,10 +96,15 @@ final class IbvCq implements CqOps {
     }
 
     /** Hands the {@code ibv_wc} at {@code base} to the sink; immediate data comes out of big-endian. */
-    private static void deliver(MemorySegment wcs, long base, CompletionSink sink) {
+    private void deliver(MemorySegment wcs, long base, CompletionSink sink) {
+        int status = wcs.get(JAVA_INT, base + IbvStructs.WC_STATUS);
+        if (status != IbvStructs.IBV_WC_SUCCESS) {
+            IbvQp qp = context.qps.get(wcs.get(JAVA_INT, base + IbvStructs.WC_QP_NUM));
+            if (qp != null) qp.nicError();
+        }
         int flags = wcs.get(JAVA_INT, base + IbvStructs.WC_WC_FLAGS);
         boolean imm = (flags & IbvStructs.IBV_WC_WITH_IMM) != 0;
-        sink.completion(wcs.get(JAVA_LONG, base + IbvStructs.WC_WR_ID), wcs.get(JAVA_INT, base + IbvStructs.WC_STATUS),
+        sink.completion(wcs.get(JAVA_LONG, base + IbvStructs.WC_WR_ID), status,
                 wcs.get(JAVA_INT, base + IbvStructs.WC_OPCODE), wcs.get(JAVA_INT, base + IbvStructs.WC_BYTE_LEN),
                 imm ? wcs.get(IbvStructs.BE32, base + IbvStructs.WC_IMM_DATA) : 0, imm,
                 wcs.get(JAVA_INT, base + IbvStructs.WC_QP_NUM));

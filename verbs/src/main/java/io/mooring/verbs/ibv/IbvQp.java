@@ -103,6 +103,8 @@ final class IbvQp implements QpOps {
     private final MemorySegment attr;
     private final MemorySegment initAttr;
     private volatile QpState knownState = QpState.RESET;
+    /** An error completion was polled since the last modify: the NIC may have moved the QP to ERROR. */
+    private volatile boolean maybeInError;
     private volatile boolean destroyed;
 
     IbvQp(IbvPd pd, IbvCq sendCq, IbvCq recvCq, QpCapabilities caps) {
@@ -140,6 +142,7 @@ final class IbvQp implements QpOps {
         sendCq.users.incrementAndGet();
         recvCq.users.incrementAndGet();
         pd.qps.incrementAndGet();
+        context.qps.put(qpn, this);
     }
 
     /** Fills an {@code ibv_qp_init_attr} for an RC QP whose every send chooses whether it is signaled. */
@@ -242,7 +245,13 @@ final class IbvQp implements QpOps {
                 throw IbvErrors.fail("ibv_modify_qp", errno, name, "moving from " + now + " to " + t.target());
             }
             knownState = t.target();
+            maybeInError = false;
         }
+    }
+
+    /** A work request of this QP completed with an error (called by the CQ's poll). */
+    void nicError() {
+        maybeInError = true;
     }
 
     // ---- posting ---------------------------------------------------------------------------------------------
@@ -354,8 +363,35 @@ final class IbvQp implements QpOps {
                 throw rethrow(t);
             }
             if (rc != 0) throw postFailure("ibv_post_recv", rc, false);
+            if (knownState == QpState.ERROR || maybeInError) flushIfInError();
         } finally {
             recvLock.unlock();
+        }
+    }
+
+    /**
+     * A receive posted to a QP in ERROR must complete with WR_FLUSH_ERR. Drivers whose {@code post_recv} only
+     * writes the user-mapped queue (rxe) do not tell the kernel, which flushes only when its responder next
+     * runs; moving the QP to ERROR again (allowed from any state) makes it run. Only on this rare path: the
+     * state is known to be ERROR, or asked for when an error completion was seen.
+     */
+    private void flushIfInError() {
+        synchronized (control) {
+            QpState now = knownState == QpState.ERROR ? QpState.ERROR : state();
+            if (now != QpState.ERROR) {
+                maybeInError = false;
+                return;
+            }
+            attr.fill((byte) 0);
+            attr.set(JAVA_INT, ATTR_QP_STATE, IbvStructs.IBV_QPS_ERR);
+            int rc;
+            try {
+                rc = (int) Ibv.MODIFY_QP.invokeExact(Ibv.errnoState(), qp, attr, IbvStructs.IBV_QP_STATE);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            if (rc != 0) throw IbvErrors.fail("ibv_modify_qp", errnoOf(rc), name, "moving to ERROR to flush a receive");
+            knownState = QpState.ERROR;
         }
     }
 
@@ -392,8 +428,20 @@ final class IbvQp implements QpOps {
             if (!(send ? s.acceptsSends() : s.acceptsReceives())) {
                 return new QpStateException(verb, name, s, send ? "posting a send" : "posting a receive");
             }
+            if (send && misalignedAtomic()) {
+                return IbvErrors.fail(verb, errno, name, "the remote address 0x" + Long.toHexString(
+                        sendWr.get(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_REMOTE_ADDR)) + " of an atomic is not"
+                        + " 8-byte aligned; the driver refused it when posted");
+            }
         }
         return IbvErrors.fail(verb, errno, name);
+    }
+
+    /** Whether the work request just refused is an atomic on a misaligned remote address (caller holds sendLock). */
+    private boolean misalignedAtomic() {
+        int op = sendWr.get(JAVA_INT, IbvStructs.SEND_WR_OPCODE);
+        return (op == IbvStructs.IBV_WR_ATOMIC_CMP_AND_SWP || op == IbvStructs.IBV_WR_ATOMIC_FETCH_AND_ADD)
+                && (sendWr.get(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_REMOTE_ADDR) & (Long.BYTES - 1)) != 0;
     }
 
     private void checkNotDestroyed() {
@@ -418,6 +466,7 @@ final class IbvQp implements QpOps {
                 }
                 if (rc != 0) throw IbvErrors.fail("ibv_destroy_qp", errnoOf(rc), name);
                 destroyed = true;
+                context.qps.remove(qpn, this);
                 sendCq.users.decrementAndGet();
                 recvCq.users.decrementAndGet();
                 pd.qps.decrementAndGet();
