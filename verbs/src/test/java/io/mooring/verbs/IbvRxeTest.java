@@ -20,12 +20,15 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * What only real verbs can show (run in the rxe VM by scripts/rxe-test.sh; skipped, with the reason, without
  * an ibv device): a long WRITE/READ soak that leaks neither verbs objects nor native memory, type 2 windows
  * bound and invalidated across QP recovery, error flushes, and destroying a full object set in every order.
  */
+@Timeout(value = 15, unit = java.util.concurrent.TimeUnit.MINUTES)
 class IbvRxeTest {
     /** WRITE/READ round trips of the soak; {@code -Dmooring.soak.iterations} overrides. */
     static final int SOAK = Integer.getInteger("mooring.soak.iterations", 100_000);
@@ -41,7 +44,8 @@ class IbvRxeTest {
     }
 
     @BeforeEach
-    void open() {
+    void open(TestInfo test) {
+        System.out.println("rxe: " + test.getDisplayName() + " starts");
         graph = ResourceGraph.builder().name("rxe").build();
         arena = Arena.ofShared();
     }
@@ -92,6 +96,7 @@ class IbvRxeTest {
                     if (++spins % 1024 == 0) Thread.onSpinWait();
                 }
                 assertEquals(1, got);
+                if (i > 0 && i % 20_000 == 0) System.out.println("rxe soak: " + i + " round trips");
                 if (!wcs[0].isSuccess() || wcs[0].wrId() != i || back.segment().get(ValueLayout.JAVA_LONG, 0) != i) {
                     throw new AssertionError("round " + i + ": " + wcs[0] + ", read back "
                             + back.segment().get(ValueLayout.JAVA_LONG, 0));
@@ -130,7 +135,7 @@ class IbvRxeTest {
         long fds = openFds();
         long nativeBytes = IbvProvider.nativeBytesInUse();
         int live = graph.liveCount();
-        for (int round = 0; round < 200; round++) cycle(a);
+        for (int round = 0; round < 50; round++) cycle(a);
         assertEquals(live, graph.liveCount(), graph::dump);
         assertEquals(nativeBytes, IbvProvider.nativeBytesInUse());
         assertEquals(fds, openFds());
@@ -241,9 +246,10 @@ class IbvRxeTest {
     // ---- teardown in every order -----------------------------------------------------------------------------
 
     /**
-     * Every order of closing the five children (PD, CQ, MR, bound MW, QP with a receive outstanding), each with a
-     * fresh context closed at a rotating position among them (each of the 6 positions 20 times): whatever the
-     * order, the graph destroys them children first and nothing fails (no EBUSY reaches anyone).
+     * Every order of closing the five children of a context (PD, CQ, MR, bound MW, QP with a receive
+     * outstanding) on one shared context, then the context closed at each of the six positions among them
+     * with a fresh context each: whatever the order, the graph destroys them children first and nothing fails
+     * (no EBUSY reaches anyone).
      */
     @Test
     void destroyingAFullObjectSetInEveryOrderNeverFails() {
@@ -253,26 +259,48 @@ class IbvRxeTest {
         permutations(new int[5], new boolean[5], 0, orders);
         assertEquals(120, orders.size());
         long t0 = System.nanoTime();
-        for (int i = 0; i < orders.size(); i++) {
-            int[] children = orders.get(i);
+        DeviceContext shared = RdmaDevices.open("ibv:" + device, graph);
+        for (int[] children : orders) {
+            int[] order = new int[5];
+            for (int k = 0; k < 5; k++) order[k] = children[k] + 1;
+            closeInOrder(fullSet(shared, peer), order, kinds);
+        }
+        for (int contextAt = 0; contextAt < 6; contextAt++) {
+            int[] children = orders.get(contextAt * 23 % orders.size());
             int[] order = new int[6];
-            int contextAt = i % 6;
             for (int k = 0, c = 0; k < 6; k++) order[k] = k == contextAt ? 0 : children[c++] + 1;
             DeviceContext ctx = RdmaDevices.open("ibv:" + device, graph);
-            AutoCloseable[] objects = fullSet(ctx, peer);
-            for (int k : order) {
-                try {
-                    objects[k].close();
-                } catch (Exception e) {
-                    throw new AssertionError("closing " + kinds[k] + " in order " + describe(order, kinds), e);
-                }
-            }
+            closeInOrder(fullSet(ctx, peer), order, kinds);
             assertEquals(ResourceState.DESTROYED, ctx.resource().state(), () -> "order " + describe(order, kinds));
-            assertEquals(List.of(), graph.failures(), () -> "order " + describe(order, kinds));
         }
-        System.out.printf("rxe teardown: 120 orders in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
+        System.out.printf("rxe teardown: 126 orders in %d ms%n", (System.nanoTime() - t0) / 1_000_000);
+        shared.close();
         peer.context.resource().closeTree();
         assertEquals(0, graph.liveCount(), graph::dump);
+    }
+
+    private void closeInOrder(AutoCloseable[] objects, int[] order, String[] kinds) {
+        for (int k : order) {
+            try {
+                objects[k].close();
+            } catch (Exception e) {
+                throw new AssertionError("closing " + kinds[k] + " in order " + describe(order, kinds), e);
+            }
+        }
+        assertEquals(List.of(), graph.failures(), () -> "order " + describe(order, kinds));
+        for (int k : order) {
+            if (k > 0) {
+                var r = switch (objects[k]) {
+                    case ProtectionDomain pd -> pd.resource();
+                    case CompletionQueue cq -> cq.resource();
+                    case MemoryRegion mr -> mr.resource();
+                    case MemoryWindow mw -> mw.resource();
+                    case QueuePair qp -> qp.resource();
+                    default -> throw new AssertionError(objects[k]);
+                };
+                assertEquals(ResourceState.DESTROYED, r.state(), () -> kinds[k] + " in order " + describe(order, kinds));
+            }
+        }
     }
 
     /**

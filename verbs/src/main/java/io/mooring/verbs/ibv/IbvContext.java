@@ -37,6 +37,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class IbvContext implements ContextOps {
     /** GID table entries read per port at most (rxe has 1024 slots, nearly all empty). */
     private static final int MAX_GIDS = 256;
+    /** The scan of a GID table stops after this many empty slots in a row past the last used one. */
+    private static final int EMPTY_GIDS_TO_STOP = 16;
     /** Inline sizes tried, largest first, to learn the device's limit (ibv_device_attr does not carry it). */
     private static final int[] INLINE_PROBES = {1024, 512, 256, 128, 64, 32, 0};
     private static final Map<String, Integer> MAX_INLINE = new ConcurrentHashMap<>();
@@ -189,7 +191,10 @@ final class IbvContext implements ContextOps {
         }
     }
 
-    /** The GID table up to its last non-empty entry (empty slots in between read as {@link Gid#ZERO}). */
+    /**
+     * The GID table up to its last non-empty entry (empty slots in between read as {@link Gid#ZERO}); the scan
+     * stops at {@value #EMPTY_GIDS_TO_STOP} empty slots in a row, since each entry is a system call.
+     */
     private static List<Gid> gids(MemorySegment ctx, String name, int port, int count, Arena arena) {
         MemorySegment gid = arena.allocate(IbvStructs.GID);
         List<Gid> gids = new ArrayList<>();
@@ -205,6 +210,7 @@ final class IbvContext implements ContextOps {
             Gid g = Gid.of(gid.toArray(JAVA_BYTE));
             gids.add(g);
             if (!g.equals(Gid.ZERO)) used = gids.size();
+            else if (gids.size() - used >= EMPTY_GIDS_TO_STOP) break;
         }
         return gids.subList(0, used);
     }
