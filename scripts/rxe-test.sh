@@ -7,11 +7,11 @@
 # scripts/rxe-vm.sh with offline Maven: IbvConformanceTest (the provider conformance suite on rxe0), IbvRxeTest
 # (soak, memory windows, error flush, teardown orders), and the layout/encoding tests. Exits with Maven's
 # status: non-zero if any test failed, or 124 if the whole run exceeded MOORING_RXE_TIMEOUT seconds (default
-# 1200), or 125 if the VM could not be booted. Reports land in verbs/target/surefire-reports as usual.
+# 2400), or 125 if the VM could not be booted. Reports land in verbs/target/surefire-reports as usual.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-timeout_s=${MOORING_RXE_TIMEOUT:-1200}
+timeout_s=${MOORING_RXE_TIMEOUT:-2400}
 vm=scripts/rxe-vm.sh
 if [[ ! -x $vm ]]; then
   echo "rxe-test: $vm is missing: it boots the Soft-RoCE VM (see docs/design.md)" >&2
