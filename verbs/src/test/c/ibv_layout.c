@@ -13,6 +13,9 @@
  * compile-time constant.
  */
 #include <infiniband/verbs.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -172,6 +175,10 @@ static void structs(void)
 	F(ibv_async_event, element); F(ibv_async_event, element.cq); F(ibv_async_event, element.qp);
 	F(ibv_async_event, element.srq); F(ibv_async_event, element.wq); F(ibv_async_event, element.port_num);
 	F(ibv_async_event, event_type);
+
+	/* libc, for waiting on the channel fds */
+	S(pollfd);
+	F(pollfd, fd); F(pollfd, events); F(pollfd, revents);
 }
 
 static void derived(void)
@@ -233,6 +240,12 @@ static void enums(void)
 	E(IBV_PORT_ACTIVE_DEFER);
 
 	E(IBV_LINK_LAYER_UNSPECIFIED); E(IBV_LINK_LAYER_INFINIBAND); E(IBV_LINK_LAYER_ETHERNET);
+
+	E(IBV_DEVICE_MEM_WINDOW); E(IBV_DEVICE_MEM_WINDOW_TYPE_2A); E(IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+
+	E(IBV_ATOMIC_NONE); E(IBV_ATOMIC_HCA); E(IBV_ATOMIC_GLOB);
+
+	E(F_GETFL); E(F_SETFL); E(O_NONBLOCK); E(POLLIN); E(EFD_NONBLOCK); E(EFD_CLOEXEC);
 
 	E(IBV_EVENT_CQ_ERR); E(IBV_EVENT_QP_FATAL); E(IBV_EVENT_QP_REQ_ERR); E(IBV_EVENT_QP_ACCESS_ERR);
 	E(IBV_EVENT_COMM_EST); E(IBV_EVENT_SQ_DRAINED); E(IBV_EVENT_PATH_MIG); E(IBV_EVENT_PATH_MIG_ERR);

@@ -45,7 +45,8 @@ final class IbvStructs {
     private IbvStructs() {
     }
 
-    private static final ValueLayout.OfInt BE32 = JAVA_INT.withOrder(ByteOrder.BIG_ENDIAN);
+    /** How {@code __be32} members ({@code imm_data}) are read and written: the value comes out in host order. */
+    static final ValueLayout.OfInt BE32 = JAVA_INT.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfLong BE64 = JAVA_LONG.withOrder(ByteOrder.BIG_ENDIAN);
 
     /** {@code pthread_mutex_t}: opaque, 40 bytes, 8-aligned on x86_64 glibc. */
@@ -431,6 +432,16 @@ final class IbvStructs {
             paddingLayout(4))
             .withName("ibv_async_event");
 
+    /**
+     * libc's {@code struct pollfd}, for waiting on a completion channel's or the async event fd with
+     * {@code poll(2)} (not rdma-core, but declared and verified here like everything native the provider touches).
+     */
+    static final StructLayout POLLFD = structLayout(
+            int32("fd"),
+            int16("events"),
+            int16("revents"))
+            .withName("pollfd");
+
     // ---------------------------------------------------------------------------------------------------------
     // Static inline verbs: function pointers in ctx->ops, as offsets from an ibv_context *.
     // ---------------------------------------------------------------------------------------------------------
@@ -514,6 +525,9 @@ final class IbvStructs {
     static final long MR_RKEY = offsetOf(MR, "rkey");
     static final long MW_RKEY = offsetOf(MW, "rkey");
     static final long QP_QP_NUM = offsetOf(QP, "qp_num");
+    static final long POLLFD_FD = offsetOf(POLLFD, "fd");
+    static final long POLLFD_EVENTS = offsetOf(POLLFD, "events");
+    static final long POLLFD_REVENTS = offsetOf(POLLFD, "revents");
 
     // ---------------------------------------------------------------------------------------------------------
     // Enum values, named as in <infiniband/verbs.h>.
@@ -661,6 +675,24 @@ final class IbvStructs {
     static final int IBV_LINK_LAYER_UNSPECIFIED = 0;
     static final int IBV_LINK_LAYER_INFINIBAND = 1;
     static final int IBV_LINK_LAYER_ETHERNET = 2;
+
+    // enum ibv_device_cap_flags: which memory window types a device supports
+    static final int IBV_DEVICE_MEM_WINDOW = 1 << 17;
+    static final int IBV_DEVICE_MEM_WINDOW_TYPE_2A = 1 << 23;
+    static final int IBV_DEVICE_MEM_WINDOW_TYPE_2B = 1 << 24;
+
+    // enum ibv_atomic_cap
+    static final int IBV_ATOMIC_NONE = 0;
+    static final int IBV_ATOMIC_HCA = 1;
+    static final int IBV_ATOMIC_GLOB = 2;
+
+    // libc (x86_64 glibc): making the channel fds non-blocking and waiting on them
+    static final int F_GETFL = 3;
+    static final int F_SETFL = 4;
+    static final int O_NONBLOCK = 0x800;
+    static final int POLLIN = 1;
+    static final int EFD_NONBLOCK = 0x800;
+    static final int EFD_CLOEXEC = 0x80000;
 
     // enum ibv_event_type
     static final int IBV_EVENT_CQ_ERR = 0;

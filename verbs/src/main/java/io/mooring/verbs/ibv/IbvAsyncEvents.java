@@ -1,0 +1,167 @@
+package io.mooring.verbs.ibv;
+
+import static io.mooring.verbs.ibv.IbvProvider.rethrow;
+import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import java.lang.System.Logger.Level;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Reads a context's async events ({@code ibv_get_async_event} on {@code ctx->async_fd}) on a daemon thread and
+ * reports them through {@link System.Logger} ({@code io.mooring.verbs.ibv.IbvAsyncEvents}): fatal QP, CQ and
+ * device errors at WARNING, port changes at INFO, the rest at DEBUG. Each event is acknowledged at once, so
+ * {@code ibv_destroy_qp}/{@code ibv_destroy_cq} (which wait for acknowledgements) never block on it.
+ *
+ * <p>The thread sleeps in {@code poll(2)} on the async fd (made non-blocking) and an eventfd; {@link #stop()}
+ * writes the eventfd and joins, so closing a context never waits for an event and the thread is out of
+ * native code before {@code ibv_close_device}.
+ */
+final class IbvAsyncEvents {
+    private static final System.Logger LOG = System.getLogger(IbvAsyncEvents.class.getName());
+
+    private final IbvContext context;
+    private final NativeBlock block = new NativeBlock();
+    private final MemorySegment pollFds;
+    private final MemorySegment event;
+    private final MemorySegment one;
+    private final int wakeFd;
+    private final Thread thread;
+    private volatile boolean running = true;
+
+    IbvAsyncEvents(IbvContext context) {
+        this.context = context;
+        this.pollFds = block.allocate(IbvStructs.POLLFD, 2);
+        this.event = block.allocate(IbvStructs.ASYNC_EVENT);
+        this.one = block.allocate(JAVA_LONG);
+        int asyncFd = context.ctx.get(JAVA_INT, offsetOf(IbvStructs.CONTEXT, "async_fd"));
+        try {
+            IbvCq.setNonBlocking(asyncFd, "async_fd of " + context.name);
+            wakeFd = (int) Ibv.EVENTFD.invokeExact(Ibv.errnoState(), 0, IbvStructs.EFD_NONBLOCK | IbvStructs.EFD_CLOEXEC);
+        } catch (Throwable t) {
+            block.free();
+            throw rethrow(t);
+        }
+        if (wakeFd < 0) {
+            block.free();
+            throw IbvErrors.fail("eventfd", Ibv.errno(), "async events of " + context.name);
+        }
+        long size = IbvStructs.POLLFD.byteSize();
+        pollFds.set(JAVA_INT, IbvStructs.POLLFD_FD, asyncFd);
+        pollFds.set(JAVA_SHORT, IbvStructs.POLLFD_EVENTS, (short) IbvStructs.POLLIN);
+        pollFds.set(JAVA_INT, size + IbvStructs.POLLFD_FD, wakeFd);
+        pollFds.set(JAVA_SHORT, size + IbvStructs.POLLFD_EVENTS, (short) IbvStructs.POLLIN);
+        thread = Thread.ofPlatform().daemon().name("mooring-ibv-async-" + context.name).start(this::run);
+    }
+
+    private void run() {
+        try {
+            while (running) {
+                int n = (int) Ibv.POLL.invokeExact(Ibv.errnoState(), pollFds, 2L, -1);
+                if (n < 0) {
+                    if (Ibv.errno() == io.mooring.verbs.Errno.EINTR.number()) continue;
+                    LOG.log(Level.ERROR, "async events of " + context.name + ": poll failed with "
+                            + io.mooring.verbs.Errno.describe(Ibv.errno()) + "; no more async events are reported");
+                    return;
+                }
+                if (!running) return;
+                if ((pollFds.get(JAVA_SHORT, IbvStructs.POLLFD_REVENTS) & IbvStructs.POLLIN) != 0) readOne();
+            }
+        } catch (Throwable t) {
+            LOG.log(Level.ERROR, "async event reader of " + context.name + " failed", t);
+        }
+    }
+
+    private void readOne() throws Throwable {
+        int rc = (int) Ibv.GET_ASYNC_EVENT.invokeExact(Ibv.errnoState(), context.ctx, event);
+        if (rc != 0) return; // EAGAIN: another wakeup consumed it
+        int type = event.get(JAVA_INT, offsetOf(IbvStructs.ASYNC_EVENT, "event_type"));
+        String what = describe(type);
+        Ibv.ACK_ASYNC_EVENT.invokeExact(event);
+        LOG.log(level(type), "async event on " + context.name + ": " + what);
+    }
+
+    /** The event and its element, read before the acknowledgement (after it the element may be destroyed). */
+    private String describe(int type) {
+        MemorySegment element = event.get(ADDRESS, offsetOf(IbvStructs.ASYNC_EVENT, "element"));
+        String name = typeName(type);
+        return switch (type) {
+            case IbvStructs.IBV_EVENT_QP_FATAL, IbvStructs.IBV_EVENT_QP_REQ_ERR, IbvStructs.IBV_EVENT_QP_ACCESS_ERR,
+                 IbvStructs.IBV_EVENT_COMM_EST, IbvStructs.IBV_EVENT_SQ_DRAINED, IbvStructs.IBV_EVENT_PATH_MIG,
+                 IbvStructs.IBV_EVENT_PATH_MIG_ERR, IbvStructs.IBV_EVENT_QP_LAST_WQE_REACHED ->
+                    name + " on qpn " + element.reinterpret(IbvStructs.QP.byteSize()).get(JAVA_INT, IbvStructs.QP_QP_NUM);
+            case IbvStructs.IBV_EVENT_PORT_ACTIVE, IbvStructs.IBV_EVENT_PORT_ERR, IbvStructs.IBV_EVENT_LID_CHANGE,
+                 IbvStructs.IBV_EVENT_PKEY_CHANGE, IbvStructs.IBV_EVENT_SM_CHANGE,
+                 IbvStructs.IBV_EVENT_CLIENT_REREGISTER, IbvStructs.IBV_EVENT_GID_CHANGE ->
+                    name + " on port " + event.get(JAVA_INT, offsetOf(IbvStructs.ASYNC_EVENT, "element.port_num"));
+            default -> name;
+        };
+    }
+
+    private static Level level(int type) {
+        return switch (type) {
+            case IbvStructs.IBV_EVENT_QP_FATAL, IbvStructs.IBV_EVENT_CQ_ERR, IbvStructs.IBV_EVENT_DEVICE_FATAL,
+                 IbvStructs.IBV_EVENT_PORT_ERR, IbvStructs.IBV_EVENT_WQ_FATAL -> Level.WARNING;
+            case IbvStructs.IBV_EVENT_PORT_ACTIVE, IbvStructs.IBV_EVENT_LID_CHANGE, IbvStructs.IBV_EVENT_PKEY_CHANGE,
+                 IbvStructs.IBV_EVENT_SM_CHANGE, IbvStructs.IBV_EVENT_CLIENT_REREGISTER,
+                 IbvStructs.IBV_EVENT_GID_CHANGE -> Level.INFO;
+            default -> Level.DEBUG; // QP request/access errors also fail a work request, which says more
+        };
+    }
+
+    static String typeName(int type) {
+        return switch (type) {
+            case IbvStructs.IBV_EVENT_CQ_ERR -> "CQ_ERR";
+            case IbvStructs.IBV_EVENT_QP_FATAL -> "QP_FATAL";
+            case IbvStructs.IBV_EVENT_QP_REQ_ERR -> "QP_REQ_ERR";
+            case IbvStructs.IBV_EVENT_QP_ACCESS_ERR -> "QP_ACCESS_ERR";
+            case IbvStructs.IBV_EVENT_COMM_EST -> "COMM_EST";
+            case IbvStructs.IBV_EVENT_SQ_DRAINED -> "SQ_DRAINED";
+            case IbvStructs.IBV_EVENT_PATH_MIG -> "PATH_MIG";
+            case IbvStructs.IBV_EVENT_PATH_MIG_ERR -> "PATH_MIG_ERR";
+            case IbvStructs.IBV_EVENT_DEVICE_FATAL -> "DEVICE_FATAL";
+            case IbvStructs.IBV_EVENT_PORT_ACTIVE -> "PORT_ACTIVE";
+            case IbvStructs.IBV_EVENT_PORT_ERR -> "PORT_ERR";
+            case IbvStructs.IBV_EVENT_LID_CHANGE -> "LID_CHANGE";
+            case IbvStructs.IBV_EVENT_PKEY_CHANGE -> "PKEY_CHANGE";
+            case IbvStructs.IBV_EVENT_SM_CHANGE -> "SM_CHANGE";
+            case IbvStructs.IBV_EVENT_SRQ_ERR -> "SRQ_ERR";
+            case IbvStructs.IBV_EVENT_SRQ_LIMIT_REACHED -> "SRQ_LIMIT_REACHED";
+            case IbvStructs.IBV_EVENT_QP_LAST_WQE_REACHED -> "QP_LAST_WQE_REACHED";
+            case IbvStructs.IBV_EVENT_CLIENT_REREGISTER -> "CLIENT_REREGISTER";
+            case IbvStructs.IBV_EVENT_GID_CHANGE -> "GID_CHANGE";
+            case IbvStructs.IBV_EVENT_WQ_FATAL -> "WQ_FATAL";
+            default -> "event " + type;
+        };
+    }
+
+    /** Wakes the thread, waits for it to leave native code, and frees what it used. Idempotent. */
+    void stop() {
+        if (!running) return;
+        running = false;
+        try {
+            one.set(JAVA_LONG, 0, 1);
+            long written = (long) Ibv.WRITE.invokeExact(Ibv.errnoState(), wakeFd, one, JAVA_LONG.byteSize());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        boolean interrupted = false;
+        while (thread.isAlive()) {
+            try {
+                thread.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
+        try {
+            int rc = (int) Ibv.CLOSE.invokeExact(Ibv.errnoState(), wakeFd);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        block.free();
+    }
+}

@@ -1,0 +1,210 @@
+package io.mooring.verbs.ibv;
+
+import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
+import static io.mooring.verbs.ibv.IbvProvider.rethrow;
+import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import io.mooring.verbs.Errno;
+import io.mooring.verbs.spi.CompletionSink;
+import io.mooring.verbs.spi.CqOps;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A completion queue with its own completion channel. Polling reuses one preallocated {@code ibv_wc} array
+ * (nothing is allocated per poll); the channel's fd is non-blocking, and {@link #awaitEvent} sleeps in
+ * {@code poll(2)} so a waiting dispatcher costs no CPU and a timeout needs no signal.
+ */
+final class IbvCq implements CqOps {
+    /** Work completions fetched per {@code ibv_poll_cq} call. */
+    private static final int BATCH = 32;
+    private static final long WC_SIZE = IbvStructs.WC.byteSize();
+    /** The longest single poll(2) sleep, so an interrupt is noticed within this many milliseconds. */
+    private static final int MAX_SLEEP_MILLIS = 100;
+
+    final IbvContext context;
+    final String name;
+    private final NativeBlock block = new NativeBlock();
+    private final MemorySegment wcs;
+    private final MemorySegment pollFd;
+    private final MemorySegment eventCq;
+    private final MemorySegment eventContext;
+    private final ReentrantLock pollLock = new ReentrantLock();
+    private final ReentrantLock eventLock = new ReentrantLock();
+    /** QPs that use this CQ, to say which when ibv_destroy_cq reports EBUSY. */
+    final AtomicInteger users = new AtomicInteger();
+    private MemorySegment channel; // null once destroyed
+    final MemorySegment cq;        // the ibv_cq; NULL once destroyed
+    private boolean cqDestroyed;
+
+    IbvCq(IbvContext context, int capacity) {
+        this.context = context;
+        this.name = "cq on " + context.name;
+        MemorySegment ch = MemorySegment.NULL;
+        MemorySegment created = MemorySegment.NULL;
+        try {
+            ch = (MemorySegment) Ibv.CREATE_COMP_CHANNEL.invokeExact(Ibv.errnoState(), context.ctx);
+            if (ch.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_create_comp_channel", Ibv.errno(), context.name);
+            ch = ch.reinterpret(IbvStructs.COMP_CHANNEL.byteSize());
+            setNonBlocking(ch.get(JAVA_INT, offsetOf(IbvStructs.COMP_CHANNEL, "fd")), "completion channel on " + context.name);
+            created = (MemorySegment) Ibv.CREATE_CQ.invokeExact(Ibv.errnoState(), context.ctx, capacity,
+                    MemorySegment.NULL, ch, 0);
+            if (created.equals(MemorySegment.NULL)) {
+                throw IbvErrors.fail("ibv_create_cq", Ibv.errno(), context.name + " (capacity " + capacity + ")");
+            }
+        } catch (Throwable t) {
+            // nothing half-made survives: the channel goes if the CQ could not be created
+            if (!ch.equals(MemorySegment.NULL)) destroyChannelQuietly(ch);
+            block.free();
+            throw rethrow(t);
+        }
+        this.channel = ch;
+        this.cq = created.reinterpret(IbvStructs.CQ.byteSize());
+        this.wcs = block.allocate(IbvStructs.WC, BATCH);
+        this.pollFd = block.allocate(IbvStructs.POLLFD);
+        this.eventCq = block.allocate(ADDRESS);
+        this.eventContext = block.allocate(ADDRESS);
+        pollFd.set(JAVA_INT, IbvStructs.POLLFD_FD, ch.get(JAVA_INT, offsetOf(IbvStructs.COMP_CHANNEL, "fd")));
+        pollFd.set(JAVA_SHORT, IbvStructs.POLLFD_EVENTS, (short) IbvStructs.POLLIN);
+    }
+
+    @Override
+    public int poll(int max, CompletionSink sink) {
+        pollLock.lock();
+        try {
+            int total = 0;
+            while (total < max) {
+                int want = Math.min(max - total, BATCH);
+                int n = (int) Ibv.OP_POLL_CQ.invokeExact(context.pollCq, cq, want, wcs);
+                if (n < 0) throw IbvErrors.fail("ibv_poll_cq", -n > 0 ? -n : Errno.EIO.number(), name);
+                for (int i = 0; i < n; i++) deliver(wcs, i * WC_SIZE, sink);
+                total += n;
+                if (n < want) break;
+            }
+            return total;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        } finally {
+            pollLock.unlock();
+        }
+    }
+
+    /** Hands the {@code ibv_wc} at {@code base} to the sink; immediate data comes out of big-endian. */
+    private void deliver(MemorySegment wcs, long base, CompletionSink sink) {
+        int status = wcs.get(JAVA_INT, base + IbvStructs.WC_STATUS);
+        if (status != IbvStructs.IBV_WC_SUCCESS) {
+            IbvQp qp = context.qps.get(wcs.get(JAVA_INT, base + IbvStructs.WC_QP_NUM));
+            if (qp != null) qp.nicError();
+        }
+        int flags = wcs.get(JAVA_INT, base + IbvStructs.WC_WC_FLAGS);
+        boolean imm = (flags & IbvStructs.IBV_WC_WITH_IMM) != 0;
+        sink.completion(wcs.get(JAVA_LONG, base + IbvStructs.WC_WR_ID), status,
+                wcs.get(JAVA_INT, base + IbvStructs.WC_OPCODE), wcs.get(JAVA_INT, base + IbvStructs.WC_BYTE_LEN),
+                imm ? wcs.get(IbvStructs.BE32, base + IbvStructs.WC_IMM_DATA) : 0, imm,
+                wcs.get(JAVA_INT, base + IbvStructs.WC_QP_NUM));
+    }
+
+    @Override
+    public void requestNotify() {
+        int rc;
+        try {
+            rc = (int) Ibv.OP_REQ_NOTIFY_CQ.invokeExact(context.reqNotifyCq, cq, 0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (rc != 0) throw IbvErrors.fail("ibv_req_notify_cq", rc > 0 ? rc : -rc, name);
+    }
+
+    @Override
+    public boolean awaitEvent(long timeoutNanos) throws InterruptedException {
+        long deadline = System.nanoTime() + Math.max(0, timeoutNanos);
+        eventLock.lockInterruptibly();
+        try {
+            while (true) {
+                if (Thread.interrupted()) throw new InterruptedException();
+                if (takeEvent()) return true;
+                long left = deadline - System.nanoTime();
+                if (left <= 0) return false;
+                int millis = (int) Math.min(MAX_SLEEP_MILLIS, Math.max(1, TimeUnit.NANOSECONDS.toMillis(left + 999_999)));
+                int n = (int) Ibv.POLL.invokeExact(Ibv.errnoState(), pollFd, 1L, millis);
+                if (n < 0 && Ibv.errno() != Errno.EINTR.number()) {
+                    throw IbvErrors.fail("poll", Ibv.errno(), "completion channel of " + name);
+                }
+            }
+        } catch (InterruptedException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        } finally {
+            eventLock.unlock();
+        }
+    }
+
+    /** {@code ibv_get_cq_event} on the non-blocking channel and its acknowledgement; false if none is pending. */
+    private boolean takeEvent() throws Throwable {
+        int rc = (int) Ibv.GET_CQ_EVENT.invokeExact(Ibv.errnoState(), channel, eventCq, eventContext);
+        if (rc != 0) {
+            int errno = Ibv.errno();
+            if (errno == Errno.EAGAIN.number() || errno == Errno.EINTR.number()) return false;
+            throw IbvErrors.fail("ibv_get_cq_event", errno, name);
+        }
+        Ibv.ACK_CQ_EVENTS.invokeExact(eventCq.get(ADDRESS, 0), 1);
+        return true;
+    }
+
+    /**
+     * Destroys the CQ, then its channel. A failure leaves exactly what was not destroyed, so a retry continues
+     * where this stopped.
+     */
+    @Override
+    public void destroy() {
+        synchronized (this) {
+            try {
+                if (!cqDestroyed) {
+                    int rc = (int) Ibv.DESTROY_CQ.invokeExact(Ibv.errnoState(), cq);
+                    if (rc != 0) {
+                        int live = users.get();
+                        throw IbvErrors.fail("ibv_destroy_cq", errnoOf(rc), name,
+                                live > 0 ? live + " queue pair(s) still use it" : "");
+                    }
+                    cqDestroyed = true;
+                    context.cqs.decrementAndGet();
+                }
+                if (channel != null) {
+                    int rc = (int) Ibv.DESTROY_COMP_CHANNEL.invokeExact(Ibv.errnoState(), channel);
+                    if (rc != 0) throw IbvErrors.fail("ibv_destroy_comp_channel", errnoOf(rc), name);
+                    channel = null;
+                }
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            block.free();
+        }
+    }
+
+    private static void destroyChannelQuietly(MemorySegment ch) {
+        try {
+            int rc = (int) Ibv.DESTROY_COMP_CHANNEL.invokeExact(Ibv.errnoState(), ch);
+        } catch (Throwable ignored) {
+            // the creation failure is what the caller reports
+        }
+    }
+
+    /** {@code fcntl(fd, F_SETFL, flags | O_NONBLOCK)}. */
+    static void setNonBlocking(int fd, String what) {
+        try {
+            int flags = (int) Ibv.FCNTL_GET.invokeExact(Ibv.errnoState(), fd, IbvStructs.F_GETFL);
+            if (flags < 0) throw IbvErrors.fail("fcntl(F_GETFL)", Ibv.errno(), what);
+            int rc = (int) Ibv.FCNTL_SET.invokeExact(Ibv.errnoState(), fd, IbvStructs.F_SETFL, flags | IbvStructs.O_NONBLOCK);
+            if (rc < 0) throw IbvErrors.fail("fcntl(F_SETFL)", Ibv.errno(), what);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+}

@@ -1,0 +1,52 @@
+package io.mooring.verbs.ibv;
+
+import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
+import static io.mooring.verbs.ibv.IbvProvider.rethrow;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import io.mooring.verbs.MwType;
+import io.mooring.verbs.spi.MwOps;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A memory window ({@code struct ibv_mw}). Its rkey is read at allocation; after a type-2 bind the driver does
+ * not update {@code ibv_mw.rkey}, so the key the bind carried is tracked by the caller (the public API does).
+ */
+final class IbvMw implements MwOps {
+    final IbvPd pd;
+    final MemorySegment mw;
+    final MwType type;
+    private final int rkey;
+    private boolean deallocated;
+
+    IbvMw(IbvPd pd, MemorySegment mw, MwType type) {
+        this.pd = pd;
+        this.mw = mw;
+        this.type = type;
+        this.rkey = mw.get(JAVA_INT, IbvStructs.MW_RKEY);
+    }
+
+    @Override
+    public int rkey() {
+        return rkey;
+    }
+
+    /** {@code ibv_mw.rkey} now (a type-1 bind through {@code ibv_bind_mw} updates it). */
+    int currentRkey() {
+        return mw.get(JAVA_INT, IbvStructs.MW_RKEY);
+    }
+
+    @Override
+    public synchronized void deallocate() {
+        if (deallocated) return;
+        int rc;
+        try {
+            rc = (int) Ibv.OP_DEALLOC_MW.invokeExact(pd.context.deallocMw, Ibv.errnoState(), mw);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (rc != 0) throw IbvErrors.fail("ibv_dealloc_mw", errnoOf(rc), type + " window in " + pd.name);
+        deallocated = true;
+        pd.mws.decrementAndGet();
+    }
+}

@@ -1,0 +1,87 @@
+package io.mooring.verbs.ibv;
+
+import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
+import static io.mooring.verbs.ibv.IbvProvider.rethrow;
+
+import io.mooring.verbs.Errno;
+import io.mooring.verbs.MwType;
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.spi.CqOps;
+import io.mooring.verbs.spi.MrOps;
+import io.mooring.verbs.spi.MwOps;
+import io.mooring.verbs.spi.PdOps;
+import io.mooring.verbs.spi.QpOps;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/** A protection domain ({@code struct ibv_pd}). */
+final class IbvPd implements PdOps {
+    final IbvContext context;
+    final MemorySegment pd;
+    final String name;
+    /** Live children, to say which when ibv_dealloc_pd reports EBUSY. */
+    final AtomicInteger mrs = new AtomicInteger();
+    final AtomicInteger mws = new AtomicInteger();
+    final AtomicInteger qps = new AtomicInteger();
+    private boolean deallocated;
+
+    IbvPd(IbvContext context, MemorySegment pd) {
+        this.context = context;
+        this.pd = pd;
+        this.name = "pd on " + context.name;
+    }
+
+    @Override
+    public MrOps register(MemorySegment segment, int access) {
+        MemorySegment mr;
+        try {
+            mr = (MemorySegment) Ibv.REG_MR.invokeExact(Ibv.errnoState(), pd, segment, segment.byteSize(), access);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (mr.equals(MemorySegment.NULL)) {
+            throw IbvErrors.fail("ibv_reg_mr", Ibv.errno(), name, segment.byteSize() + " bytes at 0x"
+                    + Long.toHexString(segment.address()));
+        }
+        mrs.incrementAndGet();
+        return new IbvMr(this, mr.reinterpret(IbvStructs.MR.byteSize()));
+    }
+
+    @Override
+    public MwOps allocateMw(MwType type) {
+        if (context.allocMw.equals(MemorySegment.NULL)) {
+            throw IbvErrors.fail("ibv_alloc_mw", Errno.EOPNOTSUPP.number(), name, context.name + " has no alloc_mw");
+        }
+        MemorySegment mw;
+        try {
+            mw = (MemorySegment) Ibv.OP_ALLOC_MW.invokeExact(context.allocMw, Ibv.errnoState(), pd, type.code());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (mw.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_alloc_mw", Ibv.errno(), name, type.toString());
+        mws.incrementAndGet();
+        return new IbvMw(this, mw.reinterpret(IbvStructs.MW.byteSize()), type);
+    }
+
+    @Override
+    public QpOps createQp(CqOps sendCq, CqOps recvCq, QpCapabilities capabilities) {
+        return new IbvQp(this, (IbvCq) sendCq, (IbvCq) recvCq, capabilities);
+    }
+
+    @Override
+    public synchronized void deallocate() {
+        if (deallocated) return;
+        int rc;
+        try {
+            rc = (int) Ibv.DEALLOC_PD.invokeExact(Ibv.errnoState(), pd);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (rc != 0) {
+            throw IbvErrors.fail("ibv_dealloc_pd", errnoOf(rc), name, mrs.get() + " memory regions, " + mws.get()
+                    + " memory windows and " + qps.get() + " queue pairs still use it");
+        }
+        deallocated = true;
+        context.pds.decrementAndGet();
+    }
+}

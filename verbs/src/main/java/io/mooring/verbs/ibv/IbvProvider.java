@@ -1,0 +1,155 @@
+package io.mooring.verbs.ibv;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import io.mooring.verbs.DeviceInfo;
+import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.spi.ContextOps;
+import io.mooring.verbs.spi.VerbsProvider;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
+
+/**
+ * The {@code ibv} provider: rdma-core's {@code libibverbs.so.1} through FFM (real NICs, Soft-RoCE). Nothing
+ * native is touched until a method is called, and a machine without libibverbs or without RDMA support gets a
+ * {@link VerbsException} that says so (ENOSYS: load rdma_rxe or use {@code mooring.provider=soft}), never a
+ * crash; {@link io.mooring.verbs.RdmaDevices} then falls back to {@code soft} under {@code auto}.
+ */
+public final class IbvProvider implements VerbsProvider {
+
+    @Override
+    public String name() {
+        return "ibv";
+    }
+
+    /** Opens each device to describe it (attributes, ports, GID tables), and closes it again. */
+    @Override
+    public List<DeviceInfo> devices() {
+        return withDeviceList(devices -> {
+            List<DeviceInfo> infos = new ArrayList<>();
+            for (Device d : devices) {
+                MemorySegment ctx = openDevice(d);
+                try {
+                    infos.add(IbvContext.describe(ctx, d.name()));
+                } finally {
+                    closeDevice(ctx, d.name());
+                }
+            }
+            return infos;
+        });
+    }
+
+    @Override
+    public ContextOps open(String deviceName) {
+        MemorySegment ctx = withDeviceList(devices -> {
+            for (Device d : devices) {
+                if (d.name().equals(deviceName)) return openDevice(d); // the context keeps its device referenced
+            }
+            throw new IllegalArgumentException("no ibv device named '" + deviceName + "'; devices: "
+                    + devices.stream().map(Device::name).toList());
+        });
+        try {
+            return new IbvContext(ctx, deviceName);
+        } catch (RuntimeException | Error e) {
+            closeDevice(ctx, deviceName);
+            throw e;
+        }
+    }
+
+    /**
+     * Bytes of native memory the provider itself holds now (work-request templates, completion arrays, attribute
+     * structs of live objects) — not the memory rdma-core and the driver allocate. Zero once every context is closed.
+     */
+    public static long nativeBytesInUse() {
+        return NativeBlock.liveBytes();
+    }
+
+    // ---------------------------------------------------------------------------------------------------------
+
+    private record Device(String name, MemorySegment pointer) {}
+
+    static void requireLibrary() {
+        if (Ibv.UNAVAILABLE != null) {
+            throw new VerbsException("dlopen", 0, Ibv.LIBRARY, Ibv.UNAVAILABLE);
+        }
+    }
+
+    /** Runs {@code use} on the device list and frees it (never passing NULL to ibv_free_device_list). */
+    private static <T> T withDeviceList(Function<List<Device>, T> use) {
+        requireLibrary();
+        MemorySegment list;
+        int count;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment num = arena.allocate(JAVA_INT);
+            try {
+                list = (MemorySegment) Ibv.GET_DEVICE_LIST.invokeExact(Ibv.errnoState(), num);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            if (list.equals(MemorySegment.NULL)) {
+                throw IbvErrors.fail("ibv_get_device_list", Ibv.errno(), "this host");
+            }
+            count = num.get(JAVA_INT, 0);
+        }
+        try {
+            MemorySegment entries = list.reinterpret(ADDRESS.byteSize() * (count + 1L));
+            List<Device> devices = new ArrayList<>(count);
+            for (int i = 0; i < count; i++) {
+                MemorySegment device = entries.getAtIndex(ADDRESS, i);
+                MemorySegment name;
+                try {
+                    name = (MemorySegment) Ibv.GET_DEVICE_NAME.invokeExact(device);
+                } catch (Throwable t) {
+                    throw rethrow(t);
+                }
+                devices.add(new Device(Ibv.string(name), device));
+            }
+            return use.apply(devices);
+        } finally {
+            try {
+                Ibv.FREE_DEVICE_LIST.invokeExact(list);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+        }
+    }
+
+    private static MemorySegment openDevice(Device d) {
+        MemorySegment ctx;
+        try {
+            ctx = (MemorySegment) Ibv.OPEN_DEVICE.invokeExact(Ibv.errnoState(), d.pointer());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (ctx.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_open_device", Ibv.errno(), d.name());
+        return ctx.reinterpret(IbvStructs.CONTEXT.byteSize());
+    }
+
+    static void closeDevice(MemorySegment ctx, String name) {
+        int rc;
+        try {
+            rc = (int) Ibv.CLOSE_DEVICE.invokeExact(Ibv.errnoState(), ctx);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (rc != 0) throw IbvErrors.fail("ibv_close_device", errnoOf(rc), name);
+    }
+
+    /** The errno of a verb that returned {@code rc != 0}: the value itself if positive, else the captured errno. */
+    static int errnoOf(int rc) {
+        if (rc > 0) return rc;
+        int e = Ibv.errno();
+        return e != 0 ? e : -rc;
+    }
+
+    /** Downcalls declare Throwable; only RuntimeException and Error can come out of them. */
+    static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) return r;
+        if (t instanceof Error e) throw e;
+        return new IllegalStateException("unexpected checked exception from a downcall", t);
+    }
+}

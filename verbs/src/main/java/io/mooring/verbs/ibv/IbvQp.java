@@ -1,0 +1,480 @@
+package io.mooring.verbs.ibv;
+
+import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
+import static io.mooring.verbs.ibv.IbvProvider.rethrow;
+import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import io.mooring.verbs.Errno;
+import io.mooring.verbs.MwType;
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QpState;
+import io.mooring.verbs.QpStateException;
+import io.mooring.verbs.QueueFullException;
+import io.mooring.verbs.ReceiveRequest;
+import io.mooring.verbs.ScatterGatherList;
+import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.spi.MrOps;
+import io.mooring.verbs.spi.MwOps;
+import io.mooring.verbs.spi.QpOps;
+import io.mooring.verbs.spi.QpTransition;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A reliable-connected queue pair ({@code struct ibv_qp}).
+ *
+ * <p><b>Data path.</b> Each queue owns one native work request ({@code ibv_send_wr} / {@code ibv_recv_wr}), an
+ * SGE array of {@link ScatterGatherList#CAPACITY} entries and a {@code bad_wr} slot, allocated with the QP and
+ * refilled under the queue's lock for every post, then handed to the driver through {@code ctx->ops.post_send}
+ * / {@code post_recv}: a post allocates nothing. Immediate data is written big-endian, as the struct holds it.
+ *
+ * <p><b>State.</b> The state last set by {@link #modify} is remembered; a post in a state that does not take
+ * it (RESET, INIT, RTR for sends; RESET for receives) asks the device ({@code ibv_query_qp}) and, if the state
+ * is confirmed, is refused with {@link QpStateException} before the driver sees it.
+ */
+final class IbvQp implements QpOps {
+    /** Hop limit of the global route header (RoCE v2: the IP TTL). */
+    static final int HOP_LIMIT = 64;
+
+    private static final long SGE_SIZE = IbvStructs.SGE.byteSize();
+    private static final long ATTR_QP_STATE = offsetOf(IbvStructs.QP_ATTR, "qp_state");
+    private static final long ATTR_PATH_MTU = offsetOf(IbvStructs.QP_ATTR, "path_mtu");
+    private static final long ATTR_RQ_PSN = offsetOf(IbvStructs.QP_ATTR, "rq_psn");
+    private static final long ATTR_SQ_PSN = offsetOf(IbvStructs.QP_ATTR, "sq_psn");
+    private static final long ATTR_DEST_QP_NUM = offsetOf(IbvStructs.QP_ATTR, "dest_qp_num");
+    private static final long ATTR_QP_ACCESS_FLAGS = offsetOf(IbvStructs.QP_ATTR, "qp_access_flags");
+    private static final long ATTR_DGID = offsetOf(IbvStructs.QP_ATTR, "ah_attr.grh.dgid");
+    private static final long ATTR_SGID_INDEX = offsetOf(IbvStructs.QP_ATTR, "ah_attr.grh.sgid_index");
+    private static final long ATTR_HOP_LIMIT = offsetOf(IbvStructs.QP_ATTR, "ah_attr.grh.hop_limit");
+    private static final long ATTR_DLID = offsetOf(IbvStructs.QP_ATTR, "ah_attr.dlid");
+    private static final long ATTR_IS_GLOBAL = offsetOf(IbvStructs.QP_ATTR, "ah_attr.is_global");
+    private static final long ATTR_AH_PORT_NUM = offsetOf(IbvStructs.QP_ATTR, "ah_attr.port_num");
+    private static final long ATTR_PKEY_INDEX = offsetOf(IbvStructs.QP_ATTR, "pkey_index");
+    private static final long ATTR_MAX_RD_ATOMIC = offsetOf(IbvStructs.QP_ATTR, "max_rd_atomic");
+    private static final long ATTR_MAX_DEST_RD_ATOMIC = offsetOf(IbvStructs.QP_ATTR, "max_dest_rd_atomic");
+    private static final long ATTR_MIN_RNR_TIMER = offsetOf(IbvStructs.QP_ATTR, "min_rnr_timer");
+    private static final long ATTR_PORT_NUM = offsetOf(IbvStructs.QP_ATTR, "port_num");
+    private static final long ATTR_TIMEOUT = offsetOf(IbvStructs.QP_ATTR, "timeout");
+    private static final long ATTR_RETRY_CNT = offsetOf(IbvStructs.QP_ATTR, "retry_cnt");
+    private static final long ATTR_RNR_RETRY = offsetOf(IbvStructs.QP_ATTR, "rnr_retry");
+    private static final long INIT_SEND_CQ = offsetOf(IbvStructs.QP_INIT_ATTR, "send_cq");
+    private static final long INIT_RECV_CQ = offsetOf(IbvStructs.QP_INIT_ATTR, "recv_cq");
+    private static final long INIT_MAX_SEND_WR = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_send_wr");
+    private static final long INIT_MAX_RECV_WR = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_recv_wr");
+    private static final long INIT_MAX_SEND_SGE = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_send_sge");
+    private static final long INIT_MAX_RECV_SGE = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_recv_sge");
+    private static final long INIT_MAX_INLINE_DATA = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_inline_data");
+    private static final long INIT_QP_TYPE = offsetOf(IbvStructs.QP_INIT_ATTR, "qp_type");
+    private static final long INIT_SQ_SIG_ALL = offsetOf(IbvStructs.QP_INIT_ATTR, "sq_sig_all");
+    private static final long BIND_WR_ID = offsetOf(IbvStructs.MW_BIND, "wr_id");
+    private static final long BIND_SEND_FLAGS = offsetOf(IbvStructs.MW_BIND, "send_flags");
+    private static final long BIND_INFO_MR = offsetOf(IbvStructs.MW_BIND, "bind_info.mr");
+    private static final long BIND_INFO_ADDR = offsetOf(IbvStructs.MW_BIND, "bind_info.addr");
+    private static final long BIND_INFO_LENGTH = offsetOf(IbvStructs.MW_BIND, "bind_info.length");
+    private static final long BIND_INFO_ACCESS = offsetOf(IbvStructs.MW_BIND, "bind_info.mw_access_flags");
+
+    private final IbvPd pd;
+    private final IbvContext context;
+    private final IbvCq sendCq;
+    private final IbvCq recvCq;
+    private final MemorySegment qp;
+    private final int qpn;
+    private final String name;
+    private final QpCapabilities granted;
+    private final NativeBlock block = new NativeBlock();
+    // send queue
+    private final ReentrantLock sendLock = new ReentrantLock();
+    private final MemorySegment sendWr;
+    private final MemorySegment sendSges;
+    private final MemorySegment badSendWr;
+    private final MemorySegment mwBind;
+    // receive queue
+    private final ReentrantLock recvLock = new ReentrantLock();
+    private final MemorySegment recvWr;
+    private final MemorySegment recvSges;
+    private final MemorySegment badRecvWr;
+    // control path, guarded by control
+    private final Object control = new Object();
+    private final MemorySegment attr;
+    private final MemorySegment initAttr;
+    private volatile QpState knownState = QpState.RESET;
+    /** An error completion was polled since the last modify: the NIC may have moved the QP to ERROR. */
+    private volatile boolean maybeInError;
+    private volatile boolean destroyed;
+
+    IbvQp(IbvPd pd, IbvCq sendCq, IbvCq recvCq, QpCapabilities caps) {
+        this.pd = pd;
+        this.context = pd.context;
+        this.sendCq = sendCq;
+        this.recvCq = recvCq;
+        try {
+            this.attr = block.allocate(IbvStructs.QP_ATTR);
+            this.initAttr = block.allocate(IbvStructs.QP_INIT_ATTR);
+            fillInitAttr(initAttr, sendCq.cq, recvCq.cq, caps.maxSendWr(), caps.maxRecvWr(), caps.maxSendSge(),
+                    caps.maxRecvSge(), caps.maxInlineData());
+            MemorySegment created = (MemorySegment) Ibv.CREATE_QP.invokeExact(Ibv.errnoState(), pd.pd, initAttr);
+            if (created.equals(MemorySegment.NULL)) {
+                throw IbvErrors.fail("ibv_create_qp", Ibv.errno(), pd.name, "asked for " + caps);
+            }
+            this.qp = created.reinterpret(IbvStructs.QP.byteSize());
+        } catch (Throwable t) {
+            block.free();
+            throw rethrow(t);
+        }
+        this.qpn = qp.get(JAVA_INT, IbvStructs.QP_QP_NUM);
+        this.name = "qpn " + qpn + " on " + context.name;
+        this.granted = new QpCapabilities(initAttr.get(JAVA_INT, INIT_MAX_SEND_WR), initAttr.get(JAVA_INT, INIT_MAX_RECV_WR),
+                initAttr.get(JAVA_INT, INIT_MAX_SEND_SGE), initAttr.get(JAVA_INT, INIT_MAX_RECV_SGE),
+                initAttr.get(JAVA_INT, INIT_MAX_INLINE_DATA));
+        this.sendWr = block.allocate(IbvStructs.SEND_WR);
+        this.sendSges = block.allocate(IbvStructs.SGE, ScatterGatherList.CAPACITY);
+        this.badSendWr = block.allocate(ADDRESS);
+        this.mwBind = block.allocate(IbvStructs.MW_BIND);
+        this.recvWr = block.allocate(IbvStructs.RECV_WR);
+        this.recvSges = block.allocate(IbvStructs.SGE, ScatterGatherList.CAPACITY);
+        this.badRecvWr = block.allocate(ADDRESS);
+        recvWr.set(ADDRESS, IbvStructs.RECV_WR_SG_LIST, recvSges);
+        sendCq.users.incrementAndGet();
+        recvCq.users.incrementAndGet();
+        pd.qps.incrementAndGet();
+        context.qps.put(qpn, this);
+    }
+
+    /** Fills an {@code ibv_qp_init_attr} for an RC QP whose every send chooses whether it is signaled. */
+    static void fillInitAttr(MemorySegment init, MemorySegment sendCq, MemorySegment recvCq, int maxSendWr,
+                             int maxRecvWr, int maxSendSge, int maxRecvSge, int maxInline) {
+        init.set(ADDRESS, INIT_SEND_CQ, sendCq);
+        init.set(ADDRESS, INIT_RECV_CQ, recvCq);
+        init.set(JAVA_INT, INIT_MAX_SEND_WR, maxSendWr);
+        init.set(JAVA_INT, INIT_MAX_RECV_WR, maxRecvWr);
+        init.set(JAVA_INT, INIT_MAX_SEND_SGE, maxSendSge);
+        init.set(JAVA_INT, INIT_MAX_RECV_SGE, maxRecvSge);
+        init.set(JAVA_INT, INIT_MAX_INLINE_DATA, maxInline);
+        init.set(JAVA_INT, INIT_QP_TYPE, IbvStructs.IBV_QPT_RC);
+        init.set(JAVA_INT, INIT_SQ_SIG_ALL, 0);
+    }
+
+    @Override
+    public int qpNumber() {
+        return qpn;
+    }
+
+    @Override
+    public QpCapabilities capabilities() {
+        return granted;
+    }
+
+    // ---- control ---------------------------------------------------------------------------------------------
+
+    @Override
+    public QpState state() {
+        synchronized (control) {
+            checkNotDestroyed();
+            int rc;
+            try {
+                rc = (int) Ibv.QUERY_QP.invokeExact(Ibv.errnoState(), qp, attr, IbvStructs.IBV_QP_STATE, initAttr);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            if (rc != 0) throw IbvErrors.fail("ibv_query_qp", errnoOf(rc), name);
+            int code = attr.get(JAVA_INT, ATTR_QP_STATE);
+            return code >= 0 && code <= IbvStructs.IBV_QPS_ERR ? QpState.of(code) : QpState.ERROR;
+        }
+    }
+
+    @Override
+    public void modify(QpTransition t) {
+        synchronized (control) {
+            checkNotDestroyed();
+            attr.fill((byte) 0);
+            attr.set(JAVA_INT, ATTR_QP_STATE, t.target().code());
+            int mask = IbvStructs.IBV_QP_STATE;
+            switch (t.target()) {
+                case INIT -> {
+                    attr.set(JAVA_SHORT, ATTR_PKEY_INDEX, (short) 0);
+                    attr.set(JAVA_BYTE, ATTR_PORT_NUM, (byte) t.port());
+                    attr.set(JAVA_INT, ATTR_QP_ACCESS_FLAGS, t.access());
+                    mask |= IbvStructs.IBV_QP_PKEY_INDEX | IbvStructs.IBV_QP_PORT | IbvStructs.IBV_QP_ACCESS_FLAGS;
+                }
+                case RTR -> {
+                    attr.set(JAVA_INT, ATTR_PATH_MTU, t.pathMtu().code());
+                    attr.set(JAVA_INT, ATTR_DEST_QP_NUM, t.remote().qpn());
+                    attr.set(JAVA_INT, ATTR_RQ_PSN, t.remote().psn());
+                    attr.set(JAVA_BYTE, ATTR_MAX_DEST_RD_ATOMIC, (byte) t.maxDestRdAtomic());
+                    attr.set(JAVA_BYTE, ATTR_MIN_RNR_TIMER, (byte) t.minRnrTimer());
+                    // RoCE v2 needs a global route: the peer's GID as destination, ours by table index as source
+                    attr.set(JAVA_BYTE, ATTR_IS_GLOBAL, (byte) 1);
+                    MemorySegment.copy(MemorySegment.ofArray(t.remote().gid().bytes()), 0, attr, ATTR_DGID,
+                            IbvStructs.GID.byteSize());
+                    attr.set(JAVA_BYTE, ATTR_SGID_INDEX, (byte) t.gidIndex());
+                    attr.set(JAVA_BYTE, ATTR_HOP_LIMIT, (byte) HOP_LIMIT);
+                    attr.set(JAVA_SHORT, ATTR_DLID, (short) t.remote().lid());
+                    attr.set(JAVA_BYTE, ATTR_AH_PORT_NUM, (byte) t.port());
+                    mask |= IbvStructs.IBV_QP_AV | IbvStructs.IBV_QP_PATH_MTU | IbvStructs.IBV_QP_DEST_QPN
+                            | IbvStructs.IBV_QP_RQ_PSN | IbvStructs.IBV_QP_MAX_DEST_RD_ATOMIC
+                            | IbvStructs.IBV_QP_MIN_RNR_TIMER;
+                }
+                case RTS -> {
+                    attr.set(JAVA_INT, ATTR_SQ_PSN, t.sendPsn());
+                    attr.set(JAVA_BYTE, ATTR_TIMEOUT, (byte) t.timeout());
+                    attr.set(JAVA_BYTE, ATTR_RETRY_CNT, (byte) t.retryCount());
+                    attr.set(JAVA_BYTE, ATTR_RNR_RETRY, (byte) t.rnrRetry());
+                    attr.set(JAVA_BYTE, ATTR_MAX_RD_ATOMIC, (byte) t.maxRdAtomic());
+                    mask |= IbvStructs.IBV_QP_SQ_PSN | IbvStructs.IBV_QP_TIMEOUT | IbvStructs.IBV_QP_RETRY_CNT
+                            | IbvStructs.IBV_QP_RNR_RETRY | IbvStructs.IBV_QP_MAX_QP_RD_ATOMIC;
+                }
+                default -> { } // RESET, ERROR, SQD: the state alone
+            }
+            int rc;
+            try {
+                rc = (int) Ibv.MODIFY_QP.invokeExact(Ibv.errnoState(), qp, attr, mask);
+            } catch (Throwable x) {
+                throw rethrow(x);
+            }
+            if (rc != 0) {
+                int errno = errnoOf(rc);
+                QpState now = state();
+                if (errno == Errno.EINVAL.number() && !now.canMoveTo(t.target())) {
+                    throw new QpStateException("ibv_modify_qp", name, now, "moving to " + t.target());
+                }
+                throw IbvErrors.fail("ibv_modify_qp", errno, name, "moving from " + now + " to " + t.target());
+            }
+            knownState = t.target();
+            maybeInError = false;
+        }
+    }
+
+    /** A work request of this QP completed with an error (called by the CQ's poll). */
+    void nicError() {
+        maybeInError = true;
+    }
+
+    // ---- posting ---------------------------------------------------------------------------------------------
+
+    @Override
+    public void postSend(WorkRequest wr, long wrId) {
+        sendLock.lock();
+        try {
+            checkAccepts(true);
+            MemorySegment w = sendWr;
+            w.fill((byte) 0);
+            int n = fillSges(wr.sgl(), sendSges);
+            w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ID, wrId);
+            w.set(ADDRESS, IbvStructs.SEND_WR_SG_LIST, sendSges);
+            w.set(JAVA_INT, IbvStructs.SEND_WR_NUM_SGE, n);
+            w.set(JAVA_INT, IbvStructs.SEND_WR_OPCODE, wr.opcode().code());
+            w.set(JAVA_INT, IbvStructs.SEND_WR_SEND_FLAGS, wr.flags());
+            switch (wr.opcode()) {
+                case RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ -> {
+                    w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_RDMA_REMOTE_ADDR, wr.remoteAddress());
+                    w.set(JAVA_INT, IbvStructs.SEND_WR_WR_RDMA_RKEY, wr.rkey());
+                }
+                case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> {
+                    w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_REMOTE_ADDR, wr.remoteAddress());
+                    w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_COMPARE_ADD, wr.compareAdd());
+                    w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_SWAP, wr.swap());
+                    w.set(JAVA_INT, IbvStructs.SEND_WR_WR_ATOMIC_RKEY, wr.rkey());
+                }
+                case LOCAL_INV -> w.set(JAVA_INT, IbvStructs.SEND_WR_INVALIDATE_RKEY, wr.invalidateRkey());
+                default -> { }
+            }
+            if (wr.opcode().hasImmediate()) w.set(IbvStructs.BE32, IbvStructs.SEND_WR_IMM_DATA, wr.immediate());
+            postSendLocked();
+        } finally {
+            sendLock.unlock();
+        }
+    }
+
+    @Override
+    public int bindWindow(MwOps window, MrOps region, long address, long length, int access, int newRkey, long wrId,
+                          boolean signaled) {
+        IbvMw mw = (IbvMw) window;
+        IbvMr mr = (IbvMr) region;
+        int flags = signaled ? IbvStructs.IBV_SEND_SIGNALED : 0;
+        sendLock.lock();
+        try {
+            checkAccepts(true);
+            if (mw.type == MwType.TYPE_1) return bindType1(mw, mr, address, length, access, wrId, flags);
+            MemorySegment w = sendWr;
+            w.fill((byte) 0);
+            w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ID, wrId);
+            w.set(JAVA_INT, IbvStructs.SEND_WR_OPCODE, IbvStructs.IBV_WR_BIND_MW);
+            w.set(JAVA_INT, IbvStructs.SEND_WR_SEND_FLAGS, flags);
+            w.set(ADDRESS, IbvStructs.SEND_WR_BIND_MW_MW, mw.mw);
+            w.set(JAVA_INT, IbvStructs.SEND_WR_BIND_MW_RKEY, newRkey);
+            w.set(ADDRESS, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_MR, mr.mr);
+            w.set(JAVA_LONG, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_ADDR, address);
+            w.set(JAVA_LONG, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_LENGTH, length);
+            w.set(JAVA_INT, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_MW_ACCESS_FLAGS, access);
+            postSendLocked();
+            return newRkey;
+        } finally {
+            sendLock.unlock();
+        }
+    }
+
+    /** {@code ibv_bind_mw}: the driver posts the bind itself and picks the new key, left in {@code mw->rkey}. */
+    private int bindType1(IbvMw mw, IbvMr mr, long address, long length, int access, long wrId, int flags) {
+        MemorySegment b = mwBind;
+        b.fill((byte) 0);
+        b.set(JAVA_LONG, BIND_WR_ID, wrId);
+        b.set(JAVA_INT, BIND_SEND_FLAGS, flags);
+        b.set(ADDRESS, BIND_INFO_MR, mr.mr);
+        b.set(JAVA_LONG, BIND_INFO_ADDR, address);
+        b.set(JAVA_LONG, BIND_INFO_LENGTH, length);
+        b.set(JAVA_INT, BIND_INFO_ACCESS, access);
+        int rc;
+        try {
+            rc = (int) Ibv.OP_BIND_MW.invokeExact(context.bindMw, qp, mw.mw, b);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (rc != 0) throw postFailure("ibv_bind_mw", rc, true);
+        return mw.currentRkey();
+    }
+
+    private void postSendLocked() {
+        int rc;
+        try {
+            rc = (int) Ibv.OP_POST_SEND.invokeExact(context.postSend, qp, sendWr, badSendWr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (rc != 0) throw postFailure("ibv_post_send", rc, true);
+    }
+
+    @Override
+    public void postRecv(ReceiveRequest rr, long wrId) {
+        recvLock.lock();
+        try {
+            checkAccepts(false);
+            int n = fillSges(rr.sgl(), recvSges);
+            recvWr.set(JAVA_LONG, IbvStructs.RECV_WR_WR_ID, wrId);
+            recvWr.set(JAVA_INT, IbvStructs.RECV_WR_NUM_SGE, n);
+            int rc;
+            try {
+                rc = (int) Ibv.OP_POST_RECV.invokeExact(context.postRecv, qp, recvWr, badRecvWr);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            if (rc != 0) throw postFailure("ibv_post_recv", rc, false);
+            if (knownState == QpState.ERROR || maybeInError) flushIfInError();
+        } finally {
+            recvLock.unlock();
+        }
+    }
+
+    /**
+     * A receive posted to a QP in ERROR must complete with WR_FLUSH_ERR. Drivers whose {@code post_recv} only
+     * writes the user-mapped queue (rxe) do not tell the kernel, which flushes only when its responder next
+     * runs; moving the QP to ERROR again (allowed from any state) makes it run. Only on this rare path: the
+     * state is known to be ERROR, or asked for when an error completion was seen.
+     */
+    private void flushIfInError() {
+        synchronized (control) {
+            QpState now = knownState == QpState.ERROR ? QpState.ERROR : state();
+            if (now != QpState.ERROR) {
+                maybeInError = false;
+                return;
+            }
+            attr.fill((byte) 0);
+            attr.set(JAVA_INT, ATTR_QP_STATE, IbvStructs.IBV_QPS_ERR);
+            int rc;
+            try {
+                rc = (int) Ibv.MODIFY_QP.invokeExact(Ibv.errnoState(), qp, attr, IbvStructs.IBV_QP_STATE);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            if (rc != 0) throw IbvErrors.fail("ibv_modify_qp", errnoOf(rc), name, "moving to ERROR to flush a receive");
+            knownState = QpState.ERROR;
+        }
+    }
+
+    private static int fillSges(ScatterGatherList sgl, MemorySegment sges) {
+        int n = sgl.count();
+        for (int i = 0; i < n; i++) {
+            long base = i * SGE_SIZE;
+            sges.set(JAVA_LONG, base + IbvStructs.SGE_ADDR, sgl.address(i));
+            sges.set(JAVA_INT, base + IbvStructs.SGE_LENGTH, sgl.length(i));
+            sges.set(JAVA_INT, base + IbvStructs.SGE_LKEY, sgl.lkey(i));
+        }
+        return n;
+    }
+
+    /** Refuses a post the QP's state does not take (asking the device first: it may have moved to ERROR). */
+    private void checkAccepts(boolean send) {
+        if (destroyed) throw new IllegalStateException(name + " is destroyed");
+        QpState s = knownState;
+        if (send ? s.acceptsSends() : s.acceptsReceives()) return;
+        s = state();
+        if (send ? s.acceptsSends() : s.acceptsReceives()) return;
+        throw new QpStateException(send ? "ibv_post_send" : "ibv_post_recv", name, s,
+                send ? "posting a send" : "posting a receive");
+    }
+
+    private RuntimeException postFailure(String verb, int rc, boolean send) {
+        int errno = rc > 0 ? rc : -rc;
+        if (errno == Errno.ENOMEM.number()) {
+            return new QueueFullException(verb, name, send ? "send" : "receive",
+                    send ? granted.maxSendWr() : granted.maxRecvWr());
+        }
+        if (errno == Errno.EINVAL.number()) {
+            QpState s = state();
+            if (!(send ? s.acceptsSends() : s.acceptsReceives())) {
+                return new QpStateException(verb, name, s, send ? "posting a send" : "posting a receive");
+            }
+            if (send && misalignedAtomic()) {
+                return IbvErrors.fail(verb, errno, name, "the remote address 0x" + Long.toHexString(
+                        sendWr.get(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_REMOTE_ADDR)) + " of an atomic is not"
+                        + " 8-byte aligned; the driver refused it when posted");
+            }
+        }
+        return IbvErrors.fail(verb, errno, name);
+    }
+
+    /** Whether the work request just refused is an atomic on a misaligned remote address (caller holds sendLock). */
+    private boolean misalignedAtomic() {
+        int op = sendWr.get(JAVA_INT, IbvStructs.SEND_WR_OPCODE);
+        return (op == IbvStructs.IBV_WR_ATOMIC_CMP_AND_SWP || op == IbvStructs.IBV_WR_ATOMIC_FETCH_AND_ADD)
+                && (sendWr.get(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_REMOTE_ADDR) & (Long.BYTES - 1)) != 0;
+    }
+
+    private void checkNotDestroyed() {
+        if (destroyed) throw new IllegalStateException(name + " is destroyed");
+    }
+
+    // ---- destroy ---------------------------------------------------------------------------------------------
+
+    /** Waits for posts in progress, destroys the QP, then frees its work requests. Idempotent. */
+    @Override
+    public void destroy() {
+        sendLock.lock();
+        recvLock.lock();
+        try {
+            synchronized (control) {
+                if (destroyed) return;
+                int rc;
+                try {
+                    rc = (int) Ibv.DESTROY_QP.invokeExact(Ibv.errnoState(), qp);
+                } catch (Throwable t) {
+                    throw rethrow(t);
+                }
+                if (rc != 0) throw IbvErrors.fail("ibv_destroy_qp", errnoOf(rc), name);
+                destroyed = true;
+                context.qps.remove(qpn, this);
+                sendCq.users.decrementAndGet();
+                recvCq.users.decrementAndGet();
+                pd.qps.decrementAndGet();
+                block.free();
+            }
+        } finally {
+            recvLock.unlock();
+            sendLock.unlock();
+        }
+    }
+}
