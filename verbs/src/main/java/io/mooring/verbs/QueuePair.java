@@ -245,16 +245,26 @@ public final class QueuePair implements AutoCloseable {
                     + ": window, region and QP must share one protection domain");
         }
         int[] key = {window.nextRkey()};
-        region.resource().retain(); // the binding's own hold, adopted by the window when the bind succeeds
+        // Held until the bind retires: the NIC must never be handed a deallocated window (a closed one is refused
+        // here), nor have the window deallocated under the bind.
+        window.resource().retain();
+        try {
+            region.resource().retain(); // the binding's own hold, adopted by the window when the bind succeeds
+        } catch (RuntimeException e) {
+            window.resource().release();
+            throw e;
+        }
         InFlight.Outcome outcome = success -> {
             if (success) window.state().bound(key[0], region);
             else region.resource().release();
+            window.resource().release(); // after bound(): a window closed meanwhile unbinds when it is destroyed
         };
         long id;
         try {
             id = send.claim("ibv_post_send", toString(), wr.wrId(), WcOpcode.BIND_MW, wr.sgl(), region, future, outcome);
         } catch (RuntimeException e) {
             region.resource().release();
+            window.resource().release();
             throw e;
         }
         try {

@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.lifecycle.ResourceState;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -458,6 +460,31 @@ abstract class VerbsConformance {
         assertEquals(io.mooring.lifecycle.ResourceState.CLOSING, region.resource().state());
         window.close();
         assertEquals(io.mooring.lifecycle.ResourceState.DESTROYED, region.resource().state());
+    }
+
+    @Test
+    void aDeallocatedWindowCannotBeBound() {
+        MemoryRegion region = b.open(64, 0);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        window.close();
+        assertThrows(ResourceClosedException.class,
+                () -> b.qp.post(WorkRequest.bind(window, region, 0, 64, EnumSet.of(Access.REMOTE_WRITE))));
+        assertEquals(0, b.qp.outstandingSends(), "a refused bind leaves nothing behind");
+        region.close();
+        assertEquals(ResourceState.DESTROYED, region.resource().state());
+    }
+
+    @Test
+    void aWindowIsDeallocatedOnlyAfterItsOutstandingBind() {
+        MemoryRegion region = b.open(64, 0);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        b.qp.post(WorkRequest.bind(window, region, 0, 64, EnumSet.of(Access.REMOTE_WRITE)));
+        window.close();
+        assertEquals(ResourceState.CLOSING, window.resource().state(), "the bind holds it until it completes");
+        b.expect(WcStatus.SUCCESS);
+        assertEquals(ResourceState.DESTROYED, window.resource().state());
+        region.close();
+        assertEquals(ResourceState.DESTROYED, region.resource().state(), "the window let go of the region");
     }
 
     // ---- queue pair rules ------------------------------------------------------------------------------------
