@@ -366,6 +366,23 @@ abstract class VerbsConformance {
     }
 
     @Test
+    void reconnectingBeforeTheConnectionIsUpLeavesAWorkingOne() {
+        MemoryRegion src = a.open(64, 0x11);
+        MemoryRegion dst = b.open(64, 0);
+        for (int round = 0; round < 30; round++) {
+            for (int reconnect = 0; reconnect < 2; reconnect++) { // the first one's connection may still be coming up
+                a.qp.reset();
+                b.qp.reset();
+                connect(FAST);
+            }
+            // A rejected access moves the responder to ERROR: were its answer lost, a retry would find no answer.
+            boolean bad = round % 2 == 1;
+            a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey() ^ (bad ? 0x80 : 0)).wrId(round));
+            assertEquals(round, a.expect(bad ? WcStatus.REM_ACCESS_ERR : WcStatus.SUCCESS).wrId(), "round " + round);
+        }
+    }
+
+    @Test
     void aPeerThatIsNotConnectedNeverAnswers() {
         b.qp.reset();
         MemoryRegion src = a.open(8, 1);

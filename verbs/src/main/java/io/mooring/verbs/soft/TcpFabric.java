@@ -84,7 +84,7 @@ final class TcpFabric {
                 s.close();
                 return;
             }
-            TcpLink.start(s, qp, hello.sourceQpn(), device.name);
+            TcpLink.start(s, qp, hello.sourceQpn(), device.name, hello);
         } catch (IOException | RuntimeException e) {
             LOG.log(Level.DEBUG, device.name + ": handshake from " + s.getRemoteSocketAddress() + " failed: " + e);
             closeQuietly(s);
@@ -94,22 +94,23 @@ final class TcpFabric {
     /** At RTR: if this QP is the dialing side of the pair, connects to the peer in the background. */
     void connect(SoftQp qp, QpInfo peer) {
         if (compare(device.lid(), qp.qpNumber(), peer.lid(), peer.qpn()) > 0) return; // the peer dials us
-        Thread.ofVirtual().name("soft-dial-" + qp.qpNumber()).start(() -> dial(qp, peer));
+        var hello = new TcpLink.Hello(qp.qpNumber(), peer.qpn(), device.gid(), device.lid(), qp.nextDial());
+        Thread.ofVirtual().name("soft-dial-" + qp.qpNumber()).start(() -> dial(qp, peer, hello));
     }
 
     private static int compare(int lid, int qpn, int peerLid, int peerQpn) {
         return lid != peerLid ? Integer.compare(lid, peerLid) : Integer.compare(qpn, peerQpn);
     }
 
-    private void dial(SoftQp qp, QpInfo peer) {
+    private void dial(SoftQp qp, QpInfo peer, TcpLink.Hello hello) {
         long deadline = System.nanoTime() + DIAL_DEADLINE_NANOS;
         while (stillWants(qp, peer) && System.nanoTime() < deadline) {
             Socket s = new Socket();
             try {
                 s.setTcpNoDelay(true);
                 s.connect(new InetSocketAddress(peer.gid().address(), peer.lid()), CONNECT_TIMEOUT_MS);
-                new TcpLink.Hello(qp.qpNumber(), peer.qpn(), device.gid(), device.lid()).write(s.getOutputStream());
-                TcpLink.start(s, qp, peer.qpn(), device.name);
+                hello.write(s.getOutputStream());
+                TcpLink.start(s, qp, peer.qpn(), device.name, hello);
                 return;
             } catch (IOException e) {
                 closeQuietly(s);

@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
  * connection (the requester then sees no answer, as on a broken wire).
  *
  * <pre>
- * HELLO    magic:int version:short srcQpn:int dstQpn:int srcGid:16 srcLid:int
+ * HELLO    magic:int version:short srcQpn:int dstQpn:int srcGid:16 srcLid:int dial:int
  * REQUEST  type:byte(1) seq:int opcode:int psn:int raddr:long rkey:int length:int imm:int cmpAdd:long swap:long
  *          payloadLength:int payload
  * RESPONSE type:byte(2) seq:int kind:byte rnrTimer:byte atomicOriginal:long dataLength:int data
@@ -30,7 +30,7 @@ import java.util.concurrent.TimeUnit;
 final class TcpLink implements Link {
     private static final System.Logger LOG = System.getLogger(TcpLink.class.getName());
     static final int MAGIC = 0x4d4f4f52; // "MOOR"
-    static final short VERSION = 1;
+    static final short VERSION = 2;
     private static final byte REQUEST = 1;
     private static final byte RESPONSE = 2;
     private static final int MAX_PAYLOAD = 1 << 30;
@@ -41,8 +41,11 @@ final class TcpLink implements Link {
      */
     private static final long HUNG_PEER_NANOS = TimeUnit.SECONDS.toNanos(5);
 
-    /** The dialer's first frame: who it is and which QP it wants. */
-    record Hello(int sourceQpn, int targetQpn, Gid sourceGid, int sourceLid) {
+    /**
+     * The dialer's first frame: who it is, which QP it wants, and which of its dials this is (they are numbered
+     * per QP, so both ends can tell a connection from one that a later dial superseded).
+     */
+    record Hello(int sourceQpn, int targetQpn, Gid sourceGid, int sourceLid, int dial) {
         void write(OutputStream os) throws IOException {
             var out = new DataOutputStream(os);
             out.writeInt(MAGIC);
@@ -52,6 +55,7 @@ final class TcpLink implements Link {
             out.writeLong(sourceGid.subnetPrefix());
             out.writeLong(sourceGid.interfaceId());
             out.writeInt(sourceLid);
+            out.writeInt(dial);
             out.flush();
         }
 
@@ -62,7 +66,13 @@ final class TcpLink implements Link {
                 throw new IOException("not a soft fabric peer (magic 0x" + Integer.toHexString(magic) + ", version "
                         + version + ")");
             }
-            return new Hello(in.readInt(), in.readInt(), new Gid(in.readLong(), in.readLong()), in.readInt());
+            return new Hello(in.readInt(), in.readInt(), new Gid(in.readLong(), in.readLong()), in.readInt(),
+                    in.readInt());
+        }
+
+        /** Whether {@code other} comes from the same dialing QP. */
+        boolean sameDialer(Hello other) {
+            return sourceQpn == other.sourceQpn && sourceLid == other.sourceLid && sourceGid.equals(other.sourceGid);
         }
     }
 
@@ -85,10 +95,13 @@ final class TcpLink implements Link {
         this.out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
     }
 
-    /** Attaches a connected socket to {@code qp} and starts reading it. */
-    static void start(Socket socket, SoftQp qp, int peerQpn, String device) throws IOException {
+    /** Attaches a connected socket to {@code qp} and starts reading it, or closes it if {@code qp} refuses it. */
+    static void start(Socket socket, SoftQp qp, int peerQpn, String device, Hello hello) throws IOException {
         var link = new TcpLink(socket, qp, peerQpn);
-        qp.attach(link);
+        if (!qp.attach(link, hello)) {
+            link.close();
+            return;
+        }
         Thread.ofVirtual().name("soft-link-" + device + "-" + qp.qpNumber()).start(link::readLoop);
     }
 
@@ -157,7 +170,7 @@ final class TcpLink implements Link {
         byte[] payload = new byte[checkedLength(in.readInt())];
         in.readFully(payload);
         Wire.Response answer = qp.respond(new Wire.Request(opcode, peerQpn, psn, raddr, rkey, length, payload, imm,
-                compareAdd, swap));
+                compareAdd, swap), this);
         synchronized (out) {
             out.writeByte(RESPONSE);
             out.writeInt(seq);
