@@ -13,7 +13,7 @@ final class InJvmLink implements Link {
     @Override
     public Wire.Response exchange(Wire.Request request, long timeoutNanos) {
         SoftQp peer = device.qp(peerQpn);
-        return peer == null ? Wire.Response.DROPPED : peer.respond(request);
+        return peer == null ? Wire.Response.DROPPED : peer.respond(request, null);
     }
 
     @Override

@@ -21,7 +21,6 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -77,8 +76,8 @@ final class SoftQp implements QpOps {
     private volatile boolean destroyed;
     private volatile Link link;
     private final Object linkChanged = new Object();
-    private TcpLink.Hello newestDial; // guarded by linkChanged; kept across resets, which is what makes it work
-    private final AtomicInteger dials = new AtomicInteger();
+    private int connection;            // guarded by linkChanged: bumped by every reset and every dial of ours
+    private TcpLink.Hello newestDial;  // guarded by linkChanged: of the last connection attached; survives resets
     // Connection attributes, written by modify under lock before the state that uses them is published.
     private volatile int access;
     private volatile QpInfo remote;
@@ -214,21 +213,30 @@ final class SoftQp implements QpOps {
         return destroyed;
     }
 
-    /** The number of this QP's next dial (see {@link #attach}). */
+    /** Numbers a dial of ours, made at RTR (see {@link #attach}). */
     int nextDial() {
-        return dials.incrementAndGet();
+        synchronized (linkChanged) {
+            return ++connection;
+        }
     }
 
     /**
-     * A TCP connection to the peer is up (dialed by us or accepted from it). Refused (false) if a later dial of
-     * the same dialer came first: a dial that a reset and reconnect overtook can finish after the new one, and
-     * unless both ends keep the newest connection each may keep a different one, both get closed, and the QPs
-     * are left with no connection at all (every request then ends in RETRY_EXC_ERR).
+     * A TCP connection to the peer is up (dialed by us or accepted from it); false if it is refused as superseded.
+     * A dial can finish after a reset and reconnect started the next one. One of ours is refused unless it is our
+     * latest and no reset came since, so we never keep a connection past the connect it was made for; one of the
+     * peer's is refused if a later dial of the peer's got here first. Otherwise the two ends could keep different
+     * connections whose other halves get closed, or replace one under a request the peer executed and lose its
+     * answer: requests would end in RETRY_EXC_ERR.
      */
     boolean attach(Link l, TcpLink.Hello dial) {
         Link old;
         synchronized (linkChanged) {
-            if (newestDial != null && newestDial.sameDialer(dial) && dial.dial() <= newestDial.dial()) return false;
+            boolean ours = dial.sourceQpn() == qpn && dial.sourceLid() == device.lid()
+                    && dial.sourceGid().equals(device.gid());
+            if (ours ? dial.dial() != connection
+                    : newestDial != null && newestDial.sameDialer(dial) && dial.dial() <= newestDial.dial()) {
+                return false;
+            }
             newestDial = dial;
             old = link;
             link = l;
@@ -238,14 +246,20 @@ final class SoftQp implements QpOps {
         return true;
     }
 
-    /** The TCP connection went down. */
+    /** The TCP connection went down. Under the lock: a connection attached meanwhile must not be forgotten. */
     void detach(Link l) {
-        if (link == l) link = null;
+        synchronized (linkChanged) {
+            if (link == l) link = null;
+        }
     }
 
     private void dropLink() {
-        Link l = link;
-        link = null;
+        Link l;
+        synchronized (linkChanged) {
+            connection++; // a dial of ours still under way was for the connection dropped here
+            l = link;
+            link = null;
+        }
         if (l != null) l.close();
     }
 
@@ -520,14 +534,19 @@ final class SoftQp implements QpOps {
 
     // ---- responder -------------------------------------------------------------------------------------------
 
-    /** Executes one request of the peer's requester against this QP's memory and receive queue. */
-    Wire.Response respond(Wire.Request r) {
+    /**
+     * Executes one request of the peer's requester against this QP's memory and receive queue. {@code via} is the
+     * TCP connection it came on (null within one device): only the one this QP uses now may run requests. One that
+     * a reset closed or a newer one replaced can still hand its reader a request arriving as it closes; run, it
+     * would act on this QP (an access error moves it to ERROR) while its answer goes nowhere.
+     */
+    Wire.Response respond(Wire.Request r, Link via) {
         responding.lock();
         try {
             QpState s = state;
             QpInfo peer = remote;
             if (destroyed || s == QpState.RESET || s == QpState.INIT || s == QpState.ERROR
-                    || peer == null || peer.qpn() != r.srcQpn()) {
+                    || peer == null || peer.qpn() != r.srcQpn() || (via != null && via != link)) {
                 return Wire.Response.DROPPED; // not connected to that peer: as if the packet never arrived
             }
             Opcode op = Opcode.of(r.opcode());

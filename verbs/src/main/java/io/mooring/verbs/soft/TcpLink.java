@@ -170,7 +170,7 @@ final class TcpLink implements Link {
         byte[] payload = new byte[checkedLength(in.readInt())];
         in.readFully(payload);
         Wire.Response answer = qp.respond(new Wire.Request(opcode, peerQpn, psn, raddr, rkey, length, payload, imm,
-                compareAdd, swap));
+                compareAdd, swap), this);
         synchronized (out) {
             out.writeByte(RESPONSE);
             out.writeInt(seq);
