@@ -21,7 +21,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentSkipListMap;
-import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
@@ -84,32 +83,11 @@ class AllocatorProperties {
         }
 
         void execute(int threads, List<Step> program) {
-            List<List<Block>> owned = new ArrayList<>();
-            List<Thread> workers = new ArrayList<>();
-            var barrier = new CyclicBarrier(threads);
-            var errors = new ConcurrentLinkedQueue<Throwable>();
-            for (int t = 0; t < threads; t++) {
-                int me = t;
+            Workers.runTogether(threads, me -> {
                 List<Block> mine = new ArrayList<>();
-                owned.add(mine);
-                workers.add(Thread.ofPlatform().start(() -> {
-                    try {
-                        barrier.await();
-                        for (Step s : program) if (s.thread() % threads == me) apply(s, mine);
-                        for (Block b : mine) close(b); // each thread closes what it still owns
-                    } catch (Throwable e) {
-                        errors.add(e);
-                    }
-                }));
-            }
-            for (Thread w : workers) {
-                try {
-                    w.join();
-                } catch (InterruptedException e) {
-                    throw new AssertionError(e);
-                }
-            }
-            if (!errors.isEmpty()) throw new AssertionError("a worker failed", errors.peek());
+                for (Step s : program) if (s.thread() % threads == me) apply(s, mine);
+                for (Block b : mine) close(b); // each thread closes what it still owns
+            });
             checkCounts();
             arena.close();
             graph.close();

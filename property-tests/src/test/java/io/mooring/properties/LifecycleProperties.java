@@ -19,7 +19,6 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.quicktheories.core.Gen;
@@ -106,31 +105,11 @@ class LifecycleProperties {
         }
 
         private List<List<Held>> runConcurrently(int threads, List<Step> program) {
-            var barrier = new CyclicBarrier(threads);
             List<List<Held>> pins = new ArrayList<>();
-            List<Thread> workers = new ArrayList<>();
-            var errors = new ConcurrentLinkedQueue<Throwable>();
-            for (int t = 0; t < threads; t++) {
-                int me = t;
-                List<Held> mine = new ArrayList<>();
-                pins.add(mine);
-                workers.add(Thread.ofPlatform().start(() -> {
-                    try {
-                        barrier.await();
-                        for (Step s : program) if (s.thread() % threads == me) apply(s, mine);
-                    } catch (Throwable e) {
-                        errors.add(e);
-                    }
-                }));
-            }
-            for (Thread w : workers) {
-                try {
-                    w.join();
-                } catch (InterruptedException e) {
-                    throw new AssertionError(e);
-                }
-            }
-            if (!errors.isEmpty()) throw new AssertionError("a worker failed", errors.peek());
+            for (int t = 0; t < threads; t++) pins.add(new ArrayList<>());
+            Workers.runTogether(threads, me -> {
+                for (Step s : program) if (s.thread() % threads == me) apply(s, pins.get(me));
+            });
             return pins;
         }
 
