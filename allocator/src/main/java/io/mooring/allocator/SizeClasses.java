@@ -69,9 +69,6 @@ final class SizeClasses {
         return base + n * (base >> 2);
     }
 
-    static boolean isSmall(long size) {
-        return size <= SMALL_MAX;
-    }
 
     /** Pages per slab of a small class: the count up to {@link #MAX_SLAB_PAGES} that wastes least of the slab. */
     static int slabPages(int index) {

@@ -154,28 +154,45 @@ final class PingPong {
         }
     }
 
-    private void inProcess(PingPongSide ping, PingPongSide pong, String device) throws InterruptedException {
+    private void inProcess(PingPongSide ping, PingPongSide pong, String device)
+            throws IOException, InterruptedException {
         ping.init();
         pong.init();
         ping.connect(pong.info(), pong.receiveAddress(), pong.rkey());
         pong.connect(ping.info(), ping.receiveAddress(), ping.rkey());
         out.println("pingpong: " + settings.describe());
         out.println(device + ", both queue pairs in this process");
+        Timing t = time(i -> {
+            ping.send(i);
+            pong.awaitReceive(i);
+            pong.send(i);
+            ping.awaitReceive(i);
+        });
+        ping.drainSends();
+        pong.drainSends();
+        report(t.rtt(), t.elapsed());
+    }
+
+    /** One round trip number {@code i}. */
+    @FunctionalInterface
+    private interface RoundTrip {
+        void run(int i) throws IOException, InterruptedException;
+    }
+
+    /** Round-trip times after the warm-up, and the time all of them took. */
+    private record Timing(long[] rtt, long elapsed) {}
+
+    /** Runs every round, timing each one after the warm-up. */
+    private Timing time(RoundTrip trip) throws IOException, InterruptedException {
         long[] rtt = new long[settings.iters()];
         long start = 0;
         for (int i = 0; i < settings.rounds(); i++) {
             if (i == settings.warmup()) start = System.nanoTime();
             long t0 = System.nanoTime();
-            ping.send(i);
-            pong.awaitReceive(i);
-            pong.send(i);
-            ping.awaitReceive(i);
+            trip.run(i);
             if (i >= settings.warmup()) rtt[i - settings.warmup()] = System.nanoTime() - t0;
         }
-        long elapsed = System.nanoTime() - start;
-        ping.drainSends();
-        pong.drainSends();
-        report(rtt, elapsed);
+        return new Timing(rtt, System.nanoTime() - start);
     }
 
     /** The listening side: waits for one peer and answers each of its pings. */
@@ -211,19 +228,13 @@ final class PingPong {
             Bootstrap boot = connected(ping, socket);
             out.println("pingpong: " + settings.describe());
             out.println(device + ", pinging " + socket.getRemoteSocketAddress());
-            long[] rtt = new long[settings.iters()];
-            long start = 0;
-            for (int i = 0; i < settings.rounds(); i++) {
-                if (i == settings.warmup()) start = System.nanoTime();
-                long t0 = System.nanoTime();
+            Timing t = time(i -> {
                 ping.send(i);
                 ping.awaitReceive(i);
-                if (i >= settings.warmup()) rtt[i - settings.warmup()] = System.nanoTime() - t0;
-            }
-            long elapsed = System.nanoTime() - start;
+            });
             ping.drainSends();
             boot.barrier();
-            report(rtt, elapsed);
+            report(t.rtt(), t.elapsed());
         }
     }
 

@@ -41,10 +41,6 @@ public enum Access {
         return rights;
     }
 
-    /** Whether {@code mask} contains every bit of {@code required}. */
-    static boolean covers(int mask, int required) {
-        return (mask & required) == required;
-    }
 
     /**
      * Checks the rule rdma-core enforces with EINVAL: a region peers may write or run atomics on must also be

@@ -30,28 +30,13 @@ public enum Opcode {
         return completion;
     }
 
-    /** Whether it touches remote memory through an rkey. */
-    public boolean isRemoteAccess() {
-        return this == RDMA_WRITE || this == RDMA_WRITE_WITH_IMM || this == RDMA_READ || isAtomic();
-    }
-
     public boolean isAtomic() {
         return this == ATOMIC_CMP_AND_SWP || this == ATOMIC_FETCH_AND_ADD;
-    }
-
-    /** Whether the local NIC writes into the request's scatter/gather list (READ and atomic results). */
-    public boolean writesLocalMemory() {
-        return this == RDMA_READ || isAtomic();
     }
 
     /** Whether it carries immediate data. */
     public boolean hasImmediate() {
         return this == RDMA_WRITE_WITH_IMM || this == SEND_WITH_IMM;
-    }
-
-    /** Whether it consumes a receive request at the responder. */
-    public boolean consumesReceive() {
-        return this == SEND || this == SEND_WITH_IMM || this == RDMA_WRITE_WITH_IMM;
     }
 
     private static final Opcode[] BY_CODE = values();
