@@ -16,19 +16,23 @@ import java.lang.invoke.VarHandle;
  * depends on how the block was allocated:
  * <ul>
  *   <li>{@link RdmaArena#allocate} (checked, the default): confined to the allocating thread, like
- *       {@link Arena#ofConfined()}; after {@code close()} every access through it throws. It may be closed from
- *       another thread: the memory is then quarantined until the owner's next {@code allocate} or
- *       {@code flushThreadCaches} (or its death).</li>
+ *       {@link Arena#ofConfined()}; after {@code close()} every access through it throws.</li>
  *   <li>{@link RdmaArena#allocateShared}: usable from any thread, and still unusable after close — at the price
  *       of a shared scope's close (a handshake with every thread, tens of microseconds).</li>
  *   <li>unchecked arenas ({@code RdmaArena.Builder#checked(false)}): a plain segment that stays addressable
  *       after close. Fastest; a use after close reads or corrupts memory handed to someone else.</li>
  * </ul>
+ *
+ * <p>Any thread may close a block. Closing it in the thread that allocated it is the fast path: no atomic
+ * instruction, and the memory goes straight to that thread's cache. A close from another thread hands the block
+ * to its allocating thread, which frees it on its next call into the arena (or anyone, once that thread has
+ * died); until then its memory is quarantined — counted in {@link ArenaStats#quarantined()}, never reused.
  */
 public final class Block implements AutoCloseable {
     private static final VarHandle STATE;
     private static final int OPEN = 0;
-    private static final int CLOSED = 1;
+    private static final int CLOSED_BY_OWNER = 1;
+    private static final int HANDED_OVER = 2; // closed by another thread, waiting in the owner's inbox
 
     static {
         try {
@@ -38,42 +42,45 @@ public final class Block implements AutoCloseable {
         }
     }
 
-    final RdmaArena arena;
-    final Shard shard;
-    final Slab slab;     // small blocks
-    final Chunk chunk;   // every block: the chunk it lies in
-    final int page;      // large blocks: first page of the run
-    final int pages;     // large blocks: pages of the run (0 otherwise)
+    // As few fields as will do: a block that escapes costs its allocation. The arena is the owner's shard's,
+    // and a large block's page run follows from its address and size.
+    final Caller owner;              // the allocating thread's state in the arena; its shard is the block's
+    final Slab slab;                 // small blocks
+    final Chunk chunk;               // every block: the chunk it lies in
     private final long address;
     private final long size;
     private final Arena scope;       // null for unchecked blocks
-    private final MemorySegment segment;
-    final Caller owner;              // the allocating thread's state in the arena
     private final boolean confined;  // only the owner can close the scope
     @SuppressWarnings("unused") // through STATE
     private volatile int state;
     Block nextInInbox;
 
-    Block(RdmaArena arena, Shard shard, Slab slab, Chunk chunk, int page, int pages, long address, long size,
-          Arena scope, Caller owner, boolean confined) {
-        this.arena = arena;
-        this.shard = shard;
+    Block(Caller owner, Slab slab, Chunk chunk, long address, long size, Arena scope, boolean confined) {
+        this.owner = owner;
         this.slab = slab;
         this.chunk = chunk;
-        this.page = page;
-        this.pages = pages;
         this.address = address;
         this.size = size;
         this.scope = scope;
-        this.owner = owner;
         this.confined = confined;
-        this.segment = RdmaArena.view(address, size, scope);
     }
 
-    /** The memory: exactly the requested size. */
+    /**
+     * The memory: exactly the requested size. Each call makes a new segment object over it (cheap, and free
+     * when it does not escape the caller: the JIT keeps it in registers); they are all equal and die together.
+     *
+     * @throws IllegalStateException if the block is closed
+     * @throws WrongThreadException  if the block is checked and confined to the thread that allocated it
+     */
     public MemorySegment segment() {
         checkOpen();
-        return segment;
+        if (confined && Thread.currentThread() != owner.thread) throw confinedElsewhere();
+        return RdmaArena.view(address, size, scope);
+    }
+
+    private WrongThreadException confinedElsewhere() {
+        return new WrongThreadException(this + " is confined to the thread that allocated it (" + owner.thread.getName()
+                + "); use it there, or allocate it with RdmaArena.allocateShared");
     }
 
     public long address() {
@@ -127,25 +134,58 @@ public final class Block implements AutoCloseable {
     /**
      * Gives the block back.
      *
+     * <p>Why the owner needs no atomic instruction: every other thread closes with a compare-and-set and only
+     * hands the block over to the owner's inbox. If both close at once, the owner's write lands after the
+     * other's CAS and the owner, draining its inbox, finds the block closed by itself and frees it only once.
+     *
      * @throws IllegalStateException if it was already closed (nothing else happens)
      */
     @Override
     public void close() {
-        if (!STATE.compareAndSet(this, OPEN, CLOSED)) {
-            throw new IllegalStateException("block 0x" + Long.toHexString(address) + " of " + size
-                    + " bytes is already closed");
-        }
-        if (confined && Thread.currentThread() != owner.thread()) {
-            arena.closeElsewhere(this);
+        if (Thread.currentThread() != owner.thread) {
+            closeElsewhere();
             return;
         }
+        if ((int) STATE.getOpaque(this) != OPEN) throw alreadyClosed();
+        STATE.setOpaque(this, CLOSED_BY_OWNER);
         if (scope != null) scope.close();
-        arena.free(this);
+        arena().freeByOwner(this);
     }
 
-    /** Called by the owner when draining its inbox. */
-    void closeScopeAsOwner() {
-        scope.close();
+    private void closeElsewhere() {
+        if (!STATE.compareAndSet(this, OPEN, HANDED_OVER)) throw alreadyClosed();
+        if (scope != null && !confined) scope.close(); // a shared scope dies at once, whoever closes it
+        arena().closeElsewhere(this);
+    }
+
+    RdmaArena arena() {
+        return owner.shard.arena;
+    }
+
+    /** A large block's page run in its chunk: the first page. */
+    int firstPage() {
+        return chunk.page(address);
+    }
+
+    /** A large block's page run in its chunk: the pages, those of its class. */
+    int pages() {
+        return (int) (SizeClasses.largeSize(size) >>> SizeClasses.LOG2_PAGE);
+    }
+
+    private IllegalStateException alreadyClosed() {
+        return new IllegalStateException("block 0x" + Long.toHexString(address) + " of " + size
+                + " bytes is already closed");
+    }
+
+    /**
+     * Finishes a close handed over from another thread, in the owner (or in anyone once the owner has died, when
+     * nobody can reach its confined segment any more). False if the owner closed the block too (a double close
+     * racing with the hand-over): it was freed then, and must not be freed again.
+     */
+    boolean finishHandOver(boolean byOwner) {
+        if ((int) STATE.getOpaque(this) != HANDED_OVER) return false;
+        if (byOwner && confined) scope.close();
+        return true;
     }
 
     @Override

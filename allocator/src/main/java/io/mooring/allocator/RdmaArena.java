@@ -8,6 +8,8 @@ import io.mooring.verbs.ProtectionDomain;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -54,6 +56,10 @@ public final class RdmaArena implements AutoCloseable {
     private static final ScheduledExecutorService PURGER = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("mooring-arena-purger").factory());
     private static final AtomicInteger NAMES = new AtomicInteger();
+    private static final System.Logger LOG = System.getLogger(RdmaArena.class.getName());
+    /** Platform threads found by thread id before falling back to the ThreadLocal (a power of two). */
+    private static final int CALLER_SLOTS = 64;
+    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Caller[].class);
 
     private final ProtectionDomain pd;
     private final Set<Access> access;
@@ -71,6 +77,7 @@ public final class RdmaArena implements AutoCloseable {
     private final long cacheBytesPerClass;
     private final ThreadLocal<Caller> callerOfThread = ThreadLocal.withInitial(this::newCaller);
     private final Set<Caller> callers = ConcurrentHashMap.newKeySet();
+    private final Caller[] callerSlots = new Caller[CALLER_SLOTS]; // written by CAS (SLOT), read plainly
     private final AtomicInteger flushEpoch = new AtomicInteger();
     private final AtomicLong registrations = new AtomicLong();
     private final AtomicLong deregistrations = new AtomicLong();
@@ -109,13 +116,34 @@ public final class RdmaArena implements AutoCloseable {
         return new Builder(pd);
     }
 
+    /**
+     * The calling thread's state. A ThreadLocal lookup costs more than the rest of a cached allocation, so
+     * platform threads are first looked up in a small table indexed by thread id, written once per thread and
+     * then only read; a thread whose slot is taken by another live thread falls back to the ThreadLocal.
+     */
+    private Caller caller() {
+        Thread t = Thread.currentThread();
+        Caller c = callerSlots[slotOf(t)]; // a Caller's fields are final: safe to read even if just published
+        return c != null && c.thread == t ? c : callerOfThreadLocal(t);
+    }
+
+    private Caller callerOfThreadLocal(Thread t) {
+        Caller mine = callerOfThread.get();
+        if (!t.isVirtual()) SLOT.compareAndSet(callerSlots, slotOf(t), null, mine); // the slot may have been freed
+        return mine;
+    }
+
+    private static int slotOf(Thread t) {
+        return (int) t.threadId() & (CALLER_SLOTS - 1);
+    }
+
     private Caller newCaller() {
         Thread t = Thread.currentThread();
         Shard shard = shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)];
         ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 ? null
                 : new ThreadCache(shard, t, cacheBytesPerClass);
         if (cache != null) cache.epoch = flushEpoch.get();
-        var caller = new Caller(t, shard, new Inbox(), cache);
+        var caller = new Caller(t, shard, cache);
         callers.add(caller);
         return caller;
     }
@@ -124,7 +152,7 @@ public final class RdmaArena implements AutoCloseable {
 
     /** A block of {@code size} bytes, 16-byte aligned (small) or page aligned (large). */
     public Block allocate(long size) {
-        return allocate(size, 1, checked ? Scoping.CONFINED : Scoping.UNCHECKED);
+        return allocate(size, 1);
     }
 
     /**
@@ -134,6 +162,18 @@ public final class RdmaArena implements AutoCloseable {
      *                                  is not a power of two or exceeds the chunk size
      */
     public Block allocate(long size, long alignment) {
+        // The fast path — a small class from this thread's cache — is kept small enough for the JIT to inline
+        // into the caller, so that a block used and closed in one method can live in registers.
+        Caller caller = caller();
+        ThreadCache cache = caller.cache;
+        if (cache != null && size > 0 && size <= SizeClasses.SMALL_MAX && alignment > 0
+                && alignment <= SizeClasses.QUANTUM && (alignment & (alignment - 1)) == 0
+                && cache.epoch == flushEpoch.get() && caller.inboxIsEmpty()) {
+            resource.checkOpen();
+            long address = cache.pop(SizeClasses.indexOf(size));
+            Slab slab = cache.poppedSlab;
+            return new Block(caller, slab, slab.chunk, address, size, checked ? Arena.ofConfined() : null, checked);
+        }
         return allocate(size, alignment, checked ? Scoping.CONFINED : Scoping.UNCHECKED);
     }
 
@@ -155,8 +195,8 @@ public final class RdmaArena implements AutoCloseable {
     private Block allocate(long size, long alignment, Scoping scoping) {
         checkRequest(size, alignment);
         resource.checkOpen();
-        Caller caller = callerOfThread.get();
-        if (!caller.inbox().isEmpty()) drainOwn(caller.inbox());
+        Caller caller = caller();
+        if (!caller.inboxIsEmpty()) drain(caller, true);
         Arena scope = switch (scoping) {
             case CONFINED -> Arena.ofConfined();
             case SHARED -> Arena.ofShared();
@@ -164,24 +204,23 @@ public final class RdmaArena implements AutoCloseable {
         };
         boolean confined = scoping == Scoping.CONFINED;
         try {
-            Shard shard = caller.shard();
+            Shard shard = caller.shard;
             long aligned = alignment > (1 << SizeClasses.LOG2_QUANTUM) ? (size + alignment - 1) & -alignment : size;
             if (aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE) {
                 int c = SizeClasses.indexOf(aligned);
-                ThreadCache cache = current(caller.cache());
+                ThreadCache cache = current(caller.cache);
                 if (cache != null) { // the fast path: no lock, no lambda
                     long address = cache.pop(c);
                     Slab slab = cache.poppedSlab;
-                    return new Block(this, shard, slab, slab.chunk, 0, 0, address, size, scope, caller, confined);
+                    return new Block(caller, slab, slab.chunk, address, size, scope, confined);
                 }
                 return shard.bins[c].allocate(shard, (slab, address) ->
-                        new Block(this, shard, slab, slab.chunk, 0, 0, address, size, scope, caller, confined));
+                        new Block(caller, slab, slab.chunk, address, size, scope, confined));
             }
             if (size >= hugeThreshold) return allocateHuge(size, alignment, scope, caller, confined);
             long bytes = SizeClasses.largeSize(size);
             return shard.allocateLarge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE),
-                    (chunk, page, pages) -> new Block(this, shard, null, chunk, page, pages, chunk.address(page), size,
-                            scope, caller, confined));
+                    (chunk, page) -> new Block(caller, null, chunk, chunk.address(page), size, scope, confined));
         } catch (RuntimeException | Error e) {
             if (scope != null) scope.close();
             throw e;
@@ -219,7 +258,7 @@ public final class RdmaArena implements AutoCloseable {
         Chunk c = newChunk(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE), true);
         hugeAllocations.incrementAndGet();
         hugeBytes.addAndGet(bytes);
-        return new Block(this, null, null, c, 0, 0, c.base, size, scope, caller, confined);
+        return new Block(caller, null, c, c.base, size, scope, confined);
     }
 
     /** A segment over a block's memory: confined or shared to {@code scope}, or global when unchecked. */
@@ -231,48 +270,60 @@ public final class RdmaArena implements AutoCloseable {
 
     // ---- freeing ---------------------------------------------------------------------------------------------
 
+    /** Frees a block closed by its owner, into the owner's cache when it can (kept small, to be inlined). */
+    void freeByOwner(Block b) {
+        ThreadCache cache = b.owner.cache;
+        if (b.slab != null && cache != null && cache.epoch == flushEpoch.get() && !closing) {
+            cache.free(b.slab.classIndex, b.slab, b.address());
+        } else {
+            free(b);
+        }
+    }
+
     void free(Block b) {
+        Shard shard = b.owner.shard;
         if (b.slab != null) {
-            ThreadCache cache = b.owner.cache();
+            ThreadCache cache = b.owner.cache;
             if (cache != null && cache.owner == Thread.currentThread() && !closing) {
                 current(cache).free(b.slab.classIndex, b.slab, b.address());
             } else {
-                b.shard.bins[b.slab.classIndex].free(b.shard, b.slab, b.address());
+                shard.bins[b.slab.classIndex].free(shard, b.slab, b.address());
             }
         } else if (b.chunk.huge) {
             hugeFrees.incrementAndGet();
             hugeBytes.addAndGet(-b.chunk.size);
             releaseChunk(b.chunk);
         } else {
-            b.shard.freeLarge(b.chunk, b.page, b.pages);
+            shard.freeLarge(b.chunk, b.firstPage(), b.pages());
         }
     }
 
-    /** A confined block closed by another thread: quarantined until its owner (or, if it died, anyone) frees it. */
+    /** A block closed by another thread: quarantined until its owner (or, if it died, anyone) frees it. */
     void closeElsewhere(Block b) {
-        b.owner.inbox().push(b);
-        if (!b.owner.thread().isAlive()) drainOrphaned(b.owner.inbox());
+        b.owner.handOver(b);
+        if (!b.owner.thread.isAlive()) drain(b.owner, false);
     }
 
-    private void drainOwn(Inbox inbox) {
-        for (Block b = inbox.takeAll(); b != null; b = b.nextInInbox) {
-            b.closeScopeAsOwner();
-            free(b);
+    /** Frees the blocks handed over to {@code owner}; by anyone once it died (its confined segments are unreachable). */
+    private void drain(Caller owner, boolean byOwner) {
+        for (Block b = owner.takeInbox(); b != null; b = b.nextInInbox) {
+            if (b.finishHandOver(byOwner)) {
+                free(b);
+            } else {
+                LOG.log(System.Logger.Level.WARNING, "{0} was closed twice at once, by its owner {1} and by another "
+                        + "thread; freed once", b, owner.thread);
+            }
         }
-    }
-
-    /** Frees the blocks of a dead owner: a confined segment of a dead thread is reachable by no one. */
-    private void drainOrphaned(Inbox inbox) {
-        for (Block b = inbox.takeAll(); b != null; b = b.nextInInbox) free(b);
     }
 
     /** Returns what dead threads left behind: their quarantined blocks and cached regions. */
     private void sweepDeadOwners() {
         for (var it = callers.iterator(); it.hasNext(); ) {
             Caller c = it.next();
-            if (!c.thread().isAlive()) {
-                drainOrphaned(c.inbox());
-                if (c.cache() != null) c.cache().flushAll();
+            if (!c.thread.isAlive()) {
+                drain(c, false);
+                if (c.cache != null) c.cache.flushAll();
+                SLOT.compareAndSet(callerSlots, slotOf(c.thread), c, null);
                 it.remove();
             }
         }
@@ -285,9 +336,9 @@ public final class RdmaArena implements AutoCloseable {
      */
     public void flushThreadCaches() {
         flushEpoch.incrementAndGet();
-        Caller me = callerOfThread.get();
-        drainOwn(me.inbox());
-        current(me.cache());
+        Caller me = caller();
+        drain(me, true);
+        current(me.cache);
         sweepDeadOwners();
     }
 
@@ -414,9 +465,9 @@ public final class RdmaArena implements AutoCloseable {
                 slabs += c[2];
             }
             for (Caller caller : callers) {
-                if (caller.cache() != null) {
-                    allocs += caller.cache().allocations[i];
-                    frees += caller.cache().frees[i];
+                if (caller.cache != null) {
+                    allocs += caller.cache.allocations[i];
+                    frees += caller.cache.frees[i];
                 }
             }
             classes.add(new ArenaStats.ClassStats(SizeClasses.size(i), allocs, frees, slabs));
@@ -442,11 +493,11 @@ public final class RdmaArena implements AutoCloseable {
         long misses = 0;
         long cached = 0;
         for (Caller c : callers) {
-            for (Block b = c.inbox().peek(); b != null; b = b.nextInInbox) quarantined++;
-            if (c.cache() != null) {
-                hits += c.cache().hits;
-                misses += c.cache().misses;
-                cached += c.cache().cached();
+            for (Block b = c.peekInbox(); b != null; b = b.nextInInbox) quarantined++;
+            if (c.cache != null) {
+                hits += c.cache.hits;
+                misses += c.cache.misses;
+                cached += c.cache.cached();
             }
         }
         return new ArenaStats(classes, largeAllocs, largeFrees, hugeAllocations.get(), hugeFrees.get(), active,
@@ -478,7 +529,7 @@ public final class RdmaArena implements AutoCloseable {
         }
         closing = true;
         flushEpoch.incrementAndGet(); // threads give their cached regions back at their next call
-        current(callerOfThread.get().cache());
+        current(caller().cache);
         purging.cancel(false);
         for (Shard s : shards) {
             for (Bin bin : s.bins) bin.trim(s);

@@ -58,7 +58,7 @@ final class Shard {
         try {
             Run r = takeRun(pages, alignment);
             largeAllocations++;
-            return make.block(r.chunk, r.page, pages);
+            return make.block(r.chunk, r.page);
         } finally {
             lock.unlock();
         }
@@ -66,7 +66,7 @@ final class Shard {
 
     /** Creates the block for a page run just taken. */
     interface LargeFactory {
-        Block block(Chunk chunk, int page, int pages);
+        Block block(Chunk chunk, int page);
     }
 
     void freeLarge(Chunk c, int page, int pages) {

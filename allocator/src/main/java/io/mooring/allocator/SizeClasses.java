@@ -24,6 +24,7 @@ package io.mooring.allocator;
  */
 final class SizeClasses {
     static final int LOG2_QUANTUM = 4;
+    static final int QUANTUM = 1 << LOG2_QUANTUM;
     static final int PAGE_SIZE = 8192;
     static final int LOG2_PAGE = 13;
     /** The largest small class; its slabs still hold at least two regions within {@link #MAX_SLAB_PAGES}. */

@@ -42,8 +42,7 @@ final class ThreadCache {
      */
     long pop(int c) {
         if (count[c] == 0) {
-            misses++;
-            count[c] = shard.bins[c].refill(shard, addresses[c], slabs[c], addresses[c].length / 2 + 1);
+            refill(c);
         } else {
             hits++;
         }
@@ -52,6 +51,11 @@ final class ThreadCache {
         slabs[c][top] = null;
         allocations[c]++;
         return addresses[c][top];
+    }
+
+    private void refill(int c) {
+        misses++;
+        count[c] = shard.bins[c].refill(shard, addresses[c], slabs[c], addresses[c].length / 2 + 1);
     }
 
     /** Keeps a freed region of class {@code c}, flushing half of the stack to the bin when it is full. */

@@ -20,6 +20,9 @@ import java.util.List;
 import java.util.Random;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -160,8 +163,101 @@ class RdmaArenaTest {
             assertEquals(7, segment.get(ValueLayout.JAVA_LONG, 0));
             Thread closer = Thread.ofVirtual().start(b::close);
             closer.join();
-            assertThrows(IllegalStateException.class, () -> segment.get(ValueLayout.JAVA_LONG, 0));
+            assertThrows(IllegalStateException.class, () -> segment.get(ValueLayout.JAVA_LONG, 0), "dead at once");
+            assertEquals(1, arena.stats().quarantined(), "the memory waits for its owner");
+            arena.flushThreadCaches();
+            assertEquals(0, arena.stats().quarantined());
             assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    @Test
+    void anUncheckedBlockClosedElsewhereIsQuarantinedUntilItsOwnerComesBack() throws Exception {
+        try (RdmaArena arena = fx.arena().checked(false).build()) {
+            Block b = arena.allocate(64);
+            Thread closer = Thread.ofVirtual().start(b::close);
+            closer.join();
+            assertThrows(IllegalStateException.class, b::close, "a second close, by the owner, is refused");
+            assertEquals(1, arena.stats().quarantined());
+            try (Block next = arena.allocate(64)) {
+                assertEquals(0, arena.stats().quarantined());
+                assertEquals(b.address(), next.address(), "freed once, by the owner, and reused");
+            }
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    /**
+     * The interleaving a racing double close can produce, made deterministic: the other thread's CAS succeeded and
+     * handed the block over, then the owner (which had read OPEN just before) closed and freed it too.
+     */
+    @Test
+    void aBlockHandedOverAfterItsOwnerFreedItIsNotFreedAgain() {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block b = arena.allocate(64);
+            b.close();
+            arena.closeElsewhere(b); // as the racing thread would, had its CAS come first
+            assertEquals(1, arena.stats().quarantined());
+            Block first = arena.allocate(64);
+            Block second = arena.allocate(64);
+            assertEquals(0, arena.stats().quarantined());
+            assertNotEquals(first.address(), second.address(), "the region went back to the cache once");
+            first.close();
+            second.close();
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    /** The owner closes without an atomic; a racing close from another thread must still never free twice. */
+    @Test
+    void racingClosesByOwnerAndAnotherThreadFreeEachBlockOnce() throws Exception {
+        for (boolean checked : new boolean[] {true, false}) {
+            try (RdmaArena arena = fx.arena().checked(checked).build()) {
+                int rounds = 2_000;
+                Block[] blocks = new Block[rounds];
+                CyclicBarrier start = new CyclicBarrier(2);
+                AtomicInteger refused = new AtomicInteger();
+                var other = new SynchronousQueue<Block>();
+                Thread closer = Thread.ofPlatform().start(() -> {
+                    try {
+                        for (int i = 0; i < rounds; i++) {
+                            Block b = other.take();
+                            start.await();
+                            try {
+                                b.close();
+                            } catch (IllegalStateException e) {
+                                refused.incrementAndGet();
+                            }
+                        }
+                    } catch (Exception e) {
+                        throw new AssertionError(e);
+                    }
+                });
+                for (int i = 0; i < rounds; i++) {
+                    blocks[i] = arena.allocate(64);
+                    other.put(blocks[i]);
+                    start.await();
+                    try {
+                        blocks[i].close();
+                    } catch (IllegalStateException e) {
+                        refused.incrementAndGet();
+                    }
+                }
+                closer.join();
+                arena.flushThreadCaches();
+                ArenaStats s = arena.stats();
+                assertEquals(0, s.liveBlocks(), "every block freed: " + s);
+                assertTrue(refused.get() <= rounds, "at most one refusal per block");
+                // Had any region been freed twice it would now be handed out twice.
+                Set<Long> addresses = new HashSet<>();
+                List<Block> live = new ArrayList<>();
+                for (int i = 0; i < 4 * rounds; i++) {
+                    Block b = arena.allocate(64);
+                    live.add(b);
+                    assertTrue(addresses.add(b.address()), "0x" + Long.toHexString(b.address()) + " handed out twice");
+                }
+                live.forEach(Block::close);
+            }
         }
     }
 

@@ -18,6 +18,7 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.infra.Blackhole;
 
 /**
  * One allocate + write + free cycle per operation: the buffer is allocated, its first 8 bytes written (so the
@@ -46,6 +47,19 @@ public class AllocateClose {
     public void mooringChecked(MooringState.Checked mooring) {
         try (Block block = mooring.arena.allocate(size)) {
             block.segment().set(JAVA_LONG, 0, size);
+        }
+    }
+
+    /**
+     * {@link #mooringChecked} with the block handed to a {@link Blackhole}, as when it is put in a work request or
+     * a queue: the JIT must then really allocate the {@code Block} and its segment and scope, which it otherwise
+     * keeps in registers.
+     */
+    @Benchmark
+    public void mooringCheckedEscaping(MooringState.Checked mooring, Blackhole escape) {
+        try (Block block = mooring.arena.allocate(size)) {
+            block.segment().set(JAVA_LONG, 0, size);
+            escape.consume(block);
         }
     }
 
