@@ -18,9 +18,9 @@ import java.util.List;
  * @param registrations    {@code ibv_reg_mr} calls made so far
  * @param deregistrations  {@code ibv_dereg_mr} calls made so far
  * @param quarantined      blocks closed by another thread, waiting for their owner to release them
- * @param cacheHits        small allocations served by a thread cache without a lock
- * @param cacheMisses      small allocations that refilled a thread cache from its bin
- * @param cachedRegions    free small regions held in thread caches now
+ * @param cacheHits        allocations served by a thread cache without a lock
+ * @param cacheMisses      allocations that refilled a thread cache from its shard
+ * @param cachedRegions    free small regions and page runs held in thread caches now
  */
 public record ArenaStats(List<ClassStats> classes, long largeAllocations, long largeFrees, long hugeAllocations,
                          long hugeFrees, long activeBytes, long registeredBytes, long retainedBytes, long dirtyBytes,

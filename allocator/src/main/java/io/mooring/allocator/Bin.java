@@ -47,7 +47,7 @@ final class Bin {
      * Moves up to {@code n} regions into a thread cache's arrays (from index 0); returns how many (at least
      * one). A new slab is cut only for the first: memory is not grown just to fill a cache.
      */
-    int refill(Shard shard, long[] addresses, Slab[] owners, int n) {
+    int refill(Shard shard, long[] addresses, Object[] owners, int n) {
         lock.lock();
         try {
             for (int i = 0; i < n; i++) {
@@ -81,13 +81,13 @@ final class Bin {
     }
 
     /** Takes back the first {@code n} regions of a thread cache's arrays in one locked step. */
-    void giveBack(Shard shard, long[] addresses, Slab[] owners, int n) {
+    void giveBack(Shard shard, long[] addresses, Object[] owners, int n) {
         Slab[] emptied = null;
         int released = 0;
         lock.lock();
         try {
             for (int i = 0; i < n; i++) {
-                Slab e = returnRegion(shard, owners[i], addresses[i]);
+                Slab e = returnRegion(shard, (Slab) owners[i], addresses[i]);
                 if (e != null) {
                     if (emptied == null) emptied = new Slab[n];
                     emptied[released++] = e;

@@ -65,6 +65,7 @@ public final class RdmaArena implements AutoCloseable {
     private final Set<Access> access;
     private final long chunkSize;
     private final long hugeThreshold;
+    private final long cachedMax; // the largest request thread caches serve
     private final HugePages hugePages;
     private final boolean checked;
     private final Duration decay;
@@ -94,6 +95,7 @@ public final class RdmaArena implements AutoCloseable {
         this.access = Set.copyOf(b.access);
         this.chunkSize = b.chunkSize;
         this.hugeThreshold = b.hugeThreshold > 0 ? b.hugeThreshold : b.chunkSize / 2;
+        this.cachedMax = Math.min(ThreadCache.LARGE_MAX, hugeThreshold - 1);
         this.hugePages = b.hugePages;
         this.checked = b.checked;
         this.decay = b.decay;
@@ -162,17 +164,17 @@ public final class RdmaArena implements AutoCloseable {
      *                                  is not a power of two or exceeds the chunk size
      */
     public Block allocate(long size, long alignment) {
-        // The fast path — a small class from this thread's cache — is kept small enough for the JIT to inline
-        // into the caller, so that a block used and closed in one method can live in registers.
+        // The fast path — a class this thread caches, needing no more than the quantum's alignment — is kept
+        // small, for the JIT to inline it into the caller: a block used and closed in one method can then live in
+        // registers.
         Caller caller = caller();
         ThreadCache cache = caller.cache;
-        if (cache != null && size > 0 && size <= SizeClasses.SMALL_MAX && alignment > 0
+        if (cache != null && size > 0 && size <= cachedMax && alignment > 0
                 && alignment <= SizeClasses.QUANTUM && (alignment & (alignment - 1)) == 0
                 && cache.epoch == flushEpoch.get() && caller.inboxIsEmpty()) {
             resource.checkOpen();
-            long address = cache.pop(SizeClasses.indexOf(size));
-            Slab slab = cache.poppedSlab;
-            return new Block(caller, slab, slab.chunk, address, size, checked ? Arena.ofConfined() : null, checked);
+            return fromCache(caller, cache, SizeClasses.indexOf(size), size, checked ? Arena.ofConfined() : null,
+                    checked);
         }
         return allocate(size, alignment, checked ? Scoping.CONFINED : Scoping.UNCHECKED);
     }
@@ -205,17 +207,18 @@ public final class RdmaArena implements AutoCloseable {
         boolean confined = scoping == Scoping.CONFINED;
         try {
             Shard shard = caller.shard;
-            long aligned = alignment > (1 << SizeClasses.LOG2_QUANTUM) ? (size + alignment - 1) & -alignment : size;
-            if (aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE) {
-                int c = SizeClasses.indexOf(aligned);
+            // A small class's regions are aligned to the largest power of two dividing its size (up to a page);
+            // every page run is page aligned.
+            long aligned = alignment > SizeClasses.QUANTUM ? (size + alignment - 1) & -alignment : size;
+            boolean small = aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE;
+            if (small || (size <= cachedMax && alignment <= SizeClasses.PAGE_SIZE)) {
+                int c = SizeClasses.indexOf(small ? aligned : size);
                 ThreadCache cache = current(caller.cache);
-                if (cache != null) { // the fast path: no lock, no lambda
-                    long address = cache.pop(c);
-                    Slab slab = cache.poppedSlab;
-                    return new Block(caller, slab, slab.chunk, address, size, scope, confined);
+                if (cache != null) return fromCache(caller, cache, c, size, scope, confined);
+                if (small) {
+                    return shard.bins[c].allocate(shard, (slab, address) ->
+                            new Block(caller, slab, slab.chunk, address, size, scope, confined));
                 }
-                return shard.bins[c].allocate(shard, (slab, address) ->
-                        new Block(caller, slab, slab.chunk, address, size, scope, confined));
             }
             if (size >= hugeThreshold) return allocateHuge(size, alignment, scope, caller, confined);
             long bytes = SizeClasses.largeSize(size);
@@ -225,6 +228,15 @@ public final class RdmaArena implements AutoCloseable {
             if (scope != null) scope.close();
             throw e;
         }
+    }
+
+    /** A block from the thread cache: its home is a slab for a small class, a chunk for a large one. */
+    private static Block fromCache(Caller caller, ThreadCache cache, int c, long size, Arena scope, boolean confined) {
+        long address = cache.pop(c);
+        Object home = cache.poppedHome;
+        return ThreadCache.isSmall(c)
+                ? new Block(caller, (Slab) home, ((Slab) home).chunk, address, size, scope, confined)
+                : new Block(caller, null, (Chunk) home, address, size, scope, confined);
     }
 
     private void checkRequest(long size, long alignment) {
@@ -273,22 +285,17 @@ public final class RdmaArena implements AutoCloseable {
     /** Frees a block closed by its owner, into the owner's cache when it can (kept small, to be inlined). */
     void freeByOwner(Block b) {
         ThreadCache cache = b.owner.cache;
-        if (b.slab != null && cache != null && cache.epoch == flushEpoch.get() && !closing) {
-            cache.free(b.slab.classIndex, b.slab, b.address());
-        } else {
-            free(b);
-        }
+        if (cache == null || cache.epoch != flushEpoch.get() || closing || !freeToCache(cache, b)) free(b);
     }
 
     void free(Block b) {
+        ThreadCache cache = b.owner.cache;
+        if (cache != null && cache.owner == Thread.currentThread() && !closing && freeToCache(current(cache), b)) {
+            return;
+        }
         Shard shard = b.owner.shard;
         if (b.slab != null) {
-            ThreadCache cache = b.owner.cache;
-            if (cache != null && cache.owner == Thread.currentThread() && !closing) {
-                current(cache).free(b.slab.classIndex, b.slab, b.address());
-            } else {
-                shard.bins[b.slab.classIndex].free(shard, b.slab, b.address());
-            }
+            shard.bins[b.slab.classIndex].free(shard, b.slab, b.address());
         } else if (b.chunk.huge) {
             hugeFrees.incrementAndGet();
             hugeBytes.addAndGet(-b.chunk.size);
@@ -296,6 +303,21 @@ public final class RdmaArena implements AutoCloseable {
         } else {
             shard.freeLarge(b.chunk, b.firstPage(), b.pages());
         }
+    }
+
+    /**
+     * Keeps a freed block's region or page run in its owner's cache, if its class is cached. A page run serving a
+     * small request with a large alignment has no large class: it goes back to its chunk.
+     */
+    private boolean freeToCache(ThreadCache cache, Block b) {
+        if (b.slab != null) {
+            cache.free(b.slab.classIndex, b.slab, b.address());
+        } else if (b.size() > SizeClasses.SMALL_MAX && b.size() <= cachedMax) {
+            cache.free(SizeClasses.indexOf(b.size()), b.chunk, b.address());
+        } else {
+            return false;
+        }
+        return true;
     }
 
     /** A block closed by another thread: quarantined until its owner (or, if it died, anyone) frees it. */
@@ -485,21 +507,26 @@ public final class RdmaArena implements AutoCloseable {
         for (int i = 0; i < SizeClasses.SMALL_CLASSES; i++) {
             slabBytes += classes.get(i).slabs() * ((long) SizeClasses.slabPages(i) << SizeClasses.LOG2_PAGE);
         }
-        long largeBytes = (usedPages << SizeClasses.LOG2_PAGE) - slabBytes;
-        active += largeBytes;
         long dirty = ((chunkPages - usedPages) << SizeClasses.LOG2_PAGE) - emptyChunkBytes;
         long quarantined = 0;
         long hits = 0;
         long misses = 0;
         long cached = 0;
+        long cachedLargeBytes = 0; // page runs in caches: used pages to their chunks, yet not active
         for (Caller c : callers) {
             for (Block b = c.peekInbox(); b != null; b = b.nextInInbox) quarantined++;
             if (c.cache != null) {
                 hits += c.cache.hits;
                 misses += c.cache.misses;
                 cached += c.cache.cached();
+                cachedLargeBytes += c.cache.cachedLargeBytes();
+                for (int i = SizeClasses.SMALL_CLASSES; i < ThreadCache.CLASSES; i++) {
+                    largeAllocs += c.cache.allocations[i];
+                    largeFrees += c.cache.frees[i];
+                }
             }
         }
+        active += (usedPages << SizeClasses.LOG2_PAGE) - slabBytes - cachedLargeBytes;
         return new ArenaStats(classes, largeAllocs, largeFrees, hugeAllocations.get(), hugeFrees.get(), active,
                 registeredBytes.get(), emptyChunkBytes, dirty, chunkCount.get(), registrations.get(),
                 deregistrations.get(), quarantined, hits, misses, cached);

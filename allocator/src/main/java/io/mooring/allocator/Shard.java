@@ -73,23 +73,54 @@ final class Shard {
         freeRun(c, page, pages, true);
     }
 
-    private void freeRun(Chunk c, int page, int pages, boolean large) {
-        boolean release = false;
+    /** One page run of {@code pages} for a thread cache (not counted as a large allocation: the cache counts). */
+    int refillRun(int pages, long[] addresses, Object[] chunks) {
         lock.lock();
         try {
-            c.free(page, pages);
-            if (large) largeFrees++;
-            if (c.isEmpty()) {
-                c.emptySinceNanos = System.nanoTime();
-                if (arena.isClosing()) {
-                    chunks.remove(c);
-                    release = true;
-                }
+            Run r = takeRun(pages, SizeClasses.PAGE_SIZE);
+            addresses[0] = r.chunk.address(r.page);
+            chunks[0] = r.chunk;
+            return 1;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Takes back the first {@code n} page runs of a thread cache's arrays in one locked step. */
+    void giveBackRuns(int pages, long[] addresses, Object[] chunks, int n) {
+        List<Chunk> released = new ArrayList<>(0);
+        lock.lock();
+        try {
+            for (int i = 0; i < n; i++) {
+                Chunk c = (Chunk) chunks[i];
+                if (returnRun(c, c.page(addresses[i]), pages)) released.add(c);
             }
         } finally {
             lock.unlock();
         }
+        released.forEach(arena::releaseChunk);
+    }
+
+    private void freeRun(Chunk c, int page, int pages, boolean large) {
+        boolean release;
+        lock.lock();
+        try {
+            if (large) largeFrees++;
+            release = returnRun(c, page, pages);
+        } finally {
+            lock.unlock();
+        }
         if (release) arena.releaseChunk(c);
+    }
+
+    /** Frees a run; true if its chunk became empty while the arena closes, so must be released. Under the lock. */
+    private boolean returnRun(Chunk c, int page, int pages) {
+        c.free(page, pages);
+        if (!c.isEmpty()) return false;
+        c.emptySinceNanos = System.nanoTime();
+        if (!arena.isClosing()) return false;
+        chunks.remove(c);
+        return true;
     }
 
     /**

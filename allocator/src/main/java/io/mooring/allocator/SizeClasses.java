@@ -92,6 +92,11 @@ final class SizeClasses {
         return best;
     }
 
+    /** Pages of a page run of large class {@code index}. */
+    static int largePages(int index) {
+        return (int) ((size(index) + PAGE_SIZE - 1) >>> LOG2_PAGE);
+    }
+
     /** Bytes a large request occupies: its class size, in whole pages. */
     static long largeSize(long size) {
         long classSize = size(indexOf(size));

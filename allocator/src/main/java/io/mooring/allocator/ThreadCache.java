@@ -1,10 +1,16 @@
 package io.mooring.allocator;
 
+import java.util.Arrays;
+
 /**
- * A platform thread's private stock of free small regions, per class, so that most allocations and frees
- * touch no lock (jemalloc's tcache). Bounded per class (at most {@code maxBytes / size} regions, between
- * {@value #MIN_SLOTS} and {@value #MAX_SLOTS}); a miss refills half of the slots from the shard's bin in one
- * locked step, and a full stack flushes half back the same way.
+ * A platform thread's private stock of free regions per class, so that most allocations and frees touch no lock
+ * (jemalloc's tcache): small regions (whose home is their {@link Slab}) and page runs of the large classes up
+ * to {@value #LARGE_MAX} bytes (whose home is their {@link Chunk}).
+ *
+ * <p>Bounded per class: at most {@code maxBytes / size} entries, between {@value #MIN_SLOTS} and
+ * {@value #MAX_SLOTS} for small classes and at least one for large ones. A miss refills half of a small class's
+ * slots from the shard's bin in one locked step (one page run for a large class); a full stack flushes half back
+ * the same way.
  *
  * <p>Only the owner touches it — except after the owner died (then the arena flushes it; thread termination
  * makes its last writes visible). Virtual threads get none: a cache per virtual thread would be unbounded in
@@ -13,32 +19,41 @@ package io.mooring.allocator;
 final class ThreadCache {
     static final int MIN_SLOTS = 4;
     static final int MAX_SLOTS = 64;
+    /** The largest class cached (jemalloc's {@code tcache_max}); larger blocks always go through the shard. */
+    static final long LARGE_MAX = 128 << 10;
+    /** Classes {@code 0 .. CLASSES - 1} are cached: every small one and the large ones up to {@link #LARGE_MAX}. */
+    static final int CLASSES = SizeClasses.indexOf(LARGE_MAX) + 1;
 
     final Shard shard;
     final Thread owner;
-    private final long[][] addresses = new long[SizeClasses.SMALL_CLASSES][];
-    private final Slab[][] slabs = new Slab[SizeClasses.SMALL_CLASSES][];
-    private final int[] count = new int[SizeClasses.SMALL_CLASSES];
-    final long[] allocations = new long[SizeClasses.SMALL_CLASSES]; // handed out from here
-    final long[] frees = new long[SizeClasses.SMALL_CLASSES];       // given back to here
+    private final long[][] addresses = new long[CLASSES][];
+    private final Object[][] homes = new Object[CLASSES][]; // a Slab (small class) or a Chunk (large class)
+    private final int[] count = new int[CLASSES];
+    final long[] allocations = new long[CLASSES]; // handed out from here
+    final long[] frees = new long[CLASSES];       // given back to here
     long hits;
     long misses;
     int epoch; // the arena's flush epoch this cache last honoured
-    Slab poppedSlab; // the slab of the region {@link #pop} returned last
+    Object poppedHome; // the home of the region {@link #pop} returned last
 
     ThreadCache(Shard shard, Thread owner, long maxBytesPerClass) {
         this.shard = shard;
         this.owner = owner;
-        for (int c = 0; c < SizeClasses.SMALL_CLASSES; c++) {
-            int slots = (int) Math.clamp(maxBytesPerClass / SizeClasses.size(c), MIN_SLOTS, MAX_SLOTS);
+        for (int c = 0; c < CLASSES; c++) {
+            long fit = maxBytesPerClass / SizeClasses.size(c);
+            int slots = (int) (isSmall(c) ? Math.clamp(fit, MIN_SLOTS, MAX_SLOTS) : Math.clamp(fit, 1, MAX_SLOTS));
             addresses[c] = new long[slots];
-            slabs[c] = new Slab[slots];
+            homes[c] = new Object[slots];
         }
     }
 
+    static boolean isSmall(int c) {
+        return c < SizeClasses.SMALL_CLASSES;
+    }
+
     /**
-     * Takes a cached region of class {@code c} (refilling from the bin when empty): returns its address and
-     * leaves its slab in {@link #poppedSlab} — two results without allocating a holder on the fast path.
+     * Takes a cached region of class {@code c} (refilling when empty): returns its address and leaves its home in
+     * {@link #poppedHome} — two results without allocating a holder on the fast path.
      */
     long pop(int c) {
         if (count[c] == 0) {
@@ -47,45 +62,60 @@ final class ThreadCache {
             hits++;
         }
         int top = --count[c];
-        poppedSlab = slabs[c][top];
-        slabs[c][top] = null;
+        poppedHome = homes[c][top];
+        homes[c][top] = null;
         allocations[c]++;
         return addresses[c][top];
     }
 
     private void refill(int c) {
         misses++;
-        count[c] = shard.bins[c].refill(shard, addresses[c], slabs[c], addresses[c].length / 2 + 1);
+        count[c] = isSmall(c)
+                ? shard.bins[c].refill(shard, addresses[c], homes[c], addresses[c].length / 2 + 1)
+                : shard.refillRun(SizeClasses.largePages(c), addresses[c], homes[c]);
     }
 
-    /** Keeps a freed region of class {@code c}, flushing half of the stack to the bin when it is full. */
-    void free(int c, Slab slab, long address) {
-        if (count[c] == addresses[c].length) flush(c, addresses[c].length / 2);
+    /** Keeps a freed region of class {@code c}, flushing half of the stack when it is full. */
+    void free(int c, Object home, long address) {
+        if (count[c] == addresses[c].length) flush(c, (addresses[c].length + 1) / 2);
         int top = count[c]++;
         addresses[c][top] = address;
-        slabs[c][top] = slab;
+        homes[c][top] = home;
         frees[c]++;
     }
 
-    /** Returns the oldest {@code n} cached regions of class {@code c} to the bin. */
+    /** Returns the oldest {@code n} cached regions of class {@code c} to the bin or the chunks. */
     private void flush(int c, int n) {
-        shard.bins[c].giveBack(shard, addresses[c], slabs[c], n);
+        if (isSmall(c)) {
+            shard.bins[c].giveBack(shard, addresses[c], homes[c], n);
+        } else {
+            shard.giveBackRuns(SizeClasses.largePages(c), addresses[c], homes[c], n);
+        }
         int left = count[c] - n;
         System.arraycopy(addresses[c], n, addresses[c], 0, left);
-        System.arraycopy(slabs[c], n, slabs[c], 0, left);
-        java.util.Arrays.fill(slabs[c], left, count[c], null);
+        System.arraycopy(homes[c], n, homes[c], 0, left);
+        Arrays.fill(homes[c], left, count[c], null);
         count[c] = left;
     }
 
-    /** Returns everything to the bins (on demand, on the arena's flush epoch, or after the owner died). */
+    /** Returns everything to the bins and chunks (on demand, on the arena's flush epoch, or after the owner died). */
     void flushAll() {
         for (int c = 0; c < count.length; c++) if (count[c] > 0) flush(c, count[c]);
     }
 
-    /** Regions held here now. */
+    /** Regions and page runs held here now. */
     long cached() {
         long n = 0;
         for (int k : count) n += k;
         return n;
+    }
+
+    /** Bytes of the page runs of large classes held here now (counted as used pages by their chunks). */
+    long cachedLargeBytes() {
+        long bytes = 0;
+        for (int c = SizeClasses.SMALL_CLASSES; c < CLASSES; c++) {
+            bytes += (long) count[c] * SizeClasses.largePages(c) << SizeClasses.LOG2_PAGE;
+        }
+        return bytes;
     }
 }

@@ -29,6 +29,40 @@ class ThreadCacheTest {
     }
 
     @Test
+    void largeClassesUpToTheCacheLimitAreCachedAsPageRuns() {
+        try (RdmaArena arena = fx.arena().build()) {
+            for (int i = 0; i < 1000; i++) arena.allocate(64 << 10).close();
+            ArenaStats s = arena.stats();
+            assertEquals(1, s.cacheMisses(), "one page run taken from the shard, then reused");
+            assertEquals(999, s.cacheHits());
+            assertEquals(1000, s.largeAllocations());
+            assertEquals(1000, s.largeFrees());
+            assertEquals(0, s.activeBytes(), "a cached run is not active");
+            assertEquals(1, s.cachedRegions());
+            arena.flushThreadCaches();
+            arena.purge();
+            assertEquals(0, arena.stats().chunks(), "the run went back to its chunk, which could be released");
+        }
+    }
+
+    @Test
+    void blocksAboveTheCacheLimitOrHugeAreNotCached() {
+        try (RdmaArena arena = fx.arena().build()) {
+            arena.allocate(ThreadCache.LARGE_MAX + 1).close();
+            ArenaStats s = arena.stats();
+            assertEquals(0, s.cacheHits() + s.cacheMisses());
+            assertEquals(1, s.largeFrees());
+        }
+        try (RdmaArena arena = fx.arena().hugeThreshold(32 << 10).build()) {
+            arena.allocate(32 << 10).close(); // huge here: a chunk of its own
+            ArenaStats s = arena.stats();
+            assertEquals(0, s.cacheHits() + s.cacheMisses());
+            assertEquals(0, s.cachedRegions());
+            assertEquals(1, s.hugeFrees());
+        }
+    }
+
+    @Test
     void theCacheStaysBounded() {
         try (RdmaArena arena = fx.arena().build()) {
             List<Block> blocks = new ArrayList<>();

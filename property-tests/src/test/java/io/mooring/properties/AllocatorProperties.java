@@ -35,7 +35,8 @@ import org.quicktheories.generators.Generate;
  * deregistered and unmapped exactly once.
  */
 class AllocatorProperties {
-    private static final long[] SIZES = {1, 8, 16, 17, 64, 100, 500, 4096, 4097, 16384, 16385, 70_000, 300_000};
+    private static final long[] SIZES = {1, 8, 16, 17, 64, 100, 500, 4096, 4097, 16384, 16385, 20_000, 70_000, 131_072,
+            131_073, 300_000};
     private static final long[] ALIGNMENTS = {1, 8, 64, 4096, 65536};
 
     enum Op { ALLOCATE, CLOSE, DOUBLE_CLOSE }
@@ -150,6 +151,7 @@ class AllocatorProperties {
         private void checkCounts() {
             ArenaStats s = arena.stats();
             assertEquals(0, s.liveBlocks(), "every block was closed");
+            assertEquals(0, s.activeBytes(), () -> "no byte counted active: " + s);
             Map<Long, Long> modelPerClass = new java.util.TreeMap<>();
             smallAllocations.forEach((size, n) -> modelPerClass.merge(
                     s.classes().stream().filter(c -> c.size() >= size).findFirst().orElseThrow().size(),
