@@ -26,4 +26,11 @@ final class ChunkEvent extends Event {
 
     @Label("Huge")
     boolean huge;
+
+    /** A begun event; callers check first that JFR is initialized (see RdmaArena). */
+    static ChunkEvent begun() {
+        var event = new ChunkEvent();
+        event.begin();
+        return event;
+    }
 }

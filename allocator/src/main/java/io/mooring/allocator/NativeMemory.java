@@ -68,7 +68,19 @@ final class NativeMemory {
     static long map(long size, long alignment, boolean hugePages) {
         long span = size + (alignment > SizeClasses.PAGE_SIZE ? alignment : 0);
         int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hugePages ? MAP_HUGETLB : 0);
-        long base = call(MMAP, "mmap", 0L, span, PROT_READ | PROT_WRITE, flags, -1, 0L);
+        long base;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment state = a.allocate(CALL_STATE);
+            base = (long) MMAP.invokeExact(state, 0L, span, PROT_READ | PROT_WRITE, flags, -1, 0L);
+            if (base == MAP_FAILED) {
+                int errno = (int) ERRNO.get(state, 0L);
+                String hint = hugePages && errno == Errno.ENOMEM.number()
+                        ? ": no huge pages reserved (vm.nr_hugepages), or turn hugePages off" : "";
+                throw new OutOfMemoryError("mmap of " + span + " bytes failed with " + Errno.describe(errno) + hint);
+            }
+        } catch (Throwable t) {
+            throw unchecked(t);
+        }
         long aligned = (base + alignment - 1) & -alignment;
         if (aligned > base) unmap(base, aligned - base);
         long end = aligned + size;
@@ -79,43 +91,29 @@ final class NativeMemory {
     /** Asks for transparent huge pages on a mapping (a hint: refused quietly where THP is off). */
     static void adviseHugePages(long address, long size) {
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment state = a.allocate(CALL_STATE);
-            invoke(MADVISE, state, address, size, MADV_HUGEPAGE);
+            int unused = (int) MADVISE.invokeExact(a.allocate(CALL_STATE), address, size, MADV_HUGEPAGE); // a hint
+        } catch (Throwable t) {
+            throw unchecked(t);
         }
     }
 
     static void unmap(long address, long size) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment state = a.allocate(CALL_STATE);
-            int rc = (int) invoke(MUNMAP, state, address, size);
+            int rc = (int) MUNMAP.invokeExact(state, address, size);
             if (rc != 0) {
                 throw new IllegalStateException("munmap(0x" + Long.toHexString(address) + ", " + size + ") failed with "
                         + Errno.describe((int) ERRNO.get(state, 0L)));
             }
-        }
-    }
-
-    private static long call(MethodHandle mh, String name, long addr, long len, int prot, int flags, int fd, long off) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment state = a.allocate(CALL_STATE);
-            long result = (long) invoke(mh, state, addr, len, prot, flags, fd, off);
-            if (result == MAP_FAILED) {
-                int errno = (int) ERRNO.get(state, 0L);
-                String hint = (flags & MAP_HUGETLB) != 0 && errno == Errno.ENOMEM.number()
-                        ? ": no huge pages reserved (vm.nr_hugepages), or turn hugePages off" : "";
-                throw new OutOfMemoryError(name + " of " + len + " bytes failed with " + Errno.describe(errno) + hint);
-            }
-            return result;
-        }
-    }
-
-    private static Object invoke(MethodHandle mh, Object... args) {
-        try {
-            return mh.invokeWithArguments(args);
-        } catch (Error | RuntimeException e) {
-            throw e;
         } catch (Throwable t) {
-            throw new AssertionError("unexpected checked exception from a downcall", t);
+            throw unchecked(t);
         }
+    }
+
+    /** A downcall's throwable as it is: downcalls throw no checked exception. */
+    private static RuntimeException unchecked(Throwable t) {
+        if (t instanceof RuntimeException e) return e;
+        if (t instanceof Error e) throw e;
+        throw new AssertionError("unexpected checked exception from a downcall", t);
     }
 }

@@ -20,4 +20,11 @@ final class PurgeEvent extends Event {
     @Label("Bytes released")
     @DataAmount
     long bytes;
+
+    /** A begun event; callers check first that JFR is initialized (see RdmaArena). */
+    static PurgeEvent begun() {
+        var event = new PurgeEvent();
+        event.begin();
+        return event;
+    }
 }

@@ -24,6 +24,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import jdk.jfr.FlightRecorder;
 
 /**
  * A jemalloc-style allocator of registered memory: a few large chunks are registered once with the protection
@@ -383,8 +384,7 @@ public final class RdmaArena implements AutoCloseable {
         if (hugePages == HugePages.TRANSPARENT) NativeMemory.adviseHugePages(base, size);
         Resource memory = resource.createChild("chunk-memory", "addr=0x" + Long.toHexString(base) + " len=" + size,
                 () -> NativeMemory.unmap(base, size));
-        var event = new ChunkEvent();
-        event.begin();
+        var event = recording() ? ChunkEvent.begun() : null;
         MemoryRegion region;
         try {
             region = pd.register(view(base, size, null), access, memory);
@@ -404,8 +404,7 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     void releaseChunk(Chunk c) {
-        var event = new ChunkEvent();
-        event.begin();
+        var event = recording() ? ChunkEvent.begun() : null;
         c.release();
         deregistrations.incrementAndGet();
         registeredBytes.addAndGet(-c.size);
@@ -413,8 +412,16 @@ public final class RdmaArena implements AutoCloseable {
         commit(event, "release", c.base, c.size, c.huge);
     }
 
+    /**
+     * Whether JFR is initialized. Checked before an event class is touched: initializing one registers it, which
+     * initializes JFR — about half a second for a JVM that records nothing.
+     */
+    private static boolean recording() {
+        return FlightRecorder.isInitialized();
+    }
+
     private void commit(ChunkEvent event, String action, long address, long size, boolean huge) {
-        if (!event.shouldCommit()) return;
+        if (event == null || !event.shouldCommit()) return;
         event.arena = name;
         event.action = action;
         event.address = address;
@@ -451,14 +458,13 @@ public final class RdmaArena implements AutoCloseable {
             }));
         }
         if (released.isEmpty()) return;
-        var event = new PurgeEvent();
-        event.begin();
+        var event = recording() ? PurgeEvent.begun() : null;
         long bytes = 0;
         for (Chunk c : released) {
             releaseChunk(c);
             bytes += c.size;
         }
-        if (event.shouldCommit()) {
+        if (event != null && event.shouldCommit()) {
             event.arena = name;
             event.chunks = released.size();
             event.bytes = bytes;
