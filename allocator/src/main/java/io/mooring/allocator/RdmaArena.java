@@ -174,8 +174,9 @@ public final class RdmaArena implements AutoCloseable {
                 && alignment <= SizeClasses.QUANTUM && (alignment & (alignment - 1)) == 0
                 && cache.epoch == flushEpoch.get() && caller.inboxIsEmpty()) {
             resource.checkOpen();
-            return fromCache(caller, cache, SizeClasses.indexOf(size), size, checked ? Arena.ofConfined() : null,
-                    checked);
+            int c = SizeClasses.indexOf(size);
+            long address = cache.pop(c); // first: a refill may fail (registration), and then no scope was made
+            return cached(caller, c, cache.poppedHome, address, size, checked ? Arena.ofConfined() : null, checked);
         }
         return allocate(size, alignment, checked ? Scoping.CONFINED : Scoping.UNCHECKED);
     }
@@ -215,7 +216,10 @@ public final class RdmaArena implements AutoCloseable {
             if (small || (size <= cachedMax && alignment <= SizeClasses.PAGE_SIZE)) {
                 int c = SizeClasses.indexOf(small ? aligned : size);
                 ThreadCache cache = current(caller.cache);
-                if (cache != null) return fromCache(caller, cache, c, size, scope, confined);
+                if (cache != null) {
+                    long address = cache.pop(c);
+                    return cached(caller, c, cache.poppedHome, address, size, scope, confined);
+                }
                 if (small) {
                     return shard.bins[c].allocate(shard, (slab, address) ->
                             new Block(caller, slab, slab.chunk, address, size, scope, confined));
@@ -231,13 +235,11 @@ public final class RdmaArena implements AutoCloseable {
         }
     }
 
-    /** A block from the thread cache: its home is a slab for a small class, a chunk for a large one. */
-    private static Block fromCache(Caller caller, ThreadCache cache, int c, long size, Arena scope, boolean confined) {
-        long address = cache.pop(c);
-        Object home = cache.poppedHome;
-        return ThreadCache.isSmall(c)
-                ? new Block(caller, (Slab) home, ((Slab) home).chunk, address, size, scope, confined)
-                : new Block(caller, null, (Chunk) home, address, size, scope, confined);
+    /** A block of a region from a thread cache: its home is a slab for a small class, a chunk for a large one. */
+    private static Block cached(Caller caller, int c, Object home, long address, long size, Arena scope,
+                                boolean confined) {
+        Slab slab = ThreadCache.isSmall(c) ? (Slab) home : null;
+        return new Block(caller, slab, slab != null ? slab.chunk : (Chunk) home, address, size, scope, confined);
     }
 
     private void checkRequest(long size, long alignment) {

@@ -10,6 +10,9 @@ import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceState;
 import io.mooring.verbs.Access;
+import io.mooring.verbs.Errno;
+import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.soft.SoftProvider;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -321,6 +324,32 @@ class RdmaArenaTest {
         }
         assertThrows(IllegalArgumentException.class, () -> fx.arena().chunkSize(3 << 20));
         assertThrows(IllegalArgumentException.class, () -> fx.arena().arenas(0));
+    }
+
+    /** The locked-memory limit (played by the soft provider) refuses a new chunk: typed, hinted, nothing leaked. */
+    @Test
+    void aRefusedRegistrationLeavesTheArenaUsableAndLeaksNothing() {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block first = arena.allocate(256 << 10); // a page run of the first 1 MiB chunk
+            int resources = fx.graph.liveCount();
+            // Room for the chunk registered (1 MiB) and half of another: the next chunk must be refused.
+            System.setProperty(SoftProvider.MEMLOCK_PROPERTY, String.valueOf(3 << 19));
+            try {
+                VerbsException refused = assertThrows(VerbsException.class, () -> arena.allocate(768 << 10));
+                assertEquals(Errno.ENOMEM.number(), refused.errno());
+                assertTrue(refused.getMessage().contains("ulimit -l"), refused.getMessage());
+                assertEquals(resources, fx.graph.liveCount(), "no mapping or region left behind");
+                assertEquals(1, arena.stats().registrations());
+                try (Block small = arena.allocate(64)) { // the arena goes on serving from what it has
+                    assertTrue(small.address() >= first.region().address());
+                }
+            } finally {
+                System.clearProperty(SoftProvider.MEMLOCK_PROPERTY);
+            }
+            arena.allocate(768 << 10).close(); // and registers again (a huge block here) once the limit allows
+            first.close();
+            assertEquals(2, arena.stats().registrations());
+        }
     }
 
     @Test

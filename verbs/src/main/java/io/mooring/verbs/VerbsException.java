@@ -18,6 +18,11 @@ public class VerbsException extends RuntimeException {
      * @param object what it was applied to, e.g. {@code pd#3 on soft0}
      * @param hint   what to do about it; may be empty
      */
+    /** What ENOMEM from {@code ibv_reg_mr} means, from every provider. */
+    public static final String MEMLOCK_HINT = "registering pins memory and counts against the locked-memory limit:"
+            + " raise it (`ulimit -l`, memlock in /etc/security/limits.conf, LimitMEMLOCK= for a systemd service)"
+            + " or register less";
+
     public VerbsException(String verb, int errno, String object, String hint) {
         this(verb, errno, object, hint, null);
     }

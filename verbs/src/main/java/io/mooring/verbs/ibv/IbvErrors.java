@@ -22,10 +22,7 @@ final class IbvErrors {
     static String hint(String verb, int errno, String detail) {
         String standard = switch (Errno.describe(errno).split(" ")[0]) {
             case "ENOSYS" -> NO_RDMA;
-            case "ENOMEM" -> verb.equals("ibv_reg_mr")
-                    ? "registering pins memory and counts against the locked-memory limit: raise it (`ulimit -l`,"
-                      + " memlock in /etc/security/limits.conf, LimitMEMLOCK= for a systemd service) or register"
-                      + " less"
+            case "ENOMEM" -> verb.equals("ibv_reg_mr") ? VerbsException.MEMLOCK_HINT
                     : "the device or the kernel ran out of resources for this object";
             case "EPERM", "EACCES" -> "no permission to use the RDMA device: check the access rights of"
                     + " /dev/infiniband/uverbs* (group rdma) and the locked-memory limit";

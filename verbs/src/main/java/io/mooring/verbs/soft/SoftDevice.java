@@ -2,17 +2,20 @@ package io.mooring.verbs.soft;
 
 import io.mooring.verbs.DeviceAttributes;
 import io.mooring.verbs.DeviceInfo;
+import io.mooring.verbs.Errno;
 import io.mooring.verbs.Gid;
 import io.mooring.verbs.Mtu;
 import io.mooring.verbs.MwType;
 import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.ScatterGatherList;
+import io.mooring.verbs.VerbsException;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * One soft NIC: its key and QP number spaces and its port on the fabric. The port is a TCP listener; its
@@ -25,6 +28,8 @@ final class SoftDevice {
             ScatterGatherList.CAPACITY, 1 << 16, 1 << 20, 1 << 20, 1 << 16, true, Set.of(MwType.TYPE_1, MwType.TYPE_2),
             256, 1);
     private static final Map<String, SoftDevice> DEVICES = new ConcurrentHashMap<>();
+    /** Bytes registered by all soft devices: what the locked-memory limit counts, per process as the kernel does. */
+    private static final AtomicLong PINNED = new AtomicLong();
 
     final String name;
     /** MRs and MWs by key index (the key without its low 8 "key" bits). */
@@ -58,6 +63,25 @@ final class SoftDevice {
 
     DeviceInfo info() {
         return new DeviceInfo("soft", name, ATTRIBUTES, List.of(port()));
+    }
+
+    /**
+     * Counts {@code bytes} as pinned, or refuses with ENOMEM and the memlock hint if that would pass
+     * {@value SoftProvider#MEMLOCK_PROPERTY}.
+     */
+    static void pin(long bytes, String object) {
+        long limit = Long.getLong(SoftProvider.MEMLOCK_PROPERTY, Long.MAX_VALUE);
+        long now = PINNED.addAndGet(bytes);
+        if (now > limit) {
+            PINNED.addAndGet(-bytes);
+            throw new VerbsException("ibv_reg_mr", Errno.ENOMEM.number(), object, VerbsException.MEMLOCK_HINT
+                    + " (" + bytes + " more bytes would make " + now + ", above the limit of " + limit + " set by -D"
+                    + SoftProvider.MEMLOCK_PROPERTY + ")");
+        }
+    }
+
+    static void unpin(long bytes) {
+        PINNED.addAndGet(-bytes);
     }
 
     /** A fresh key: a new index and a random key byte, as NICs hand out. */

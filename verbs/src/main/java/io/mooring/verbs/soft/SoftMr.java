@@ -91,5 +91,6 @@ final class SoftMr implements MrOps {
         }
         device.keys.remove(key >>> 8, this);
         pd.children.decrementAndGet();
+        SoftDevice.unpin(length);
     }
 }

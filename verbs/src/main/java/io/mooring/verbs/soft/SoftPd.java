@@ -27,6 +27,7 @@ final class SoftPd implements PdOps {
     @Override
     public MrOps register(MemorySegment segment, int access) {
         SoftDevice device = context.device;
+        SoftDevice.pin(segment.byteSize(), "pd " + id);
         int key = device.newKey();
         var mr = new SoftMr(device, this, key, segment, access);
         device.keys.put(key >>> 8, mr);

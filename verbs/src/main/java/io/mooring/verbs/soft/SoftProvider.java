@@ -10,9 +10,13 @@ import java.util.List;
  * The pure-Java provider. It offers {@value #DEVICES_PROPERTY} devices (default 1) named {@code soft0},
  * {@code soft1}, ...; QPs on different devices talk over TCP even inside one JVM, which is how the TCP fabric is
  * tested without a second process. {@value TcpFabric#BIND_PROPERTY} chooses the listening address.
+ * {@value #MEMLOCK_PROPERTY} (bytes, read at each registration; default unlimited) plays the process's
+ * locked-memory limit: registrations of all soft devices together beyond it fail with ENOMEM, as {@code ibv_reg_mr}
+ * does under {@code ulimit -l}.
  */
 public final class SoftProvider implements VerbsProvider {
     public static final String DEVICES_PROPERTY = "mooring.soft.devices";
+    public static final String MEMLOCK_PROPERTY = "mooring.soft.memlock";
 
     @Override
     public String name() {
