@@ -49,19 +49,19 @@ public final class Block implements AutoCloseable {
     final Chunk chunk;               // every block: the chunk it lies in
     private final long address;
     private final long size;
-    private final Arena scope;       // null for unchecked blocks
-    private final boolean confined;  // only the owner can close the scope
+    private Arena scope;             // shared: made with the block; confined: by the owner at its first segment()
+    private final boolean confined;  // checked and confined to the owner, which alone makes and closes the scope
     @SuppressWarnings("unused") // through STATE
     private volatile int state;
     Block nextInInbox;
 
-    Block(Caller owner, Slab slab, Chunk chunk, long address, long size, Arena scope, boolean confined) {
+    Block(Caller owner, Slab slab, Chunk chunk, long address, long size, Arena sharedScope, boolean confined) {
         this.owner = owner;
         this.slab = slab;
         this.chunk = chunk;
         this.address = address;
         this.size = size;
-        this.scope = scope;
+        this.scope = sharedScope;
         this.confined = confined;
     }
 
@@ -74,7 +74,12 @@ public final class Block implements AutoCloseable {
      */
     public MemorySegment segment() {
         checkOpen();
-        if (confined && Thread.currentThread() != owner.thread) throw confinedElsewhere();
+        if (confined) {
+            if (Thread.currentThread() != owner.thread) throw confinedElsewhere();
+            // Made on first use, not by allocate: that keeps allocate small enough to inline, and a block that is
+            // only posted (address and keys) never needs a scope at all.
+            if (scope == null) scope = Arena.ofConfined();
+        }
         return RdmaArena.view(address, size, scope);
     }
 
@@ -184,7 +189,7 @@ public final class Block implements AutoCloseable {
      */
     boolean finishHandOver(boolean byOwner) {
         if ((int) STATE.getOpaque(this) != HANDED_OVER) return false;
-        if (byOwner && confined) scope.close();
+        if (byOwner && confined && scope != null) scope.close();
         return true;
     }
 

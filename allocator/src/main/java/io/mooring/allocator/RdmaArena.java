@@ -61,6 +61,8 @@ public final class RdmaArena implements AutoCloseable {
     /** Platform threads found by thread id before falling back to the ThreadLocal (a power of two). */
     private static final int CALLER_SLOTS = 64;
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Caller[].class);
+    /** Bit {@code a} set for each alignment {@code a} the fast path serves: the powers of two up to the quantum. */
+    private static final long QUANTUM_ALIGNMENTS = 1L << 1 | 1L << 2 | 1L << 4 | 1L << 8 | 1L << SizeClasses.QUANTUM;
 
     private final ProtectionDomain pd;
     private final Set<Access> access;
@@ -170,13 +172,13 @@ public final class RdmaArena implements AutoCloseable {
         // registers.
         Caller caller = caller();
         ThreadCache cache = caller.cache;
-        if (cache != null && size > 0 && size <= cachedMax && alignment > 0
-                && alignment <= SizeClasses.QUANTUM && (alignment & (alignment - 1)) == 0
+        if (cache != null && Long.compareUnsigned(size - 1, cachedMax) < 0 // 0 < size <= cachedMax
+                && Long.compareUnsigned(alignment, SizeClasses.QUANTUM) <= 0 && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0
                 && cache.epoch == flushEpoch.get() && caller.inboxIsEmpty()) {
             resource.checkOpen();
             int c = SizeClasses.indexOf(size);
-            long address = cache.pop(c); // first: a refill may fail (registration), and then no scope was made
-            return cached(caller, c, cache.poppedHome, address, size, checked ? Arena.ofConfined() : null, checked);
+            long address = cache.pop(c);
+            return cached(caller, c, cache.poppedHome, address, size, null, checked);
         }
         return allocate(size, alignment, checked ? Scoping.CONFINED : Scoping.UNCHECKED);
     }
@@ -201,11 +203,7 @@ public final class RdmaArena implements AutoCloseable {
         resource.checkOpen();
         Caller caller = caller();
         if (!caller.inboxIsEmpty()) drain(caller, true);
-        Arena scope = switch (scoping) {
-            case CONFINED -> Arena.ofConfined();
-            case SHARED -> Arena.ofShared();
-            case UNCHECKED -> null;
-        };
+        Arena scope = scoping == Scoping.SHARED ? Arena.ofShared() : null; // a confined one comes with segment()
         boolean confined = scoping == Scoping.CONFINED;
         try {
             Shard shard = caller.shard;
@@ -236,10 +234,11 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     /** A block of a region from a thread cache: its home is a slab for a small class, a chunk for a large one. */
-    private static Block cached(Caller caller, int c, Object home, long address, long size, Arena scope,
+    private static Block cached(Caller caller, int c, Object home, long address, long size, Arena sharedScope,
                                 boolean confined) {
         Slab slab = ThreadCache.isSmall(c) ? (Slab) home : null;
-        return new Block(caller, slab, slab != null ? slab.chunk : (Chunk) home, address, size, scope, confined);
+        return new Block(caller, slab, slab != null ? slab.chunk : (Chunk) home, address, size, sharedScope,
+                confined);
     }
 
     private void checkRequest(long size, long alignment) {

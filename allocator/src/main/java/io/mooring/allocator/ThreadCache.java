@@ -63,7 +63,8 @@ final class ThreadCache {
         }
         int top = --count[c];
         poppedHome = homes[c][top];
-        homes[c][top] = null;
+        // The slot above the top is not cleared: no write barrier on the fast path. Until a free overwrites it, it
+        // may keep a since-released slab's or chunk's Java object reachable (a few per class, never its memory).
         allocations[c]++;
         return addresses[c][top];
     }
