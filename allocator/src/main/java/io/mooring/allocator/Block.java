@@ -16,7 +16,8 @@ import java.lang.invoke.VarHandle;
  * depends on how the block was allocated:
  * <ul>
  *   <li>{@link RdmaArena#allocate} (checked, the default): confined to the allocating thread, like
- *       {@link Arena#ofConfined()}; after {@code close()} every access through it throws.</li>
+ *       {@link Arena#ofConfined()} (whose scope the first {@code segment()} call makes); after {@code close()}
+ *       every access through it throws.</li>
  *   <li>{@link RdmaArena#allocateShared}: usable from any thread, and still unusable after close — at the price
  *       of a shared scope's close (a handshake with every thread, tens of microseconds).</li>
  *   <li>unchecked arenas ({@code RdmaArena.Builder#checked(false)}): a plain segment that stays addressable
