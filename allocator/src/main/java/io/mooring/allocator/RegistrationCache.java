@@ -47,6 +47,7 @@ public final class RegistrationCache implements AutoCloseable {
     /** Registrations cover whole kernel pages. */
     static final long PAGE = NativeMemory.pageSize();
     private static final AtomicInteger NAMES = new AtomicInteger();
+    private static final System.Logger LOG = System.getLogger(RegistrationCache.class.getName());
 
     private final ProtectionDomain pd;
     private final Set<Access> access;
@@ -66,6 +67,7 @@ public final class RegistrationCache implements AutoCloseable {
     private long misses;
     private long evictions;
     private long invalidations;
+    private long leaks;
     private long cachedCount;
     private long cachedBytes;
     private long inUseCount;
@@ -173,14 +175,31 @@ public final class RegistrationCache implements AutoCloseable {
         return null;
     }
 
-    /** Called by {@link Registration#close()}. */
-    void release(Registration reg) {
-        CachedRegion r = reg.cached;
+    /** A registration's Cleaner found it unreachable and still open. */
+    void releaseLeaked(Registration.Hold hold) {
+        if (release(hold, true)) {
+            LOG.log(System.Logger.Level.WARNING, "a registration of {0} in {1} of {2} was never closed: released when "
+                    + "it became unreachable; its pages stayed pinned until then", hold.what, hold.cached, name);
+        }
+    }
+
+    /**
+     * Gives a registration's region back: by {@link Registration#close()}, or by its Cleaner ({@code leaked}).
+     *
+     * @return false if the Cleaner came after a close (nothing to do)
+     * @throws IllegalStateException on a second close
+     */
+    boolean release(Registration.Hold hold, boolean leaked) {
+        CachedRegion r = hold.cached;
         List<CachedRegion> drop;
         lock.lock();
         try {
-            if (reg.closed) throw new IllegalStateException(reg + " is already closed");
-            reg.closed = true;
+            if (hold.closed) {
+                if (leaked) return false;
+                throw new IllegalStateException("registration of " + hold.what + " in " + r + " is already closed");
+            }
+            hold.closed = true;
+            if (leaked) leaks++;
             if (--r.users == 0) {
                 inUseCount--;
                 inUseBytes -= r.length;
@@ -196,6 +215,7 @@ public final class RegistrationCache implements AutoCloseable {
         }
         r.region.resource().release(); // deregisters it now if it was retired while in use
         deregister(drop);
+        return true;
     }
 
     /**
@@ -311,7 +331,7 @@ public final class RegistrationCache implements AutoCloseable {
     public RegistrationCacheStats stats() {
         lock.lock();
         try {
-            return new RegistrationCacheStats(hits, misses, evictions, invalidations, cachedCount, cachedBytes,
+            return new RegistrationCacheStats(hits, misses, evictions, invalidations, leaks, cachedCount, cachedBytes,
                     inUseCount, inUseBytes);
         } finally {
             lock.unlock();

@@ -7,13 +7,14 @@ package io.mooring.allocator;
  * @param misses        acquisitions that registered a new region
  * @param evictions     unused regions deregistered to stay within the cache's bounds
  * @param invalidations regions retired by {@link RegistrationCache#invalidate}, in use or not
+ * @param leaks         registrations released by their Cleaner because they became unreachable unclosed
  * @param cachedCount   unused regions kept registered for reuse (what the count bound limits)
  * @param cachedBytes   their bytes (what the byte bound limits)
  * @param inUseCount    regions with at least one open {@link Registration}
  * @param inUseBytes    their bytes
  */
-public record RegistrationCacheStats(long hits, long misses, long evictions, long invalidations, long cachedCount,
-                                     long cachedBytes, long inUseCount, long inUseBytes) {
+public record RegistrationCacheStats(long hits, long misses, long evictions, long invalidations, long leaks,
+                                     long cachedCount, long cachedBytes, long inUseCount, long inUseBytes) {
     /** Hits per acquisition, 0 before the first. */
     public double hitRatio() {
         long all = hits + misses;

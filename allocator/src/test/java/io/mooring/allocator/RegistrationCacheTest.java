@@ -100,6 +100,30 @@ class RegistrationCacheTest {
     }
 
     @Test
+    void aRegistrationDroppedUnclosedIsReleasedByItsCleanerAndCountedAsALeak() throws Exception {
+        try (RegistrationCache cache = cache().maxCachedBytes(0).build()) {
+            MemorySegment buf = pages(1);
+            MemoryRegion region = acquireAndDrop(cache, buf);
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            // The Cleaner's thread counts the leak, then deregisters: wait for both.
+            while ((cache.stats().leaks() == 0 || state(region) != ResourceState.DESTROYED)
+                    && System.nanoTime() < deadline) {
+                System.gc();
+                Thread.sleep(20);
+            }
+            RegistrationCacheStats s = cache.stats();
+            assertEquals(1, s.leaks(), "the Cleaner released it");
+            assertEquals(0, s.inUseCount());
+            assertEquals(ResourceState.DESTROYED, state(region), "unpinned: nothing may cache it (0 bytes)");
+        }
+    }
+
+    /** In a method of its own, so that no local variable of the caller keeps the registration reachable. */
+    private static MemoryRegion acquireAndDrop(RegistrationCache cache, MemorySegment buf) {
+        return cache.acquire(buf).region();
+    }
+
+    @Test
     void aRangeInsideALargerCachedRegionIsAHitAndOneReachingOutIsAMiss() {
         try (RegistrationCache cache = cache().build()) {
             MemorySegment buf = pages(4);
@@ -113,7 +137,7 @@ class RegistrationCacheTest {
                 assertEquals(2 * PAGE, beyond.region().length());
                 assertEquals(2, cache.stats().inUseCount(), "two regions serve three registrations");
             }
-            assertEquals(new RegistrationCacheStats(1, 2, 0, 0, 2, 5 * PAGE, 0, 0), cache.stats());
+            assertEquals(new RegistrationCacheStats(1, 2, 0, 0, 0, 2, 5 * PAGE, 0, 0), cache.stats());
         }
     }
 
@@ -156,7 +180,7 @@ class RegistrationCacheTest {
             assertEquals(ResourceState.OPEN, state(held.region()), "in use: never evicted");
             assertEquals(2, released.stream().filter(r -> state(r) == ResourceState.DESTROYED).count());
             assertEquals(2, released.stream().filter(r -> state(r) == ResourceState.OPEN).count());
-            assertEquals(new RegistrationCacheStats(0, 5, 2, 0, 2, 2 * PAGE, 1, 3 * PAGE), cache.stats());
+            assertEquals(new RegistrationCacheStats(0, 5, 2, 0, 0, 2, 2 * PAGE, 1, 3 * PAGE), cache.stats());
 
             MemoryRegion big = held.region();
             held.close();
@@ -180,7 +204,7 @@ class RegistrationCacheTest {
             }
             assertEquals(ResourceState.OPEN, state(held.region()));
             assertEquals(3, released.stream().filter(r -> state(r) == ResourceState.DESTROYED).count());
-            assertEquals(new RegistrationCacheStats(1, 6, 3, 0, 2, 4 * PAGE, 1, PAGE), cache.stats());
+            assertEquals(new RegistrationCacheStats(1, 6, 3, 0, 0, 2, 4 * PAGE, 1, PAGE), cache.stats());
             held.close();
             assertEquals(2, cache.stats().cachedCount());
             assertEquals(4, cache.stats().evictions());
@@ -204,7 +228,7 @@ class RegistrationCacheTest {
             try (Registration again = cache.acquire(buf.asSlice(0, PAGE))) {
                 assertNotSame(first, again.region());
             }
-            assertEquals(new RegistrationCacheStats(0, 3, 0, 1, 2, 2 * PAGE, 0, 0), cache.stats());
+            assertEquals(new RegistrationCacheStats(0, 3, 0, 1, 0, 2, 2 * PAGE, 0, 0), cache.stats());
         }
     }
 
