@@ -189,8 +189,11 @@ public final class LeaseManager implements AutoCloseable {
         lease.expiry = TIMER.schedule(() -> end(lease, EndReason.EXPIRED), delay, TimeUnit.NANOSECONDS);
     }
 
-    /** The lease with that id, if it is this manager's and active. */
-    Lease lease(long id) {
+    /**
+     * The lease with that id (e.g. the peer's {@code RemoteSegment.leaseId()}), or null if it is not this
+     * manager's or no longer active.
+     */
+    public Lease lease(long id) {
         return leases.get(id);
     }
 

@@ -23,6 +23,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -208,7 +209,15 @@ public final class RdmaSession implements AutoCloseable {
     // ---- agent -----------------------------------------------------------------------------------------------
 
     private void onCompletion(WorkCompletion wc) {
-        channel.onCompletion(wc, bytes -> agent.execute(() -> serve(bytes)), (why, c) -> lost(why));
+        channel.onCompletion(wc, this::toAgent, (why, c) -> lost(why));
+    }
+
+    private void toAgent(MemorySegment bytes) {
+        try {
+            agent.execute(() -> serve(bytes));
+        } catch (RejectedExecutionException e) { // closing: the agent has stopped, nothing is served any more
+            LOG.log(Level.DEBUG, "a control message arrived after the session closed; dropped");
+        }
     }
 
     private void serve(MemorySegment bytes) {
