@@ -17,9 +17,15 @@ import io.mooring.lease.RemoteSegment;
 import io.mooring.lease.SessionConfig;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.Access;
+import io.mooring.verbs.CompletionDispatcher;
+import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WcStatus;
+import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.MemorySegment;
@@ -70,7 +76,7 @@ import org.quicktheories.generators.Generate;
  * <p>{@code -Dmooring.lease.examples=N} raises the number of programs for a long run.
  */
 class LeaseProperties {
-    private static final int EXAMPLES = Integer.getInteger("mooring.lease.examples", 120);
+    private static final int EXAMPLES = Integer.getInteger("mooring.lease.examples", 100);
     private static final int MAX_STEPS = 24;
     private static final Set<Access> ALL = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC);
     private static final Duration LONG = Duration.ofSeconds(60);
@@ -129,7 +135,7 @@ class LeaseProperties {
 
     /** One step. {@code pick} chooses among the leases or fillers that exist when it runs (modulo). */
     sealed interface Op permits Request, Write, Read, Release, Expire, Renew, Drop, OwnerEnd, Stray, Kill, Filler,
-            FreeFiller, Race {}
+            FreeFiller, Race, Drain {}
 
     /** Asks for {@code size} bytes: for a minute, for 50 ms + {@code shortMillis}, or longer than the owner allows. */
     record Request(int size, Term term, int shortMillis) implements Op {}
@@ -170,6 +176,13 @@ class LeaseProperties {
     /** A requester thread keeps writing through a live lease while the owner ends it and allocates fillers. */
     record Race(int pick) implements Op {}
 
+    /**
+     * The owner posts a receive into a leased block (through the lease, on a QP of its own) and ends the lease:
+     * until a SEND fills the receive, the block must stay out of the arena — fillers allocated meanwhile must not
+     * get it, and the SEND must land in the block, not in them.
+     */
+    record Drain(int pick) implements Op {}
+
     private static Gen<List<Op>> programs() {
         return lists().of(ops()).ofSizeBetween(1, MAX_STEPS);
     }
@@ -193,7 +206,7 @@ class LeaseProperties {
                 Pair.of(2, index.zip(rarely, Renew::new)), Pair.of(1, index.map(Drop::new)),
                 Pair.of(1, index.map(OwnerEnd::new)), Pair.of(2, stray), Pair.of(1, Generate.constant(new Kill())),
                 Pair.of(3, size.zip(Generate.range(0, 1 << 20), Filler::new)), Pair.of(1, index.map(FreeFiller::new)),
-                Pair.of(1, index.map(Race::new))));
+                Pair.of(1, index.map(Race::new)), Pair.of(2, index.map(Drain::new))));
     }
 
     // ---- one run -----------------------------------------------------------------------------------------------
@@ -262,6 +275,9 @@ class LeaseProperties {
         private final List<FillerBlock> fillers = new ArrayList<>();
         private final List<LeaseManager> managers = new ArrayList<>();
         private final List<String> trace = new ArrayList<>();
+        private final QueuePair ownerLocal;   // the owner's own QP (not the session's), for Drain
+        private final QueuePair sender;       // its peer on the requester's device
+        private final Block sendSource;
         private RdmaSession owner;
         private RdmaSession requester;
         private int generation;
@@ -274,7 +290,19 @@ class LeaseProperties {
             requesterPd = RdmaDevices.open("soft:soft1", graph).allocateProtectionDomain();
             ownerArena = arena(ownerPd);
             requesterArena = arena(requesterPd);
+            ownerLocal = queuePair(ownerPd);
+            sender = queuePair(requesterPd);
+            ownerLocal.connect(sender.info());
+            sender.connect(ownerLocal.info());
+            sendSource = requesterArena.allocateShared(8192, 8);
+            sendSource.segment().fill((byte) 0x3c);
             connect();
+        }
+
+        private static QueuePair queuePair(ProtectionDomain pd) {
+            CompletionQueue cq = pd.context().createCompletionQueue(64);
+            cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {});
+            return pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
         }
 
         /**
@@ -326,6 +354,7 @@ class LeaseProperties {
                     case Filler f -> filler(f);
                     case FreeFiller f -> freeFiller(f);
                     case Race r -> race(r);
+                    case Drain d -> drain(d);
                 }
                 verify();
             }
@@ -616,6 +645,34 @@ class LeaseProperties {
             recover();
         }
 
+        private void drain(Drain op) {
+            Leased l = pick(leases.stream().filter(x -> x.ownerActive() && x.expected == null && !x.shortLived
+                    && x.generation == generation).toList(), op.pick());
+            if (l == null) return;
+            ran(op);
+            l.ending(EndReason.RELEASED);
+            Block block = l.owner.block();
+            CompletableFuture<WorkCompletion> receive = l.owner.postAsync(ownerLocal,
+                    ReceiveRequest.into(block.region(), block.regionOffset(), l.length));
+            CompletableFuture<Void> end = owner.leases().end(l.owner, EndReason.RELEASED);
+            for (int i = 0; i < 8 && fillers.size() < 32; i++) {
+                byte[] image = new byte[l.length];
+                new SplittableRandom(step * 17L + i).nextBytes(image);
+                Block b = ownerArena.allocateShared(l.length, 8);
+                b.segment().copyFrom(MemorySegment.ofArray(image));
+                fillers.add(new FillerBlock("D" + step + "." + i, b, image));
+                check(b.address() != l.address, "the block of " + l + " was handed out again while the owner's receive"
+                        + " into it was in flight");
+            }
+            check(block.isOpen() && !end.isDone(), l + " ended while the owner's receive into its block was in flight");
+            WcStatus sent = sender.postAsync(WorkRequest.send(sendSource.region(), sendSource.regionOffset(), l.length))
+                    .orTimeout(10, TimeUnit.SECONDS).join().status();
+            check(sent == WcStatus.SUCCESS && receive.orTimeout(10, TimeUnit.SECONDS).join().isSuccess(),
+                    "the owner's receive into " + l + " failed");
+            end.orTimeout(10, TimeUnit.SECONDS).join();
+            check(!block.isOpen(), "the block of " + l + " was not given back after the drain");
+        }
+
         // ---- checks ----
 
         /** Every live lease's block and every filler equals the model; every ended lease ended as allowed. */
@@ -688,6 +745,7 @@ class LeaseProperties {
                         && revoked == others, "counted released/expired/revoked " + released + "/" + expired + "/"
                         + revoked + ", observed " + ends);
                 fillers.forEach(f -> f.block().close());
+                sendSource.close();
                 ownerArena.flushThreadCaches();
                 requesterArena.flushThreadCaches();
                 check(ownerArena.stats().liveBlocks() == 0, ownerArena.stats().liveBlocks() + " owner blocks never came back");
