@@ -159,7 +159,10 @@ class LeaseProperties {
     /** Drops a segment without closing it; its Cleaner must release the lease. */
     record Drop(int pick) implements Op {}
 
-    /** The owner ends a lease on its own ({@link Lease#close()}): the requester is not told. */
+    /**
+     * The owner ends a lease on its own ({@link Lease#close()}): the requester is not told. Sometimes a lease that
+     * has already ended: nothing may happen twice.
+     */
     record OwnerEnd(int pick) implements Op {}
 
     /** A raw WRITE or READ on the requester's QP through an ended lease's key, or just past a live lease. */
@@ -533,12 +536,14 @@ class LeaseProperties {
             }
         }
 
+        /** Ends a lease at the owner; an ended one again, which must change nothing ({@code close()} is idempotent). */
         private void ownerEnd(OwnerEnd op) {
-            Leased l = pick(leases.stream().filter(Leased::ownerActive).toList(), op.pick());
+            Leased l = pick(leases.stream().filter(x -> x.owner != null).toList(), op.pick());
             if (l == null) return;
             ran(op);
-            l.ending(EndReason.RELEASED);
+            if (l.ownerActive()) l.ending(EndReason.RELEASED);
             l.owner.close();
+            check(l.owner.ended().isDone(), l + " has not ended when close() returned");
         }
 
         private void stray(Stray op) {

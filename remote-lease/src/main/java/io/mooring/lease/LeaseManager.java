@@ -149,7 +149,11 @@ public final class LeaseManager implements AutoCloseable {
             case DEDICATED_REGISTRATION -> {
                 EnumSet<Access> rights = EnumSet.copyOf(access);
                 rights.add(Access.LOCAL_WRITE); // the NIC writes what the peer writes
-                MemorySegment memory = block.segment();
+                // The NIC's view: the raw memory, not the block's scoped segment. A registration over the scoped
+                // segment would also stop working when the block closes (the soft provider checks the scope), which
+                // would hide a missing deregistration that a real NIC would not forgive. The chunk's region is
+                // the memory's owner, so the memory outlives this registration.
+                MemorySegment memory = MemorySegment.ofAddress(block.address()).reinterpret(block.size());
                 MemoryRegion region = pd.register(memory, rights, block.region().resource());
                 yield new Lease(this, id, block, region.rkey(), access, duration, null, region);
             }
