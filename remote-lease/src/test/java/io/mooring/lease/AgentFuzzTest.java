@@ -37,16 +37,11 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
-import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
-import java.util.logging.Logger;
-import java.util.logging.StreamHandler;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Feeds the owner's agent, over a live session, random frames and mutated valid ones from a raw peer (a bare QP
@@ -69,23 +64,8 @@ class AgentFuzzTest {
     private static final LeaseLimits LIMITS = new LeaseLimits(1 << 20, 32, Duration.ofSeconds(60),
             Duration.ofMinutes(10), ALL, Duration.ofMillis(10));
 
-    private final Logger leaseLog = Logger.getLogger(RdmaSession.class.getPackageName());
-    private final List<LogRecord> logged = new CopyOnWriteArrayList<>();
-    private final Handler capture = new StreamHandler() {
-        @Override public synchronized void publish(LogRecord r) { logged.add(r); }
-    };
-
-    @BeforeEach
-    void captureLog() {
-        leaseLog.addHandler(capture);
-        leaseLog.setUseParentHandlers(false);
-    }
-
-    @AfterEach
-    void releaseLog() {
-        leaseLog.removeHandler(capture);
-        leaseLog.setUseParentHandlers(true);
-    }
+    @RegisterExtension
+    final CapturedLeaseLog log = new CapturedLeaseLog();
 
     @Test
     void randomAndMutatedControlMessagesGetClearAnswersAndLeakNothing() throws Exception {
@@ -168,12 +148,12 @@ class AgentFuzzTest {
         arena.close();
         graph.close();
         assertEquals(0, graph.liveCount(), graph::dump);
-        for (LogRecord r : logged) {
+        for (LogRecord r : log.records()) {
             if (r.getMessage().startsWith("serving ") || r.getLevel().intValue() > Level.WARNING.intValue()) {
                 throw new AssertionError("the agent failed on an input: " + r.getMessage(), r.getThrown());
             }
         }
-        long droppedWithReason = logged.stream().filter(r -> r.getMessage().contains("lost: ")).count();
+        long droppedWithReason = log.records().stream().filter(r -> r.getMessage().contains("lost: ")).count();
         assertTrue(droppedWithReason >= drops, drops + " sessions dropped, only " + droppedWithReason + " reasons logged");
         if (Boolean.getBoolean("mooring.lease.verbose")) System.out.println(INPUTS + " inputs, " + drops + " sessions dropped: " + seen);
         assertTrue(grants > 0 && drops > 0 && seen.getOrDefault("ERROR(MALFORMED)", 0) > 0, "the inputs reached "
