@@ -63,7 +63,10 @@ public class LeaseSessions {
         Fairness.checkWorkerThread();
         // Closing one session is reported at INFO by the other ("the peer closed the session's TCP connection"):
         // ordinary at teardown, and it would land in the middle of JMH's output.
-        java.util.logging.Logger.getLogger(RdmaSession.class.getPackageName()).setLevel(java.util.logging.Level.WARNING);
+        var log = java.util.logging.Logger.getLogger(RdmaSession.class.getPackageName());
+        if (log.getLevel() == null || log.getLevel().intValue() < java.util.logging.Level.WARNING.intValue()) {
+            log.setLevel(java.util.logging.Level.WARNING);
+        }
         graph = ResourceGraph.builder().name("lease-benchmark").build();
         ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
         ProtectionDomain requesterPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();

@@ -268,6 +268,8 @@ class LeaseProperties {
         private final List<Leased> leases = new ArrayList<>();
         private final List<FillerBlock> fillers = new ArrayList<>();
         private final List<LeaseManager> managers = new ArrayList<>();
+        private final List<RdmaSession> requesters = new ArrayList<>();
+        private int dropped;
         private final List<String> trace = new ArrayList<>();
         private final QueuePair ownerLocal;   // the owner's own QP (not the session's), for Drain
         private final QueuePair sender;       // its peer on the requester's device
@@ -327,6 +329,7 @@ class LeaseProperties {
                 throw new IllegalStateException(e);
             }
             managers.add(owner.leases());
+            requesters.add(requester);
             note("session pair " + generation + " (" + isolation + ")");
         }
 
@@ -519,6 +522,7 @@ class LeaseProperties {
             boolean live = l.generation == generation && requester.lostReason() == null && l.expected == null;
             if (live) l.ending(EndReason.RELEASED);
             l.segment = null; // the only reference: its Cleaner must send RELEASE
+            dropped++;
             if (live && l.owner != null) {
                 awaitTrue(() -> {
                     System.gc();
@@ -711,6 +715,15 @@ class LeaseProperties {
                 for (Leased l : leases) if (l.ownerActive()) l.ending(EndReason.OWNER_CLOSED);
                 owner.close();
                 requester.close();
+                for (Leased l : leases) if (l.segment != null && !l.closed) l.segment.close(); // sessions gone: no-op
+                // Every dropped segment is reported once as a leak, also those whose session was lost before
+                // their Cleaner ran (and no Cleaner report may land in a later test's output).
+                awaitTrue(() -> {
+                    System.gc();
+                    return requesters.stream().mapToLong(RdmaSession::leakedSegments).sum() >= dropped;
+                }, "the Cleaner to report " + dropped + " dropped segments");
+                long leaked = requesters.stream().mapToLong(RdmaSession::leakedSegments).sum();
+                check(leaked == dropped, leaked + " segments reported as leaked, " + dropped + " dropped");
                 Map<EndReason, Integer> ends = new EnumMap<>(EndReason.class);
                 for (Leased l : leases) {
                     if (l.owner == null) {
