@@ -170,7 +170,10 @@ public final class Lease implements AutoCloseable {
         ended.complete(reason);
     }
 
-    /** Ends the lease now and waits until access is revoked. Idempotent. */
+    /**
+     * Ends the lease now and waits until access is revoked and the block given back — after the owner's tracked
+     * requests on it have completed, so this blocks as long as one of them is outstanding. Idempotent.
+     */
     @Override
     public void close() {
         manager.end(this, EndReason.RELEASED).join();
