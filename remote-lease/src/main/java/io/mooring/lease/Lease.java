@@ -4,17 +4,28 @@ import io.mooring.allocator.Block;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
+import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.ReceiveRequest;
+import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.WorkRequest;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 
 /**
  * The owner's side of one exposure of one block: the peer may reach {@code [address, address + length)}
  * through {@link #rkey()} until the lease ends — then access is revoked (window invalidated, or dedicated
- * registration deregistered) and only after that is the block given back to its arena. The lease owns its
- * block from the grant on. {@link #close()} ends it now.
+ * registration deregistered), the owner's own work requests on the block are drained, and only after that is
+ * the block given back to its arena. The lease owns its block from the grant on. {@link #close()} ends it now.
+ *
+ * <p>The owner may use the block itself while the lease is active (e.g. SEND from it, READ into it, post a
+ * receive into it). Such work requests must be posted through {@link #postAsync(QueuePair, WorkRequest)} or
+ * {@link #postAsync(QueuePair, ReceiveRequest)}: the lease counts them, refuses new ones once it is ending, and
+ * its end waits until every one has completed — successfully, with an error, or flushed because its QP went to
+ * ERROR, was reset or destroyed — before the block can be handed to anyone else.
  */
 public final class Lease implements AutoCloseable {
     private final LeaseManager manager;
@@ -25,7 +36,10 @@ public final class Lease implements AutoCloseable {
     private final long grantedNanos;
     final MemoryWindow window;      // WINDOW isolation
     final MemoryRegion dedicated;   // DEDICATED_REGISTRATION isolation
-    private final AtomicBoolean ending = new AtomicBoolean();
+    /** {@link #ENDING} once the end is claimed, plus the owner work requests on the block still in flight. */
+    private final AtomicInteger posts = new AtomicInteger();
+    private static final int ENDING = 1 << 31;
+    private final CompletableFuture<Void> drained = new CompletableFuture<>();
     private final CompletableFuture<EndReason> ended = new CompletableFuture<>();
     private volatile long deadlineNanos;
     volatile ScheduledFuture<?> expiry;
@@ -75,7 +89,53 @@ public final class Lease implements AutoCloseable {
     }
 
     public boolean isActive() {
-        return !ending.get();
+        return (posts.get() & ENDING) == 0;
+    }
+
+    /**
+     * Posts an owner work request that uses this lease's block, tracked so that the end of the lease waits for
+     * its completion before the block is reused. The request must be signaled.
+     *
+     * @throws IllegalStateException if the lease is ending or ended (nothing is posted)
+     */
+    public CompletableFuture<WorkCompletion> postAsync(QueuePair qp, WorkRequest request) {
+        return tracked(() -> qp.postAsync(request));
+    }
+
+    /** Posts a receive into this lease's block, tracked like {@link #postAsync(QueuePair, WorkRequest)}. */
+    public CompletableFuture<WorkCompletion> postAsync(QueuePair qp, ReceiveRequest request) {
+        return tracked(() -> qp.postAsync(request));
+    }
+
+    private CompletableFuture<WorkCompletion> tracked(Supplier<CompletableFuture<WorkCompletion>> post) {
+        int s;
+        do {
+            s = posts.get();
+            if ((s & ENDING) != 0) throw new IllegalStateException("lease " + id + " is ending: no more work requests on its block");
+        } while (!posts.compareAndSet(s, s + 1));
+        CompletableFuture<WorkCompletion> done;
+        try {
+            done = post.get();
+        } catch (RuntimeException e) {
+            retired();
+            throw e;
+        }
+        done.whenComplete((wc, error) -> retired());
+        return done;
+    }
+
+    private void retired() {
+        if (posts.decrementAndGet() == ENDING) drained.complete(null);
+    }
+
+    /** Owner work requests on the block that have not completed yet. */
+    public int inFlight() {
+        return posts.get() & ~ENDING;
+    }
+
+    /** Completes once the lease is ending and none of the owner's tracked work requests is in flight. */
+    CompletableFuture<Void> drained() {
+        return drained;
     }
 
     /** Completes with the reason once access is revoked and the block given back. */
@@ -95,16 +155,25 @@ public final class Lease implements AutoCloseable {
         deadlineNanos = deadline;
     }
 
-    /** Claims the end of the lease; false if it is already ending. */
+    /** Claims the end of the lease and refuses further owner work requests; false if it is already ending. */
     boolean beginEnd() {
-        return ending.compareAndSet(false, true);
+        int s;
+        do {
+            s = posts.get();
+            if ((s & ENDING) != 0) return false;
+        } while (!posts.compareAndSet(s, s | ENDING));
+        if (s == 0) drained.complete(null);
+        return true;
     }
 
     void finish(EndReason reason) {
         ended.complete(reason);
     }
 
-    /** Ends the lease now and waits until access is revoked. Idempotent. */
+    /**
+     * Ends the lease now and waits until access is revoked and the block given back — after the owner's tracked
+     * requests on it have completed, so this blocks as long as one of them is outstanding. Idempotent.
+     */
     @Override
     public void close() {
         manager.end(this, EndReason.RELEASED).join();

@@ -36,7 +36,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Revocation sequence, whatever ends the lease (release, expiry, the exposure's stage, session loss,
  * close): mark it ending → (WINDOW) post LOCAL_INV of its window on the peer's QP and wait for the completion
  * — a window that cannot be invalidated (the QP failed) is deallocated instead, which revokes it too —, or
- * (DEDICATED_REGISTRATION) deregister its region → close the block → complete {@link Lease#ended()}. Windows
+ * (DEDICATED_REGISTRATION) deregister its region → wait until the owner's own work requests on the block
+ * ({@link Lease#postAsync}) have completed or been flushed → close the block → complete {@link Lease#ended()}. Windows
  * that were invalidated cleanly are pooled for the next grant.
  *
  * <p>The QP's send CQ must be polled by a {@link io.mooring.verbs.CompletionDispatcher}: binds and
@@ -44,6 +45,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * the owner honours a lease for {@link LeaseLimits#grace()} past its duration.
  */
 public final class LeaseManager implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(LeaseManager.class.getName());
     private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("mooring-lease-timer").factory());
     private static final Duration COMPLETION_WAIT = Duration.ofSeconds(10);
@@ -147,7 +149,11 @@ public final class LeaseManager implements AutoCloseable {
             case DEDICATED_REGISTRATION -> {
                 EnumSet<Access> rights = EnumSet.copyOf(access);
                 rights.add(Access.LOCAL_WRITE); // the NIC writes what the peer writes
-                MemorySegment memory = block.segment();
+                // The NIC's view: the raw memory, not the block's scoped segment. A registration over the scoped
+                // segment would also stop working when the block closes (the soft provider checks the scope), which
+                // would hide a missing deregistration that a real NIC would not forgive. The chunk's region is
+                // the memory's owner, so the memory outlives this registration.
+                MemorySegment memory = MemorySegment.ofAddress(block.address()).reinterpret(block.size());
                 MemoryRegion region = pd.register(memory, rights, block.region().resource());
                 yield new Lease(this, id, block, region.rkey(), access, duration, null, region);
             }
@@ -187,8 +193,11 @@ public final class LeaseManager implements AutoCloseable {
         lease.expiry = TIMER.schedule(() -> end(lease, EndReason.EXPIRED), delay, TimeUnit.NANOSECONDS);
     }
 
-    /** The lease with that id, if it is this manager's and active. */
-    Lease lease(long id) {
+    /**
+     * The lease with that id (e.g. the peer's {@code RemoteSegment.leaseId()}), or null if it is not this
+     * manager's or no longer active.
+     */
+    public Lease lease(long id) {
         return leases.get(id);
     }
 
@@ -221,7 +230,7 @@ public final class LeaseManager implements AutoCloseable {
     public CompletableFuture<Void> end(Lease lease, EndReason reason) {
         if (!lease.beginEnd()) return lease.ended().thenRun(() -> {});
         if (lease.expiry != null) lease.expiry.cancel(false);
-        return revoke(lease).whenComplete((v, e) -> {
+        return revoke(lease).thenCompose(v -> drain(lease)).whenComplete((v, e) -> {
             lease.block().close();
             leases.remove(lease.id());
             unreserve(lease.length());
@@ -243,6 +252,23 @@ public final class LeaseManager implements AutoCloseable {
             }
             case WHOLE_REGION -> CompletableFuture.completedFuture(null);
         };
+    }
+
+    /**
+     * Waits for the owner's work requests on the block: they complete, fail, or are flushed when their QP goes to
+     * ERROR, is reset or destroyed — never silently dropped, so this always ends. Until then the block stays out of
+     * the arena; a drain that takes long is logged.
+     */
+    private static CompletableFuture<Void> drain(Lease lease) {
+        CompletableFuture<Void> drained = lease.drained();
+        if (!drained.isDone()) {
+            var warning = TIMER.schedule(() -> LOG.log(System.Logger.Level.WARNING, "lease " + lease.id() + ": "
+                    + lease.inFlight() + " owner work requests on its block still in flight after " + COMPLETION_WAIT
+                    + "; the block stays out of the arena until they complete or their QP is reset or destroyed"),
+                    COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            drained.whenComplete((v, e) -> warning.cancel(false));
+        }
+        return drained;
     }
 
     /** LOCAL_INV of a window; if that cannot complete cleanly, deallocating the window revokes it instead. */
@@ -270,11 +296,25 @@ public final class LeaseManager implements AutoCloseable {
         else windows.add(window);
     }
 
-    /** Ends every lease with {@code reason} (e.g. the session to the peer was lost) and waits for the revocations. */
+    /**
+     * Ends every lease with {@code reason} (e.g. the session to the peer was lost) and waits for the ends. A lease
+     * whose owner work requests are still in flight after the wait is left draining (logged): access is revoked,
+     * and its block comes back when they complete.
+     */
     public void endAll(EndReason reason) {
         List<CompletableFuture<Void>> ends = new ArrayList<>();
         for (Lease l : leases.values()) ends.add(end(l, reason));
-        CompletableFuture.allOf(ends.toArray(CompletableFuture[]::new)).join();
+        try {
+            CompletableFuture.allOf(ends.toArray(CompletableFuture[]::new))
+                    .get(2 * COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            LOG.log(System.Logger.Level.WARNING, ends.stream().filter(f -> !f.isDone()).count()
+                    + " leases still drain owner work requests; their blocks come back when those complete");
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("ending leases failed", e.getCause());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     public LeaseStats stats() {

@@ -23,6 +23,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -44,7 +45,9 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class RdmaSession implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaSession.class.getName());
     private static final int PROTOCOL_VERSION = MessageCodec.VERSION;
-    private static final int MALFORMED_LIMIT = 16;
+    static final int MALFORMED_LIMIT = 16;
+    /** The largest alignment a REQUEST may ask for: a page. */
+    private static final long MAX_ALIGNMENT = 4096;
 
     private final Socket socket;
     private final SessionConfig config;
@@ -208,7 +211,15 @@ public final class RdmaSession implements AutoCloseable {
     // ---- agent -----------------------------------------------------------------------------------------------
 
     private void onCompletion(WorkCompletion wc) {
-        channel.onCompletion(wc, bytes -> agent.execute(() -> serve(bytes)), (why, c) -> lost(why));
+        channel.onCompletion(wc, this::toAgent, (why, c) -> lost(why));
+    }
+
+    private void toAgent(MemorySegment bytes) {
+        try {
+            agent.execute(() -> serve(bytes));
+        } catch (RejectedExecutionException e) { // closing: the agent has stopped, nothing is served any more
+            LOG.log(Level.DEBUG, "a control message arrived after the session closed; dropped");
+        }
     }
 
     private void serve(MemorySegment bytes) {
@@ -242,6 +253,17 @@ public final class RdmaSession implements AutoCloseable {
     }
 
     private void grant(Message.Request r) {
+        // Refused before anything is allocated: a peer must not make this side map memory it would refuse anyway.
+        if (r.size() > config.limits().maxBytes()) {
+            reply(new Message.Error(r.requestId(), ErrorCodes.LIMIT_EXCEEDED, "a lease of " + r.size()
+                    + " bytes exceeds the per-peer limit of " + config.limits().maxBytes()));
+            return;
+        }
+        if (r.alignment() > MAX_ALIGNMENT) {
+            reply(new Message.Error(r.requestId(), ErrorCodes.INVALID_REQUEST, "alignment " + r.alignment()
+                    + " exceeds " + MAX_ALIGNMENT));
+            return;
+        }
         Block block;
         try {
             block = config.arena().allocateShared(r.size(), r.alignment());

@@ -17,16 +17,21 @@ import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WcStatus;
+import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -124,6 +129,63 @@ class LeaseManagerTest {
                 assertEquals((byte) 0x11, reused.segment().get(ValueLayout.JAVA_BYTE, 0), "reused memory is intact");
             }
             assertEquals(1, leases.stats().released());
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"WINDOW", "DEDICATED_REGISTRATION"})
+    void theBlockIsNotReusedWhileAnOwnerRequestOnItIsInFlight(Isolation isolation) throws Exception {
+        try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT, isolation)) {
+            Block block = arena.allocate(64);
+            Lease lease = leases.grant(block, Duration.ofMinutes(1), WRITE);
+            long address = lease.address();
+            // The owner's own request on the block: a receive into it, outstanding until the peer sends.
+            CompletableFuture<WorkCompletion> receive =
+                    lease.postAsync(ownerQp, ReceiveRequest.into(block.region(), block.regionOffset(), 64));
+            CompletableFuture<Void> end = leases.end(lease, EndReason.RELEASED);
+            assertFalse(lease.isActive());
+            assertThrows(IllegalStateException.class, () -> lease.postAsync(ownerQp,
+                    ReceiveRequest.into(block.region(), block.regionOffset(), 64)), "no new requests once ending");
+            assertThrows(TimeoutException.class, () -> end.get(200, TimeUnit.MILLISECONDS));
+            assertEquals(1, lease.inFlight());
+            assertTrue(block.isOpen(), "revoked, but not given back while the receive may still write into it");
+            Block[] others = new Block[4];
+            for (int i = 0; i < others.length; i++) {
+                others[i] = arena.allocate(64);
+                assertTrue(others[i].address() != address, "the block was handed out again while in flight");
+                others[i].segment().fill((byte) 0x11);
+            }
+
+            assertEquals(WcStatus.SUCCESS, peerQp.postAsync(WorkRequest.send(peerSource, 0, 64)).get(10, TimeUnit.SECONDS).status());
+            assertEquals(WcStatus.SUCCESS, receive.get(10, TimeUnit.SECONDS).status());
+            end.get(10, TimeUnit.SECONDS);
+            assertEquals(EndReason.RELEASED, lease.ended().join());
+            assertFalse(block.isOpen(), "given back once the receive completed");
+            assertEquals(0, lease.inFlight());
+            for (Block other : others) {
+                assertEquals(-1, other.segment().mismatch(MemorySegment.ofArray(new byte[64]).fill((byte) 0x11)),
+                        "the SEND landed in the leased block, not in memory handed out meanwhile");
+                other.close();
+            }
+        }
+        arena.flushThreadCaches();
+        assertEquals(0, arena.stats().liveBlocks());
+    }
+
+    @org.junit.jupiter.api.Test
+    void aFlushedOwnerRequestEndsTheDrain() throws Exception {
+        try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT, Isolation.DEDICATED_REGISTRATION)) {
+            Block block = arena.allocate(64);
+            Lease lease = leases.grant(block, Duration.ofMinutes(1), WRITE);
+            CompletableFuture<WorkCompletion> receive =
+                    lease.postAsync(ownerQp, ReceiveRequest.into(block.region(), block.regionOffset(), 64));
+            CompletableFuture<Void> end = leases.end(lease, EndReason.SESSION_LOST);
+            assertThrows(TimeoutException.class, () -> end.get(100, TimeUnit.MILLISECONDS));
+            ownerQp.moveToError(); // the receive completes with WR_FLUSH_ERR: the NIC is done with the block
+            var flushed = assertThrows(ExecutionException.class, () -> receive.get(10, TimeUnit.SECONDS));
+            assertEquals(WcStatus.WR_FLUSH_ERR, ((WorkCompletionException) flushed.getCause()).status());
+            end.get(10, TimeUnit.SECONDS);
+            assertFalse(block.isOpen());
         }
     }
 

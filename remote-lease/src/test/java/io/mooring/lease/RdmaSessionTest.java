@@ -25,9 +25,12 @@ import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Two sessions in one JVM over loopback TCP, owner on soft0 and requester on soft1 (the TCP fabric). */
 class RdmaSessionTest {
+    @RegisterExtension
+    final CapturedLeaseLog log = new CapturedLeaseLog();
     private static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC);
 
     private ResourceGraph graph;
@@ -137,6 +140,8 @@ class RdmaSessionTest {
             return owner.leases().stats().released() == 1;
         });
         assertEquals(1, requester.leakedSegments());
+        assertTrue(log.records().stream().anyMatch(r -> r.getMessage().startsWith("LEAK: the remote segment of lease")),
+                "the leak is logged");
     }
 
     private void dropOne() {

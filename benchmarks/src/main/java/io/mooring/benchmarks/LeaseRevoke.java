@@ -1,0 +1,96 @@
+package io.mooring.benchmarks;
+
+import io.mooring.allocator.Block;
+import io.mooring.lease.EndReason;
+import io.mooring.lease.Lease;
+import io.mooring.lease.LeaseLimits;
+import io.mooring.lease.LeaseManager;
+import io.mooring.verbs.Access;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.Threads;
+
+/**
+ * Revocation latency at the owner: from ending a lease to its block back in the arena, with access revoked
+ * before (when {@code Lease.close()} returns, a write through the old key already fails with REM_ACCESS_ERR).
+ * A lease over a 64-byte block is granted before each invocation (not measured) on the session's QP;
+ * {@code revoke*} ends it with {@code Lease.close()}. {@code expire1ms} grants with a 1 ms duration and no grace
+ * and waits for the expiry's end: its score minus 1 ms is the expiry timer's delay plus the revocation.
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.MICROSECONDS)
+@Fork(jvmArgsAppend = {"-Djmh.executor=CUSTOM", "-Djmh.executor.class=io.mooring.benchmarks.FastThreadExecutor"})
+@Threads(1)
+public class LeaseRevoke {
+    /** A granted lease per invocation. */
+    @State(Scope.Thread)
+    public static class Granted {
+        Lease lease;
+
+        void grant(LeaseSessions sessions) {
+            Block block = sessions.ownerArena.allocateShared(64, 8);
+            lease = sessions.owner.leases().grant(block, Duration.ofSeconds(30), LeaseGrantRelease.WRITE);
+        }
+    }
+
+    public static class GrantedWindow extends Granted {
+        @Setup(Level.Invocation)
+        public void grant(LeaseSessions.Window sessions) {
+            super.grant(sessions);
+        }
+    }
+
+    public static class GrantedDedicated extends Granted {
+        @Setup(Level.Invocation)
+        public void grant(LeaseSessions.Dedicated sessions) {
+            super.grant(sessions);
+        }
+    }
+
+    @Benchmark
+    public boolean revokeWindow(GrantedWindow granted) {
+        granted.lease.close();
+        return granted.lease.block().isOpen();
+    }
+
+    @Benchmark
+    public boolean revokeDedicated(GrantedDedicated granted) {
+        granted.lease.close();
+        return granted.lease.block().isOpen();
+    }
+
+    /** A manager on the session's QP with no grace, so that a lease ends right at its deadline. */
+    @State(Scope.Benchmark)
+    public static class NoGrace extends LeaseSessions.Window {
+        LeaseManager manager;
+
+        @Override
+        void started() {
+            var limits = new LeaseLimits(1 << 20, 16, Duration.ofSeconds(5), Duration.ofSeconds(5),
+                    EnumSet.of(Access.REMOTE_WRITE), Duration.ZERO);
+            manager = LeaseManager.create(owner.queuePair(), limits, io.mooring.lease.Isolation.WINDOW);
+        }
+
+        @Override
+        void stopping() {
+            manager.close();
+        }
+    }
+
+    @Benchmark
+    public EndReason expire1ms(NoGrace state) {
+        Lease lease = state.manager.grant(state.ownerArena.allocateShared(64, 8), Duration.ofMillis(1),
+                LeaseGrantRelease.WRITE);
+        return lease.ended().join();
+    }
+}
