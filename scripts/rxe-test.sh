@@ -31,7 +31,7 @@ for arg in "$@"; do
 done
 
 echo "rxe-test: compiling on the host"
-./mooring mvn -o -q -pl lifecycle,verbs test-compile \
+./mooring mvn -q -pl lifecycle,verbs test-compile \
   org.apache.maven.plugins:maven-dependency-plugin:3.9.0:build-classpath \
   -Dmdep.includeScope=test -Dmdep.outputFile=target/rxe-classpath.txt
 classpath=$PWD/verbs/target/test-classes:$PWD/verbs/target/classes:$(<"$classpath_file")

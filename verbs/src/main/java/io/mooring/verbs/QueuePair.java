@@ -247,15 +247,30 @@ public final class QueuePair extends VerbsObject {
         // Held until the bind retires: the NIC must never be handed a deallocated window (a closed one is refused
         // here), nor have the window deallocated under the bind.
         window.resource().retain();
+        // The binding's own holds, adopted by the window when the bind succeeds: the region, and for type 2 this
+        // QP (see MemoryWindow).
+        QueuePair through = window.type() == MwType.TYPE_2 ? this : null;
         try {
-            region.resource().retain(); // the binding's own hold, adopted by the window when the bind succeeds
+            region.resource().retain();
         } catch (RuntimeException e) {
             window.resource().release();
             throw e;
         }
+        try {
+            if (through != null) resource.retain(); // refused if this QP was closed since post() checked
+        } catch (RuntimeException e) {
+            region.resource().release();
+            window.resource().release();
+            throw e;
+        }
         InFlight.Outcome outcome = success -> {
-            if (success) window.state().bound(key[0], region);
-            else region.resource().release();
+            if (success) {
+                window.state().bound(key[0], region, through);
+                window.ops().bound(key[0]);
+            } else {
+                region.resource().release();
+                if (through != null) through.resource().release();
+            }
             window.resource().release(); // after bound(): a window closed meanwhile unbinds when it is destroyed
         };
         long id;
@@ -263,6 +278,7 @@ public final class QueuePair extends VerbsObject {
             id = send.claim("ibv_post_send", toString(), wr.wrId(), WcOpcode.BIND_MW, wr.sgl(), region, future, outcome);
         } catch (RuntimeException e) {
             region.resource().release();
+            if (through != null) resource.release();
             window.resource().release();
             throw e;
         }

@@ -523,6 +523,19 @@ abstract class VerbsConformance {
     }
 
     @Test
+    void aQpStaysUntilTheType2WindowsBoundThroughItGo() {
+        MemoryRegion region = b.open(64, 0);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        b.qp.post(WorkRequest.bind(window, region, 0, 64, EnumSet.of(Access.REMOTE_WRITE)));
+        b.expect(WcStatus.SUCCESS);
+        b.qp.close(); // rxe would wait for the window's reference on the QP, then warn: the graph defers it instead
+        assertEquals(ResourceState.CLOSING, b.qp.resource().state());
+        window.close();
+        assertEquals(ResourceState.DESTROYED, b.qp.resource().state());
+        assertEquals(ResourceState.OPEN, region.resource().state());
+    }
+
+    @Test
     void aDeallocatedWindowCannotBeBound() {
         MemoryRegion region = b.open(64, 0);
         MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
