@@ -5,11 +5,11 @@
 #
 # Compiles on the host (the VM has no network) and computes the test classpath there, then runs JUnit's console
 # launcher with plain `java` inside scripts/rxe-vm.sh: no Maven in the VM, whose emulated CPUs would spend most of
-# their time compiling Maven itself. Without CLASS arguments it runs every Ibv*Test class of verbs:
-# IbvConformanceTest (the provider conformance suite on rxe0), IbvRxeTest (soak, memory windows, error flush,
-# teardown orders) and the layout/encoding tests. CLASS is a simple name in io.mooring.verbs or
-# io.mooring.verbs.ibv, or a fully qualified one; -D options become system properties of the test JVM, e.g.
-# -Dmooring.soak.iterations=20000.
+# their time compiling Maven itself. Without CLASS arguments it runs every Ibv*Test class of verbs and
+# remote-lease: IbvConformanceTest (the provider conformance suite on rxe0), IbvRxeTest (soak, memory windows,
+# error flush, teardown orders), the layout/encoding tests, and IbvLeaseTest (leases isolated on rxe). CLASS is a
+# simple name in one of those modules' test packages, or a fully qualified one; -D options become system
+# properties of the test JVM, e.g. -Dmooring.soak.iterations=20000.
 #
 # Exit status: 0 when every test passed, 1 if any failed, 2 if none ran; 124 if the whole run exceeded
 # MOORING_RXE_TIMEOUT seconds (default 2400); 125 if the VM could not be booted or lacks rxe0. JUnit XML
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 timeout_s=${MOORING_RXE_TIMEOUT:-2400}
 vm=scripts/rxe-vm.sh
 reports=$PWD/verbs/target/rxe-reports
-classpath_file=verbs/target/rxe-classpath.txt
+modules=(verbs remote-lease) # whose Ibv*Test classes run; the build adds what they depend on
 
 for arg in "$@"; do
   case $arg in
@@ -31,22 +31,28 @@ for arg in "$@"; do
 done
 
 echo "rxe-test: compiling on the host"
-./mooring mvn -q -pl lifecycle,verbs test-compile \
+./mooring mvn -q -pl lifecycle,verbs,allocator,remote-lease test-compile \
   org.apache.maven.plugins:maven-dependency-plugin:3.9.0:build-classpath \
   -Dmdep.includeScope=test -Dmdep.outputFile=target/rxe-classpath.txt
-classpath=$PWD/verbs/target/test-classes:$PWD/verbs/target/classes:$(<"$classpath_file")
+# Each module's test and main classes, then the union of their dependencies (the verbs module's brings the
+# console launcher), each entry once.
+classpath=$(for m in "${modules[@]}"; do
+  printf '%s\n' "$PWD/$m/target/test-classes" "$PWD/$m/target/classes"
+done; for m in "${modules[@]}"; do tr ':' '\n' <"$m/target/rxe-classpath.txt"; echo; done)
+classpath=$(awk 'NF && !seen[$0]++' <<<"$classpath" | paste -sd:)
 java=$(./mooring mvn -v | sed -n 's/^Java version: .*, runtime: //p')/bin/java
 rm -rf "$reports"
 
-# A simple class name is looked up in the verbs test packages.
+# A simple class name is looked up in those modules' test classes.
 qualify() {
-  local pkg
+  local found
   [[ $1 == *.* ]] && { printf '%s' "$1"; return; }
-  for pkg in io/mooring/verbs io/mooring/verbs/ibv; do
-    [[ -f verbs/target/test-classes/$pkg/$1.class ]] && { printf '%s' "${pkg//\//.}.$1"; return; }
-  done
-  echo "rxe-test: no test class $1 in verbs" >&2
-  exit 2
+  found=$(cd verbs/target/test-classes && find . -name "$1.class" -print -quit)
+  [[ -n $found ]] || found=$(cd remote-lease/target/test-classes && find . -name "$1.class" -print -quit)
+  [[ -n $found ]] || { echo "rxe-test: no test class $1 in ${modules[*]}" >&2; exit 2; }
+  found=${found#./}
+  found=${found%.class}
+  printf '%s' "${found//\//.}"
 }
 props=() selectors=()
 for arg in "$@"; do
@@ -57,7 +63,8 @@ for arg in "$@"; do
   esac
 done
 if ((${#selectors[@]} == 0)); then
-  selectors=(--scan-classpath="$PWD/verbs/target/test-classes" --include-classname='.*\.Ibv[^.]*Test')
+  selectors=(--include-classname='.*\.Ibv[^.]*Test')
+  for m in "${modules[@]}"; do selectors+=(--scan-classpath="$PWD/$m/target/test-classes"); done
 fi
 
 # The tests run in verbs/ as under Maven (the layout test finds its C program there).
