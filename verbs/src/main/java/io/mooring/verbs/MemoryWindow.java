@@ -11,6 +11,8 @@ import java.util.Map;
  * keeps the queue pair it was bound through: the spec ties a type 2 binding to that QP, and rxe holds a
  * reference on it (destroying the QP first makes the kernel wait for the reference, warn, and later drop it on
  * freed memory). Closing that QP while the window is bound destroys it once the window is invalidated or closed.
+ * (A QP closed while its bind is still unpolled is destroyed at once, as before: the hold starts when the bind
+ * completes.)
  */
 public final class MemoryWindow extends VerbsObject {
     private final ProtectionDomain pd;
@@ -45,9 +47,9 @@ public final class MemoryWindow extends VerbsObject {
         }
 
         /**
-         * A bind completed: the window now reaches {@code region} through {@code key}. Adopts the holds on the
-         * region and (type 2) on the QP {@code through} taken when the bind was posted (either may have been
-         * closed since; both must stay while the window reaches the region).
+         * A bind completed: the window now reaches {@code region} through {@code key}. Adopts the hold on the
+         * region taken when the bind was posted (it may have been closed since; it must stay registered while
+         * the window reaches it) and, type 2, the hold on the QP {@code through} taken as the bind completed.
          */
         synchronized void bound(int key, MemoryRegion region, QueuePair through) {
             unbindLocked();

@@ -2,6 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.spi.QpOps;
 import io.mooring.verbs.spi.QpTransition;
 import java.util.concurrent.CompletableFuture;
@@ -247,29 +248,18 @@ public final class QueuePair extends VerbsObject {
         // Held until the bind retires: the NIC must never be handed a deallocated window (a closed one is refused
         // here), nor have the window deallocated under the bind.
         window.resource().retain();
-        // The binding's own holds, adopted by the window when the bind succeeds: the region, and for type 2 this
-        // QP (see MemoryWindow).
-        QueuePair through = window.type() == MwType.TYPE_2 ? this : null;
         try {
-            region.resource().retain();
+            region.resource().retain(); // the binding's own hold, adopted by the window when the bind succeeds
         } catch (RuntimeException e) {
-            window.resource().release();
-            throw e;
-        }
-        try {
-            if (through != null) resource.retain(); // refused if this QP was closed since post() checked
-        } catch (RuntimeException e) {
-            region.resource().release();
             window.resource().release();
             throw e;
         }
         InFlight.Outcome outcome = success -> {
             if (success) {
-                window.state().bound(key[0], region, through);
+                window.state().bound(key[0], region, type2Hold(window));
                 window.ops().bound(key[0]);
             } else {
                 region.resource().release();
-                if (through != null) through.resource().release();
             }
             window.resource().release(); // after bound(): a window closed meanwhile unbinds when it is destroyed
         };
@@ -278,7 +268,6 @@ public final class QueuePair extends VerbsObject {
             id = send.claim("ibv_post_send", toString(), wr.wrId(), WcOpcode.BIND_MW, wr.sgl(), region, future, outcome);
         } catch (RuntimeException e) {
             region.resource().release();
-            if (through != null) resource.release();
             window.resource().release();
             throw e;
         }
@@ -288,6 +277,22 @@ public final class QueuePair extends VerbsObject {
         } catch (RuntimeException e) {
             send.unclaim();
             throw e;
+        }
+    }
+
+    /**
+     * This QP, retained for a type 2 window that a bind through it just gave a key (see {@link MemoryWindow}); null
+     * for type 1, or if the QP was closed while the bind was in flight (it is being destroyed: it cannot be held).
+     * Taken when the bind succeeds, not when it is posted: a hold from the post would keep a QP closed before its
+     * bind was polled from ever being destroyed, and its destroy is what retires unpolled requests.
+     */
+    private QueuePair type2Hold(MemoryWindow window) {
+        if (window.type() != MwType.TYPE_2) return null;
+        try {
+            resource.retain();
+            return this;
+        } catch (ResourceClosedException e) {
+            return null;
         }
     }
 
