@@ -6,88 +6,28 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
-import io.mooring.allocator.RdmaArena;
-import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.Access;
-import io.mooring.verbs.CompletionDispatcher;
-import io.mooring.verbs.CompletionQueue;
-import io.mooring.verbs.DeviceContext;
-import io.mooring.verbs.MemoryRegion;
-import io.mooring.verbs.ProtectionDomain;
-import io.mooring.verbs.QpCapabilities;
-import io.mooring.verbs.QueuePair;
-import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.EnumSet;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** The owner's side on the soft provider: a peer QP writes through lease keys; everything is checked in memory. */
-class LeaseManagerTest {
-    private static final Set<Access> WRITE = EnumSet.of(Access.REMOTE_WRITE);
-
-    private ResourceGraph graph;
-    private Arena memory;
-    private RdmaArena arena;
-    private QueuePair ownerQp;
-    private QueuePair peerQp;
-    private MemoryRegion peerSource;
-
-    @BeforeEach
-    void connect() {
-        graph = ResourceGraph.builder().name("leases").build();
-        memory = Arena.ofShared();
-        DeviceContext owner = RdmaDevices.open("soft:soft0", graph);
-        DeviceContext peer = RdmaDevices.open("soft:soft0", graph);
-        ProtectionDomain ownerPd = owner.allocateProtectionDomain();
-        ProtectionDomain peerPd = peer.allocateProtectionDomain();
-        CompletionQueue ownerCq = owner.createCompletionQueue(256);
-        CompletionQueue peerCq = peer.createCompletionQueue(256);
-        ownerCq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {});
-        peerCq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {});
-        ownerQp = ownerPd.createQueuePair(ownerCq, ownerCq, QpCapabilities.DEFAULT);
-        peerQp = peerPd.createQueuePair(peerCq, peerCq, QpCapabilities.DEFAULT);
-        ownerQp.connect(peerQp.info());
-        peerQp.connect(ownerQp.info());
-        arena = RdmaArena.builder(ownerPd).chunkSize(1 << 20).arenas(1)
-                .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
-        peerSource = peerPd.register(memory.allocate(64, 8), EnumSet.of(Access.LOCAL_WRITE));
-        peerSource.segment().fill((byte) 0x7e);
-    }
-
-    @AfterEach
-    void teardown() {
-        arena.close();
-        graph.close();
-        assertEquals(0, graph.liveCount(), graph::dump);
-        memory.close();
-    }
-
-    /** A WRITE of {@code length} bytes by the peer at {@code address} through {@code rkey}. */
-    private WcStatus peerWrite(long address, int rkey, int length) {
-        try {
-            return peerQp.postAsync(WorkRequest.write(peerSource, 0, length).remote(address, rkey))
-                    .get(10, TimeUnit.SECONDS).status();
-        } catch (java.util.concurrent.ExecutionException e) {
-            return ((WorkCompletionException) e.getCause()).status();
-        } catch (Exception e) {
-            throw new AssertionError(e);
-        }
+class LeaseManagerTest extends LeasePeers {
+    @Override
+    String device() {
+        return "soft:soft0";
     }
 
     @ParameterizedTest

@@ -7,7 +7,12 @@ import java.util.Map;
 /**
  * A memory window ({@code struct ibv_mw}): a second, narrower rkey over part of a region, which can be bound
  * and revoked without re-registering. Bind it with {@link WorkRequest#bind}; revoke a type 2 window with
- * {@link WorkRequest#invalidate}. While bound, the region under it stays registered.
+ * {@link WorkRequest#invalidate}. While bound, the region under it stays registered, and a type 2 window also
+ * keeps the queue pair it was bound through: the spec ties a type 2 binding to that QP, and rxe holds a
+ * reference on it (destroying the QP first makes the kernel wait for the reference, warn, and later drop it on
+ * freed memory). Closing that QP while the window is bound destroys it once the window is invalidated or closed.
+ * (A QP closed while its bind is still unpolled is destroyed at once, as before: the hold starts when the bind
+ * completes.)
  */
 public final class MemoryWindow extends VerbsObject {
     private final ProtectionDomain pd;
@@ -23,6 +28,7 @@ public final class MemoryWindow extends VerbsObject {
         private final Map<Integer, State> boundByRkey;
         private int rkey;              // guarded by this
         private MemoryRegion boundTo;  // guarded by this; retained while bound
+        private QueuePair boundThrough; // guarded by this; retained while a type 2 binding lasts, else null
 
         State(Map<Integer, State> boundByRkey) {
             this.boundByRkey = boundByRkey;
@@ -41,14 +47,15 @@ public final class MemoryWindow extends VerbsObject {
         }
 
         /**
-         * A bind completed: the window now reaches {@code region} through {@code key}. Adopts a hold on the
-         * region taken when the bind was posted (the region may have been closed since; it must stay
-         * registered while the window reaches it).
+         * A bind completed: the window now reaches {@code region} through {@code key}. Adopts the hold on the
+         * region taken when the bind was posted (it may have been closed since; it must stay registered while
+         * the window reaches it) and, type 2, the hold on the QP {@code through} taken as the bind completed.
          */
-        synchronized void bound(int key, MemoryRegion region) {
+        synchronized void bound(int key, MemoryRegion region, QueuePair through) {
             unbindLocked();
             rkey = key;
             boundTo = region;
+            boundThrough = through;
             boundByRkey.put(key, this);
         }
 
@@ -66,8 +73,11 @@ public final class MemoryWindow extends VerbsObject {
             if (boundTo == null) return;
             boundByRkey.remove(rkey, this);
             MemoryRegion region = boundTo;
+            QueuePair qp = boundThrough;
             boundTo = null;
+            boundThrough = null;
             region.resource().release();
+            if (qp != null) qp.resource().release();
         }
     }
 

@@ -2,6 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.spi.QpOps;
 import io.mooring.verbs.spi.QpTransition;
 import java.util.concurrent.CompletableFuture;
@@ -254,8 +255,12 @@ public final class QueuePair extends VerbsObject {
             throw e;
         }
         InFlight.Outcome outcome = success -> {
-            if (success) window.state().bound(key[0], region);
-            else region.resource().release();
+            if (success) {
+                window.state().bound(key[0], region, type2Hold(window));
+                window.ops().bound(key[0]);
+            } else {
+                region.resource().release();
+            }
             window.resource().release(); // after bound(): a window closed meanwhile unbinds when it is destroyed
         };
         long id;
@@ -272,6 +277,22 @@ public final class QueuePair extends VerbsObject {
         } catch (RuntimeException e) {
             send.unclaim();
             throw e;
+        }
+    }
+
+    /**
+     * This QP, retained for a type 2 window that a bind through it just gave a key (see {@link MemoryWindow}); null
+     * for type 1, or if the QP was closed while the bind was in flight (it is being destroyed: it cannot be held).
+     * Taken when the bind succeeds, not when it is posted: a hold from the post would keep a QP closed before its
+     * bind was polled from ever being destroyed, and its destroy is what retires unpolled requests.
+     */
+    private QueuePair type2Hold(MemoryWindow window) {
+        if (window.type() != MwType.TYPE_2) return null;
+        try {
+            resource.retain();
+            return this;
+        } catch (ResourceClosedException e) {
+            return null;
         }
     }
 

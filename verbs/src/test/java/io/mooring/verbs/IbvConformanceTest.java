@@ -27,11 +27,11 @@ class IbvConformanceTest extends VerbsConformance {
 
     /**
      * Where rxe (Linux 6.1 drivers/infiniband/sw/rxe, rdma-core 44 providers/rxe) reports another status than a
-     * NIC does, from its source: a SEND that overflows the receive fails the receive WQE copy as a malformed
-     * WQE ({@code RESPST_ERR_MALFORMED_WQE}: REM_OP_ERR NAK, LOC_QP_OP_ERR at the responder) rather than as a
-     * length error; an invalid lkey is reported as LOC_QP_OP_ERR; a QP without remote write treats the WRITE as
-     * an invalid opcode for it ({@code check_op_valid}: REM_INV_REQ_ERR) instead of an access error. On every
-     * other device the spec statuses are expected.
+     * NIC does, as observed on rxe0 and explained by its source: a SEND that overflows the receive fails the
+     * receive WQE copy as a malformed WQE ({@code RESPST_ERR_MALFORMED_WQE}: REM_OP_ERR at the requester,
+     * LOC_QP_OP_ERR at the responder) rather than as a length error; an invalid lkey is reported as LOC_QP_OP_ERR;
+     * a QP without remote write treats the WRITE as an invalid opcode for it ({@code check_op_valid}:
+     * REM_INV_REQ_ERR) instead of an access error. On every other device the spec statuses are expected.
      */
     @Override
     WcStatus expected(Deviation situation, WcStatus standard) {

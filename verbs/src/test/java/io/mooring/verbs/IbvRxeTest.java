@@ -260,7 +260,9 @@ class IbvRxeTest {
         assertEquals(120, orders.size());
         long t0 = System.nanoTime();
         DeviceContext shared = RdmaDevices.open("ibv:" + device, graph);
-        for (int[] children : orders) {
+        for (int n = 0; n < orders.size(); n++) {
+            if (n % 20 == 0) System.out.printf("rxe teardown: %d orders in %d ms%n", n, (System.nanoTime() - t0) / 1_000_000);
+            int[] children = orders.get(n);
             int[] order = new int[5];
             for (int k = 0; k < 5; k++) order[k] = children[k] + 1;
             closeInOrder(fullSet(shared, peer), order, kinds);

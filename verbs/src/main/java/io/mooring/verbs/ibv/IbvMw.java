@@ -9,8 +9,10 @@ import io.mooring.verbs.spi.MwOps;
 import java.lang.foreign.MemorySegment;
 
 /**
- * A memory window ({@code struct ibv_mw}). Its rkey is read at allocation; after a type-2 bind the driver does
- * not update {@code ibv_mw.rkey}, so the key the bind carried is tracked by the caller (the public API does).
+ * A memory window ({@code struct ibv_mw}). Its rkey is read at allocation. After a type-2 bind the driver does
+ * not update {@code ibv_mw.rkey}, but rxe's provider puts that field into the next bind's work request as the
+ * window's identity, and its kernel refuses the bind (MW_BIND_ERR) unless it is the key of the last bind: so
+ * {@link #bound} writes each completed bind's key there, as {@code ibv_bind_mw} does for type 1.
  */
 final class IbvMw implements MwOps {
     final IbvPd pd;
@@ -29,6 +31,11 @@ final class IbvMw implements MwOps {
     @Override
     public int rkey() {
         return rkey;
+    }
+
+    @Override
+    public void bound(int key) {
+        mw.set(JAVA_INT, IbvStructs.MW_RKEY, key);
     }
 
     /** {@code ibv_mw.rkey} now (a type-1 bind through {@code ibv_bind_mw} updates it). */
