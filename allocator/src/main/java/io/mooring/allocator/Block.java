@@ -25,9 +25,10 @@ import java.lang.invoke.VarHandle;
  * </ul>
  *
  * <p>Any thread may close a block. Closing it in the thread that allocated it is the fast path: no atomic
- * instruction, and the memory goes straight to that thread's cache. A close from another thread hands the block
- * to its allocating thread, which frees it on its next call into the arena (or anyone, once that thread has
- * died); until then its memory is quarantined — counted in {@link ArenaStats#quarantined()}, never reused.
+ * instruction, and the memory goes straight to that thread's cache. A close from another thread hands a checked
+ * or unchecked block to its allocating thread, which frees it on its next call into the arena (or anyone, once
+ * that thread has died); until then its memory is quarantined — counted in {@link ArenaStats#quarantined()},
+ * never reused. A shared block is freed at once by whichever thread closes it.
  */
 public final class Block implements AutoCloseable {
     private static final VarHandle STATE;
@@ -140,28 +141,36 @@ public final class Block implements AutoCloseable {
     /**
      * Gives the block back.
      *
-     * <p>Why the owner needs no atomic instruction: every other thread closes with a compare-and-set and only
-     * hands the block over to the owner's inbox. If both close at once, the owner's write lands after the
-     * other's CAS and the owner, draining its inbox, finds the block closed by itself and frees it only once.
+     * <p>Why the owner of a confined or unchecked block needs no atomic instruction: every other thread closes
+     * with a compare-and-set and only hands the block over to the owner's inbox. If both close at once, the owner's
+     * write lands after the other's CAS and the owner, draining its inbox, finds the block closed by itself and
+     * frees it only once. Shared blocks are closed with a CAS by everyone (see {@link #closeShared()}).
      *
      * @throws IllegalStateException if it was already closed (nothing else happens)
      */
     @Override
     public void close() {
-        if (Thread.currentThread() != owner.thread) {
-            closeElsewhere();
-            return;
+        if (!confined && scope != null) {
+            closeShared();
+        } else if (Thread.currentThread() != owner.thread) {
+            if (!STATE.compareAndSet(this, OPEN, HANDED_OVER)) throw alreadyClosed();
+            arena().closeElsewhere(this);
+        } else {
+            if ((int) STATE.getOpaque(this) != OPEN) throw alreadyClosed();
+            STATE.setOpaque(this, CLOSED_BY_OWNER);
+            if (scope != null) scope.close();
+            arena().freeByOwner(this);
         }
-        if ((int) STATE.getOpaque(this) != OPEN) throw alreadyClosed();
-        STATE.setOpaque(this, CLOSED_BY_OWNER);
-        if (scope != null) scope.close();
-        arena().freeByOwner(this);
     }
 
-    private void closeElsewhere() {
-        if (!STATE.compareAndSet(this, OPEN, HANDED_OVER)) throw alreadyClosed();
-        if (scope != null && !confined) scope.close(); // a shared scope dies at once, whoever closes it
-        arena().closeElsewhere(this);
+    /**
+     * A shared block is made to be handed between threads and its close costs a handshake anyway: every thread
+     * closes it with a CAS and frees it at once, so its memory never waits for an owner that may be idle.
+     */
+    private void closeShared() {
+        if (!STATE.compareAndSet(this, OPEN, CLOSED_BY_OWNER)) throw alreadyClosed();
+        scope.close();
+        arena().free(this);
     }
 
     RdmaArena arena() {

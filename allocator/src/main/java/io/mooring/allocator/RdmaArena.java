@@ -83,6 +83,7 @@ public final class RdmaArena implements AutoCloseable {
     private final Set<Caller> callers = ConcurrentHashMap.newKeySet();
     private final Caller[] callerSlots = new Caller[CALLER_SLOTS]; // written by CAS (SLOT), read plainly
     private final AtomicInteger flushEpoch = new AtomicInteger();
+    private final CacheCounters deadCaches = new CacheCounters(); // what swept threads' caches counted; guarded by itself
     private final AtomicLong registrations = new AtomicLong();
     private final AtomicLong deregistrations = new AtomicLong();
     private final AtomicLong registeredBytes = new AtomicLong();
@@ -342,13 +343,16 @@ public final class RdmaArena implements AutoCloseable {
 
     /** Returns what dead threads left behind: their quarantined blocks and cached regions. */
     private void sweepDeadOwners() {
-        for (var it = callers.iterator(); it.hasNext(); ) {
-            Caller c = it.next();
-            if (!c.thread.isAlive()) {
+        for (Caller c : callers) {
+            if (!c.thread.isAlive() && callers.remove(c)) { // one sweeper per dead thread
                 drain(c, false);
-                if (c.cache != null) c.cache.flushAll();
+                if (c.cache != null) {
+                    c.cache.flushAll();
+                    synchronized (deadCaches) {
+                        deadCaches.add(c.cache);
+                    }
+                }
                 SLOT.compareAndSet(callerSlots, slotOf(c.thread), c, null);
-                it.remove();
             }
         }
     }
@@ -476,16 +480,27 @@ public final class RdmaArena implements AutoCloseable {
     // ---- stats and closing -----------------------------------------------------------------------------------
 
     public ArenaStats stats() {
+        CacheCounters caches = new CacheCounters();
+        synchronized (deadCaches) {
+            caches.add(deadCaches);
+        }
+        long quarantined = 0;
+        long cached = 0;
+        long cachedLargeBytes = 0; // page runs in caches: used pages to their chunks, yet not active
+        for (Caller c : callers) {
+            for (Block b = c.peekInbox(); b != null; b = b.nextInInbox) quarantined++;
+            if (c.cache != null) {
+                caches.add(c.cache);
+                cached += c.cache.cached();
+                cachedLargeBytes += c.cache.cachedLargeBytes();
+            }
+        }
         List<ArenaStats.ClassStats> classes = new ArrayList<>();
         long active = hugeBytes.get();
-        long largeAllocs = 0;
-        long largeFrees = 0;
-        long usedPages = 0;
-        long emptyChunkBytes = 0;
-        long chunkPages = 0;
+        long slabBytes = 0;
         for (int i = 0; i < SizeClasses.SMALL_CLASSES; i++) {
-            long allocs = 0;
-            long frees = 0;
+            long allocs = caches.allocations[i];
+            long frees = caches.frees[i];
             long slabs = 0;
             for (Shard s : shards) {
                 long[] c = s.bins[i].counters();
@@ -493,15 +508,19 @@ public final class RdmaArena implements AutoCloseable {
                 frees += c[1];
                 slabs += c[2];
             }
-            for (Caller caller : callers) {
-                if (caller.cache != null) {
-                    allocs += caller.cache.allocations[i];
-                    frees += caller.cache.frees[i];
-                }
-            }
             classes.add(new ArenaStats.ClassStats(SizeClasses.size(i), allocs, frees, slabs));
             active += (allocs - frees) * SizeClasses.size(i);
+            slabBytes += slabs * ((long) SizeClasses.slabPages(i) << SizeClasses.LOG2_PAGE);
         }
+        long largeAllocs = 0;
+        long largeFrees = 0;
+        for (int i = SizeClasses.SMALL_CLASSES; i < ThreadCache.CLASSES; i++) {
+            largeAllocs += caches.allocations[i];
+            largeFrees += caches.frees[i];
+        }
+        long usedPages = 0;
+        long emptyChunkBytes = 0;
+        long chunkPages = 0;
         for (Shard s : shards) {
             long[] c = s.counters();
             chunkPages += c[0] * (chunkSize >>> SizeClasses.LOG2_PAGE);
@@ -510,33 +529,11 @@ public final class RdmaArena implements AutoCloseable {
             largeAllocs += c[3];
             largeFrees += c[4];
         }
-        long slabBytes = 0;
-        for (int i = 0; i < SizeClasses.SMALL_CLASSES; i++) {
-            slabBytes += classes.get(i).slabs() * ((long) SizeClasses.slabPages(i) << SizeClasses.LOG2_PAGE);
-        }
         long dirty = ((chunkPages - usedPages) << SizeClasses.LOG2_PAGE) - emptyChunkBytes;
-        long quarantined = 0;
-        long hits = 0;
-        long misses = 0;
-        long cached = 0;
-        long cachedLargeBytes = 0; // page runs in caches: used pages to their chunks, yet not active
-        for (Caller c : callers) {
-            for (Block b = c.peekInbox(); b != null; b = b.nextInInbox) quarantined++;
-            if (c.cache != null) {
-                hits += c.cache.hits;
-                misses += c.cache.misses;
-                cached += c.cache.cached();
-                cachedLargeBytes += c.cache.cachedLargeBytes();
-                for (int i = SizeClasses.SMALL_CLASSES; i < ThreadCache.CLASSES; i++) {
-                    largeAllocs += c.cache.allocations[i];
-                    largeFrees += c.cache.frees[i];
-                }
-            }
-        }
         active += (usedPages << SizeClasses.LOG2_PAGE) - slabBytes - cachedLargeBytes;
         return new ArenaStats(classes, largeAllocs, largeFrees, hugeAllocations.get(), hugeFrees.get(), active,
                 registeredBytes.get(), emptyChunkBytes, dirty, chunkCount.get(), registrations.get(),
-                deregistrations.get(), quarantined, hits, misses, cached);
+                deregistrations.get(), quarantined, caches.hits, caches.misses, cached);
     }
 
     /** The arena's place in the lifecycle graph (a child of its PD; its chunks' memory are its children). */

@@ -86,6 +86,29 @@ class ThreadCacheTest {
         }
     }
 
+    /** A dead thread's cache is swept; what it counted must stay in the stats, or live counts would go negative. */
+    @Test
+    void aSweptThreadsCountsStayInTheStats() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            List<Block> made = new ArrayList<>();
+            Thread owner = Thread.ofPlatform().start(() -> {
+                arena.allocate(64).close();
+                made.add(arena.allocate(64));
+                made.add(arena.allocate(64 << 10));
+            });
+            owner.join();
+            made.forEach(Block::close); // the owner is dead: freed here, into the shard
+            arena.purge(); // sweeps the dead thread's cache
+            ArenaStats s = arena.stats();
+            assertEquals(0, s.liveBlocks(), s::toString);
+            assertEquals(2, s.classes().get(SizeClasses.indexOf(64)).allocations());
+            assertEquals(2, s.classes().get(SizeClasses.indexOf(64)).frees());
+            assertEquals(1, s.largeAllocations());
+            assertEquals(1, s.cacheHits(), "the second 64 B allocation");
+            assertEquals(0, s.activeBytes());
+        }
+    }
+
     @Test
     void virtualThreadsDoNotGetCaches() throws Exception {
         try (RdmaArena arena = fx.arena().build()) {

@@ -301,13 +301,9 @@ class LeaseProperties {
             return pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
         }
 
-        /**
-         * Without thread caches: the sessions' agent and dispatcher threads allocate and free leased blocks and die
-         * with their sessions, and the arena's stats lose the counters of a dead thread's cache (liveBlocks would
-         * go negative), so only uncached counting makes the final "no live block" check exact.
-         */
+        /** With thread caches, as by default: the sessions' threads allocate, free and die with their sessions. */
         private static RdmaArena arena(ProtectionDomain pd) {
-            return RdmaArena.builder(pd).chunkSize(1 << 20).arenas(1).threadCache(0)
+            return RdmaArena.builder(pd).chunkSize(1 << 20).arenas(1)
                     .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
         }
 
