@@ -73,7 +73,7 @@ import org.quicktheories.generators.Generate;
  * <p>{@code -Dmooring.lease.examples=N} raises the number of programs for a long run.
  */
 class LeaseProperties {
-    private static final int EXAMPLES = Integer.getInteger("mooring.lease.examples", 80);
+    private static final int EXAMPLES = Integer.getInteger("mooring.lease.examples", 60);
     private static final int MAX_STEPS = 24;
     private static final Set<Access> ALL = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC);
     private static final Duration LONG = Duration.ofSeconds(60);
