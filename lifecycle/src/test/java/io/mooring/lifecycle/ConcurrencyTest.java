@@ -86,7 +86,12 @@ class ConcurrencyTest {
                 }));
             }
             barrier.await();
-            Thread.sleep(2);
+            // Close while creators are mid-flight, and only once a child exists: what the assertions are about.
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (attached.isEmpty()) {
+                if (System.nanoTime() > deadline) throw new AssertionError("no creator attached a child in 10 s");
+                Thread.onSpinWait();
+            }
             pd.close();
             for (Future<?> f : creators) f.get();
         }
