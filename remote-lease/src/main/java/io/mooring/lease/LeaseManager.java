@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -52,6 +53,8 @@ public final class LeaseManager implements AutoCloseable {
     private static final int REMOTE_RIGHTS =
             Access.REMOTE_READ.bit() | Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
 
+    /** Binds one window makes before it is replaced: 255 keys in a row differ (8 key bits; see {@link #pool}). */
+    static final int MAX_BINDS_PER_WINDOW = 255;
     private final QueuePair qp;
     private final ProtectionDomain pd;
     private final LeaseLimits limits;
@@ -59,6 +62,8 @@ public final class LeaseManager implements AutoCloseable {
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
     private final ArrayDeque<MemoryWindow> windows = new ArrayDeque<>(); // guarded by this
+    /** Binds made through each live window: see {@link #pool}. Guarded by this. */
+    private final Map<MemoryWindow, Integer> binds = new IdentityHashMap<>();
     private long leasedBytes;                                             // guarded by this
     private boolean closed;                                               // guarded by this
     private final AtomicLong granted = new AtomicLong();
@@ -137,11 +142,11 @@ public final class LeaseManager implements AutoCloseable {
                     wc = await(qp.postAsync(WorkRequest.bind(window, block.region(), block.regionOffset(),
                             block.size(), access)), "bind of a window for a lease");
                 } catch (RuntimeException e) {
-                    window.close();
+                    retire(window);
                     throw e;
                 }
                 if (wc.status() != WcStatus.SUCCESS) {
-                    window.close();
+                    retire(window);
                     throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
                 }
                 yield new Lease(this, id, block, window.rkey(), access, duration, window, null);
@@ -163,7 +168,9 @@ public final class LeaseManager implements AutoCloseable {
 
     private synchronized MemoryWindow takeWindow() {
         MemoryWindow w = windows.poll();
-        return w != null ? w : pd.allocateWindow(MwType.TYPE_2);
+        if (w == null) w = pd.allocateWindow(MwType.TYPE_2);
+        binds.merge(w, 1, Integer::sum);
+        return w;
     }
 
     private synchronized void reserve(long bytes) {
@@ -278,22 +285,35 @@ public final class LeaseManager implements AutoCloseable {
         try {
             done = qp.postAsync(WorkRequest.invalidate(key));
         } catch (RuntimeException e) {
-            window.close();
+            retire(window);
             return CompletableFuture.completedFuture(null);
         }
         return done.orTimeout(COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS).handle((wc, error) -> {
             if (error == null && wc.isSuccess()) {
                 pool(window);
             } else {
-                window.close();
+                retire(window);
             }
             return null;
         });
     }
 
+    /**
+     * Keeps an invalidated window for the next grant — unless the manager closed, or the window has made
+     * {@value #MAX_BINDS_PER_WINDOW} binds: a type 2 bind changes only the key's low 8 bits, so one more would bring
+     * back a key an earlier lease's peer held. Such a window is deallocated; its successor gets a new index.
+     */
     private synchronized void pool(MemoryWindow window) {
-        if (closed) window.close();
-        else windows.add(window);
+        if (closed || binds.get(window) >= MAX_BINDS_PER_WINDOW) {
+            retire(window);
+        } else {
+            windows.add(window);
+        }
+    }
+
+    private synchronized void retire(MemoryWindow window) {
+        binds.remove(window);
+        window.close();
     }
 
     /**
@@ -339,6 +359,7 @@ public final class LeaseManager implements AutoCloseable {
         synchronized (this) {
             windows.forEach(MemoryWindow::close);
             windows.clear();
+            binds.clear();
         }
     }
 

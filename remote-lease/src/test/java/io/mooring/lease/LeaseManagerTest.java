@@ -16,10 +16,13 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.EnumSet;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -28,6 +31,20 @@ class LeaseManagerTest extends LeasePeers {
     @Override
     String device() {
         return "soft:soft0";
+    }
+
+    /** A pooled window is replaced before its 8-bit key would wrap: no peer ever sees a key an earlier lease had. */
+    @Test
+    void noRkeyComesBackAcrossManyLeasesOfPooledWindows() {
+        try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT, Isolation.WINDOW)) {
+            Set<Integer> keys = new HashSet<>();
+            for (int i = 0; i < 2 * LeaseManager.MAX_BINDS_PER_WINDOW + 10; i++) {
+                Lease lease = leases.grant(arena.allocate(64), Duration.ofMinutes(1), WRITE);
+                assertTrue(keys.add(lease.rkey()), "lease " + i + " got rkey 0x" + Integer.toHexString(lease.rkey())
+                        + " again");
+                lease.close();
+            }
+        }
     }
 
     @ParameterizedTest
@@ -112,7 +129,7 @@ class LeaseManagerTest extends LeasePeers {
         assertEquals(0, arena.stats().liveBlocks());
     }
 
-    @org.junit.jupiter.api.Test
+    @Test
     void aFlushedOwnerRequestEndsTheDrain() throws Exception {
         try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT, Isolation.DEDICATED_REGISTRATION)) {
             Block block = arena.allocate(64);
@@ -129,7 +146,7 @@ class LeaseManagerTest extends LeasePeers {
         }
     }
 
-    @org.junit.jupiter.api.Test
+    @Test
     void anUnrenewedLeaseExpiresAndItsKeyStopsWorking() {
         var limits = new LeaseLimits(1 << 20, 8, Duration.ofSeconds(5), Duration.ofSeconds(10), WRITE, Duration.ZERO);
         try (LeaseManager leases = LeaseManager.create(ownerQp, limits)) {
@@ -142,7 +159,7 @@ class LeaseManagerTest extends LeasePeers {
         }
     }
 
-    @org.junit.jupiter.api.Test
+    @Test
     void anExposureEndsWhenItsStageCompletes() {
         try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT)) {
             var done = new CompletableFuture<Void>();
@@ -153,7 +170,7 @@ class LeaseManagerTest extends LeasePeers {
         }
     }
 
-    @org.junit.jupiter.api.Test
+    @Test
     void limitsRefuseClearlyAndLeakNothing() {
         var limits = new LeaseLimits(256, 2, Duration.ofSeconds(5), Duration.ofSeconds(5), WRITE, Duration.ZERO);
         try (LeaseManager leases = LeaseManager.create(ownerQp, limits)) {
@@ -182,7 +199,7 @@ class LeaseManagerTest extends LeasePeers {
         assertEquals(0, arena.stats().liveBlocks(), "the manager's close gave every leased block back");
     }
 
-    @org.junit.jupiter.api.Test
+    @Test
     void renewalExtendsTheDeadline() throws Exception {
         try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT)) {
             Lease lease = leases.grant(arena.allocate(64), Duration.ofMillis(300), WRITE);
@@ -193,7 +210,7 @@ class LeaseManagerTest extends LeasePeers {
         }
     }
 
-    @org.junit.jupiter.api.Test
+    @Test
     void losingTheSessionRevokesEveryLease() {
         try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT)) {
             Lease a = leases.grant(arena.allocate(64), Duration.ofMinutes(1), WRITE);
@@ -208,7 +225,7 @@ class LeaseManagerTest extends LeasePeers {
         }
     }
 
-    @org.junit.jupiter.api.Test
+    @Test
     void closingTheManagerEndsEveryLease() {
         LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT);
         Lease lease = leases.grant(arena.allocate(64), Duration.ofMinutes(1), WRITE);
