@@ -27,7 +27,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-/** Two sessions in one JVM over loopback TCP, owner on soft0 and requester on soft1 (the TCP fabric). */
+/**
+ * Two sessions in one JVM over loopback TCP, owner on soft0 and requester on soft1 (the TCP fabric), or on the
+ * devices {@code -Dmooring.lease.test.owner} and {@code -Dmooring.lease.test.requester} name (in the rxe VM:
+ * {@code scripts/rxe-test.sh -Dmooring.lease.test.owner=ibv:rxe0 -Dmooring.lease.test.requester=ibv:rxe0 RdmaSessionTest}).
+ */
 class RdmaSessionTest {
     @RegisterExtension
     final CapturedLeaseLog log = new CapturedLeaseLog();
@@ -42,8 +46,8 @@ class RdmaSessionTest {
     @BeforeEach
     void connect() throws Exception {
         graph = ResourceGraph.builder().name("sessions").build();
-        ownerArena = arena("soft:soft0");
-        requesterArena = arena("soft:soft1");
+        ownerArena = arena(System.getProperty("mooring.lease.test.owner", "soft:soft0"));
+        requesterArena = arena(System.getProperty("mooring.lease.test.requester", "soft:soft1"));
         try (var server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             var accepted = CompletableFuture.supplyAsync(() -> {
                 try {
