@@ -123,9 +123,11 @@ class RdmaSessionTest {
 
     @Test
     void aRenewedSegmentOutlivesItsFirstDuration() throws Exception {
-        RemoteSegment remote = requester.requestRemote(64, Duration.ofMillis(400), RW);
+        long start = System.nanoTime();
+        // The first term is generous because the renewal must land inside it even on an emulated CPU (rxe VM).
+        RemoteSegment remote = requester.requestRemote(64, Duration.ofSeconds(2), RW);
         remote.renew(Duration.ofSeconds(30));
-        Thread.sleep(800);
+        Thread.sleep(Math.max(0, 3000 - (System.nanoTime() - start) / 1_000_000)); // past the first term
         assertTrue(remote.isUsable());
         try (Block src = requesterArena.allocate(64)) {
             remote.write(src, 0);
