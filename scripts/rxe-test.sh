@@ -76,10 +76,20 @@ jvm=(-Dbasedir="$PWD/verbs" --enable-native-access=ALL-UNNAMED -Dmooring.soft.de
   "${props[@]}")
 
 echo "rxe-test: running the ibv tests in the rxe VM (bounded to ${timeout_s}s)"
-cd verbs
-exec "../$vm" --timeout "$timeout_s" -- bash -c '
+rm -f "$reports"/TEST-*.xml
+rc=0
+(cd verbs && "../$vm" --timeout "$timeout_s" -- bash -c '
   if ! ibv_devices | grep -q rxe; then echo "rxe-test: no rxe device in the VM" >&2; exit 125; fi
   exec "$@"
 ' rxe-test "$java" "${jvm[@]}" -cp "$classpath" org.junit.platform.console.ConsoleLauncher execute \
   --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests --reports-dir="$reports" \
-  "${selectors[@]}"
+  "${selectors[@]}") || rc=$?
+
+# One plain closing line, from the JUnit XML report (the console launcher's own summary is a box).
+report=$reports/TEST-junit-jupiter.xml
+if [[ -f $report ]]; then
+  count() { grep -o -m1 " $1=\"[0-9]*\"" "$report" | grep -o '[0-9]*'; }
+  tests=$(count tests) skipped=$(count skipped) failed=$(( $(count failures) + $(count errors) ))
+  echo "rxe: $((tests - skipped - failed)) passed, $failed failed, $skipped skipped"
+fi
+exit "$rc"

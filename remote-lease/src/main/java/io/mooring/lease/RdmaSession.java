@@ -7,6 +7,7 @@ import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.WorkCompletion;
 import java.io.IOException;
 import java.io.InputStream;
@@ -267,8 +268,9 @@ public final class RdmaSession implements AutoCloseable {
         Block block;
         try {
             block = config.arena().allocateShared(r.size(), r.alignment());
-        } catch (IllegalArgumentException | OutOfMemoryError e) {
-            reply(new Message.Error(r.requestId(), ErrorCodes.OUT_OF_MEMORY, "cannot allocate " + r.size() + " bytes: " + e.getMessage()));
+        } catch (IllegalArgumentException | VerbsException | OutOfMemoryError e) { // e.g. the memlock limit
+            reply(new Message.Error(r.requestId(), ErrorCodes.OUT_OF_MEMORY, "cannot allocate " + r.size() + " bytes: "
+                    + e.getMessage()));
             return;
         }
         try {

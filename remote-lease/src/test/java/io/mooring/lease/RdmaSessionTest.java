@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
@@ -14,6 +15,7 @@ import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.soft.SoftProvider;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -163,6 +165,27 @@ class RdmaSessionTest {
         assertInstanceOf(Message.Error.class, forged);
         assertEquals(ErrorCodes.UNKNOWN_LEASE, ((Message.Error) forged).code());
         assertEquals(0, owner.leases().stats().active());
+    }
+
+    /** The owner cannot register more (the locked-memory limit): the request is refused, the session goes on. */
+    @Test
+    void aRequestTheOwnerCannotRegisterIsRefusedAndTheSessionGoesOn() {
+        assumeTrue(System.getProperty("mooring.lease.test.owner", "soft:soft0").startsWith("soft:"),
+                "the locked-memory limit is played by the soft provider only");
+        long blocks = ownerArena.stats().liveBlocks(); // the session's receive buffers
+        System.setProperty(SoftProvider.MEMLOCK_PROPERTY, "0"); // no registration at all may succeed now
+        try {
+            var refused = assertThrows(LeaseRefusedException.class,
+                    () -> requester.requestRemote(768 << 10, Duration.ofSeconds(10), RW)); // a chunk of its own
+            assertEquals(ErrorCodes.OUT_OF_MEMORY, refused.code(), refused.getMessage());
+            assertTrue(refused.getMessage().contains("ulimit -l"), refused.getMessage());
+        } finally {
+            System.clearProperty(SoftProvider.MEMLOCK_PROPERTY);
+        }
+        RemoteSegment still = requester.requestRemote(64, Duration.ofSeconds(10), RW);
+        assertEquals(1, owner.leases().stats().active(), "the session still works");
+        still.close();
+        assertEquals(blocks, ownerArena.stats().liveBlocks(), "the refused request left no block behind");
     }
 
     @Test
