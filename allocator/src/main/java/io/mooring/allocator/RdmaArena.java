@@ -83,7 +83,8 @@ public final class RdmaArena implements AutoCloseable {
     private final Set<Caller> callers = ConcurrentHashMap.newKeySet();
     private final Caller[] callerSlots = new Caller[CALLER_SLOTS]; // written by CAS (SLOT), read plainly
     private final AtomicInteger flushEpoch = new AtomicInteger();
-    private final CacheCounters deadCaches = new CacheCounters(); // what swept threads' caches counted; guarded by itself
+    /** What the caches of swept (dead) threads counted. Guarded by itself. */
+    private final CacheCounters deadCaches = new CacheCounters();
     private final AtomicLong registrations = new AtomicLong();
     private final AtomicLong deregistrations = new AtomicLong();
     private final AtomicLong registeredBytes = new AtomicLong();
@@ -174,7 +175,8 @@ public final class RdmaArena implements AutoCloseable {
         Caller caller = caller();
         ThreadCache cache = caller.cache;
         if (cache != null && Long.compareUnsigned(size - 1, cachedMax) < 0 // 0 < size <= cachedMax
-                && Long.compareUnsigned(alignment, SizeClasses.QUANTUM) <= 0 && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0
+                && Long.compareUnsigned(alignment, SizeClasses.QUANTUM) <= 0
+                && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0
                 && cache.epoch == flushEpoch.get() && caller.inboxIsEmpty()) {
             resource.checkOpen();
             int c = SizeClasses.indexOf(size);
