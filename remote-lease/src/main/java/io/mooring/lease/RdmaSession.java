@@ -12,6 +12,7 @@ import io.mooring.verbs.WorkCompletion;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -113,8 +114,27 @@ public final class RdmaSession implements AutoCloseable {
      * @throws SessionLostException  if the session is gone
      */
     public RemoteSegment requestRemote(long size, Duration duration, Set<Access> access) {
+        return requestRemote(size, 8, duration, access);
+    }
+
+    /**
+     * Asks the peer for a lease of memory for {@code layout}: its size, at an address aligned as it requires.
+     *
+     * @throws IllegalArgumentException if the layout is empty or needs an alignment above 4096 (a page)
+     * @throws LeaseRefusedException    with the peer's reason
+     * @throws SessionLostException     if the session is gone
+     */
+    public RemoteSegment requestRemote(MemoryLayout layout, Duration duration, Set<Access> access) {
+        if (layout.byteSize() <= 0 || layout.byteAlignment() > MAX_ALIGNMENT) {
+            throw new IllegalArgumentException("a lease needs a size above 0 and an alignment of at most "
+                    + MAX_ALIGNMENT + ", the layout has " + layout.byteSize() + " and " + layout.byteAlignment());
+        }
+        return requestRemote(layout.byteSize(), Math.max(8, layout.byteAlignment()), duration, access);
+    }
+
+    private RemoteSegment requestRemote(long size, long alignment, Duration duration, Set<Access> access) {
         long sent = System.nanoTime();
-        Message answer = call(new Message.Request(requestIds.incrementAndGet(), size, 8, Access.mask(access),
+        Message answer = call(new Message.Request(requestIds.incrementAndGet(), size, alignment, Access.mask(access),
                 duration.toNanos()));
         if (answer instanceof Message.Grant g) {
             var state = new RemoteSegment.State(g.leaseId(), localDeadline(sent, g.durationNanos()));

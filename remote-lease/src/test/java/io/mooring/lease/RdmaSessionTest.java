@@ -16,6 +16,8 @@ import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.soft.SoftProvider;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -164,6 +166,18 @@ class RdmaSessionTest {
         var forged = requester.call(new Message.Release(999_001, 424242));
         assertInstanceOf(Message.Error.class, forged);
         assertEquals(ErrorCodes.UNKNOWN_LEASE, ((Message.Error) forged).code());
+        assertEquals(0, owner.leases().stats().active());
+    }
+
+    @Test
+    void aLayoutGetsItsSizeAndAlignmentAndBadOnesAreRefusedBeforeAsking() {
+        var layout = MemoryLayout.structLayout(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG).withByteAlignment(256);
+        try (RemoteSegment remote = requester.requestRemote(layout, Duration.ofSeconds(10), RW)) {
+            assertEquals(16, remote.length());
+            assertEquals(0, remote.address() % 256, "aligned as the layout requires");
+        }
+        assertThrows(IllegalArgumentException.class, () -> requester.requestRemote(
+                ValueLayout.JAVA_LONG.withByteAlignment(8192), Duration.ofSeconds(10), RW));
         assertEquals(0, owner.leases().stats().active());
     }
 
