@@ -33,7 +33,7 @@ import java.lang.invoke.VarHandle;
 public final class Block implements AutoCloseable {
     private static final VarHandle STATE;
     private static final int OPEN = 0;
-    private static final int CLOSED_BY_OWNER = 1;
+    private static final int CLOSED = 1;      // and freed: by its owner, or by anyone for a shared block
     private static final int HANDED_OVER = 2; // closed by another thread, waiting in the owner's inbox
 
     static {
@@ -157,7 +157,7 @@ public final class Block implements AutoCloseable {
             arena().closeElsewhere(this);
         } else {
             if ((int) STATE.getOpaque(this) != OPEN) throw alreadyClosed();
-            STATE.setOpaque(this, CLOSED_BY_OWNER);
+            STATE.setOpaque(this, CLOSED);
             if (scope != null) scope.close();
             arena().freeByOwner(this);
         }
@@ -168,7 +168,7 @@ public final class Block implements AutoCloseable {
      * closes it with a CAS and frees it at once, so its memory never waits for an owner that may be idle.
      */
     private void closeShared() {
-        if (!STATE.compareAndSet(this, OPEN, CLOSED_BY_OWNER)) throw alreadyClosed();
+        if (!STATE.compareAndSet(this, OPEN, CLOSED)) throw alreadyClosed();
         scope.close();
         arena().free(this);
     }

@@ -148,7 +148,7 @@ public final class RdmaArena implements AutoCloseable {
         Thread t = Thread.currentThread();
         Shard shard = shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)];
         ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 ? null
-                : new ThreadCache(shard, t, cacheBytesPerClass);
+                : new ThreadCache(shard, cacheBytesPerClass);
         if (cache != null) cache.epoch = flushEpoch.get();
         var caller = new Caller(t, shard, cache);
         callers.add(caller);
@@ -295,7 +295,7 @@ public final class RdmaArena implements AutoCloseable {
 
     void free(Block b) {
         ThreadCache cache = b.owner.cache;
-        if (cache != null && cache.owner == Thread.currentThread() && !closing && freeToCache(current(cache), b)) {
+        if (cache != null && b.owner.thread == Thread.currentThread() && !closing && freeToCache(current(cache), b)) {
             return;
         }
         Shard shard = b.owner.shard;

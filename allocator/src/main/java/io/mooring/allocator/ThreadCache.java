@@ -25,7 +25,6 @@ final class ThreadCache {
     static final int CLASSES = SizeClasses.indexOf(LARGE_MAX) + 1;
 
     final Shard shard;
-    final Thread owner;
     private final long[][] addresses = new long[CLASSES][];
     private final Object[][] homes = new Object[CLASSES][]; // a Slab (small class) or a Chunk (large class)
     private final int[] count = new int[CLASSES];
@@ -36,9 +35,8 @@ final class ThreadCache {
     int epoch; // the arena's flush epoch this cache last honoured
     Object poppedHome; // the home of the region {@link #pop} returned last
 
-    ThreadCache(Shard shard, Thread owner, long maxBytesPerClass) {
+    ThreadCache(Shard shard, long maxBytesPerClass) {
         this.shard = shard;
-        this.owner = owner;
         for (int c = 0; c < CLASSES; c++) {
             long fit = maxBytesPerClass / SizeClasses.size(c);
             int slots = (int) (isSmall(c) ? Math.clamp(fit, MIN_SLOTS, MAX_SLOTS) : Math.clamp(fit, 1, MAX_SLOTS));
