@@ -10,11 +10,12 @@ import org.junit.jupiter.api.extension.BeforeEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * Captures what the lifecycle package logs during one test, so tests can assert on leak and failure reports
- * and the warnings they provoke on purpose stay out of the build output.
+ * Captures what a package logs during one test (a JUnit extension: {@code @RegisterExtension}), so tests can
+ * assert on leak and failure reports and the warnings they provoke on purpose stay out of the build output.
+ * Other modules' tests use it through this module's test-jar.
  */
-final class CapturedLog implements BeforeEachCallback, AfterEachCallback {
-    private final Logger logger = Logger.getLogger(ResourceGraph.class.getPackageName());
+public final class CapturedLog implements BeforeEachCallback, AfterEachCallback {
+    private final Logger logger;
     private final List<LogRecord> records = new CopyOnWriteArrayList<>();
     private final Handler handler = new Handler() {
         @Override public void publish(LogRecord r) { records.add(r); }
@@ -22,7 +23,17 @@ final class CapturedLog implements BeforeEachCallback, AfterEachCallback {
         @Override public void close() {}
     };
 
-    List<LogRecord> records() {
+    /** What the lifecycle package logs. */
+    CapturedLog() {
+        this(ResourceGraph.class.getPackageName());
+    }
+
+    /** What the logger {@code name} (a package, usually) and its children log. */
+    public CapturedLog(String name) {
+        logger = Logger.getLogger(name);
+    }
+
+    public List<LogRecord> records() {
         return records;
     }
 

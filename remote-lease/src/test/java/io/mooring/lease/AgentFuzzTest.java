@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.CapturedLog;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.Bootstrap;
@@ -65,7 +66,7 @@ class AgentFuzzTest {
             Duration.ofMinutes(10), ALL, Duration.ofMillis(10));
 
     @RegisterExtension
-    final CapturedLeaseLog log = new CapturedLeaseLog();
+    final CapturedLog log = new CapturedLog(RdmaSession.class.getPackageName());
 
     @Test
     void randomAndMutatedControlMessagesGetClearAnswersAndLeakNothing() throws Exception {

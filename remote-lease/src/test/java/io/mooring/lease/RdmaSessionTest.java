@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.CapturedLog;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.DeviceContext;
@@ -38,7 +39,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class RdmaSessionTest {
     @RegisterExtension
-    final CapturedLeaseLog log = new CapturedLeaseLog();
+    final CapturedLog log = new CapturedLog(RdmaSession.class.getPackageName());
     private static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC);
 
     private ResourceGraph graph;
