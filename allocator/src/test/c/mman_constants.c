@@ -1,7 +1,8 @@
-/* Prints the <sys/mman.h> values NativeMemory hard-codes, one "NAME value" per line. */
+/* Prints the <sys/mman.h> values NativeMemory hard-codes, and the page size it reads, one "NAME value" per line. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 int main(void) {
     printf("PROT_READ %d\n", PROT_READ);
@@ -12,5 +13,6 @@ int main(void) {
     printf("MAP_HUGETLB %d\n", MAP_HUGETLB);
     printf("MADV_HUGEPAGE %d\n", MADV_HUGEPAGE);
     printf("MAP_FAILED %ld\n", (long) MAP_FAILED);
+    printf("KERNEL_PAGE %ld\n", sysconf(_SC_PAGESIZE));
     return 0;
 }

@@ -40,6 +40,8 @@ final class NativeMemory {
     private static final MethodHandle MADVISE = downcall("madvise", FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), CAPTURE_ERRNO);
     private static final MethodHandle GETPAGESIZE = downcall("getpagesize", FunctionDescriptor.of(ValueLayout.JAVA_INT));
+    /** What {@code mmap} aligns to anyway; larger alignments need the over-allocation of {@link #map}. */
+    private static final long KERNEL_PAGE = pageSize();
 
     private NativeMemory() {}
 
@@ -60,13 +62,14 @@ final class NativeMemory {
     }
 
     /**
-     * Maps {@code size} bytes of zeroed memory whose address is a multiple of {@code alignment} (a power of two,
-     * at least a page): maps {@code size + alignment} and unmaps the unaligned ends.
+     * Maps {@code size} bytes of zeroed memory whose address is a multiple of {@code alignment} (a power of two):
+     * above the kernel's page size (4 KiB here, less than the allocator's 8 KiB page) it maps
+     * {@code size + alignment} and unmaps the unaligned ends.
      *
      * @throws OutOfMemoryError naming the errno when the kernel refuses
      */
     static long map(long size, long alignment, boolean hugePages) {
-        long span = size + (alignment > SizeClasses.PAGE_SIZE ? alignment : 0);
+        long span = size + (alignment > KERNEL_PAGE ? alignment : 0);
         int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hugePages ? MAP_HUGETLB : 0);
         long base;
         try (Arena a = Arena.ofConfined()) {
