@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
+import io.mooring.testing.NativeTools;
 import io.netty.buffer.PoolArenaMetric;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.util.concurrent.FastThreadLocalThread;
@@ -81,6 +82,7 @@ class BenchmarkSetupTest {
 
     @Test
     void jemallocBenchmarkAllocatesFromJemallocAndFreesWhatItAllocates() throws Exception {
+        NativeTools.requireLibrary("libjemalloc.so.2", "libjemalloc2");
         long[] delta = onThread(true, () -> {
             var benchmark = new AllocateClose();
             benchmark.size = 4096;
@@ -125,6 +127,7 @@ class BenchmarkSetupTest {
 
     @Test
     void memoryOverheadReportsEveryAllocatorAndMooringRoundsLittle() throws Exception {
+        NativeTools.requireLibrary("libjemalloc.so.2", "libjemalloc2");
         List<MemoryOverhead.Row> rows = MemoryOverhead.onFastThread(() -> MemoryOverhead.measure(2_000));
         assertEquals(10, rows.size(), rows::toString);
         for (MemoryOverhead.Row r : rows) assertTrue(r.ratio() >= 1.0, () -> "footprint below requested: " + r);
@@ -148,6 +151,7 @@ class BenchmarkSetupTest {
     }
 
     private static void runLikeJmh(Class<?> family, Method benchmark, int size, int threads) throws Throwable {
+        if (benchmark.getName().startsWith("jemalloc")) NativeTools.requireLibrary("libjemalloc.so.2", "libjemalloc2");
         // Scope.Benchmark states: one for all threads, set up before and torn down after them.
         Map<Class<?>, Object> shared = new HashMap<>();
         for (Class<?> type : benchmark.getParameterTypes()) {

@@ -140,16 +140,24 @@ final class PingPong {
     private void run() throws IOException, InterruptedException {
         DeviceChoice.Choice choice = new DeviceChoice(RdmaDevices.providers())
                 .choose(settings.provider(), settings.device());
-        try (Arena arena = Arena.ofShared(); ResourceGraph graph = ResourceGraph.builder().name("pingpong").build()) {
-            DeviceContext context = choice.open(graph);
+        // Every handle is closed explicitly: one left to the graph's close could be found unreachable first and
+        // reported as a leak by the Cleaner.
+        try (Arena arena = Arena.ofShared(); ResourceGraph graph = ResourceGraph.builder().name("pingpong").build();
+             DeviceContext context = choice.open(graph)) {
             String device = "device " + choice.name() + " (" + choice.why() + ")";
             if (settings.listen() != Settings.NO_LISTEN) {
-                answer(new PingPongSide("pong", context, arena, settings), device);
+                try (var pong = new PingPongSide("pong", context, arena, settings)) {
+                    answer(pong, device);
+                }
             } else if (settings.connect() != null) {
-                ping(new PingPongSide("ping", context, arena, settings), device);
+                try (var ping = new PingPongSide("ping", context, arena, settings)) {
+                    ping(ping, device);
+                }
             } else {
-                inProcess(new PingPongSide("ping", context, arena, settings),
-                        new PingPongSide("pong", context, arena, settings), device);
+                try (var ping = new PingPongSide("ping", context, arena, settings);
+                     var pong = new PingPongSide("pong", context, arena, settings)) {
+                    inProcess(ping, pong, device);
+                }
             }
         }
     }

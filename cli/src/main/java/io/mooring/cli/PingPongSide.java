@@ -25,7 +25,7 @@ import java.util.EnumSet;
  * half is sent from and whose second half is received (or written) into. Every completion is checked: an error
  * status, a message of the wrong shape, or none within {@link #PEER_TIMEOUT} ends the run with an exception.
  */
-final class PingPongSide {
+final class PingPongSide implements AutoCloseable {
     /** How long to wait for any completion before declaring the peer gone. */
     static final Duration PEER_TIMEOUT = Duration.ofSeconds(30);
     /** A peer has at most one message in flight; two spare receives keep an RNR wait off the measured path. */
@@ -35,6 +35,7 @@ final class PingPongSide {
 
     private final String role;
     private final PingPong.Settings settings;
+    private final ProtectionDomain pd;
     private final CompletionQueue cq;
     private final QueuePair qp;
     private final MemoryRegion buffer;
@@ -46,7 +47,7 @@ final class PingPongSide {
     PingPongSide(String role, DeviceContext context, Arena arena, PingPong.Settings settings) {
         this.role = role;
         this.settings = settings;
-        ProtectionDomain pd = context.allocateProtectionDomain();
+        this.pd = context.allocateProtectionDomain();
         this.cq = context.createCompletionQueue(CAPABILITIES.maxSendWr() + RECEIVES);
         this.qp = pd.createQueuePair(cq, cq, CAPABILITIES);
         int size = settings.size();
@@ -126,6 +127,15 @@ final class PingPongSide {
         WorkCompletion wc = one[0];
         if (!wc.isSuccess()) throw new WorkCompletionException(qp + " (" + role + " side)", wc.copy());
         return wc;
+    }
+
+    /** Closes the side's verbs objects (the graph orders their destruction). */
+    @Override
+    public void close() {
+        qp.close();
+        buffer.close();
+        cq.close();
+        pd.close();
     }
 
     @Override

@@ -4,13 +4,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.testing.CapturedLog;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 class DestroyFailureTest {
     @RegisterExtension
-    final CapturedLog captured = new CapturedLog();
+    final CapturedLog captured = new CapturedLog(ResourceGraph.class.getPackageName());
     private final DestroyLog log = new DestroyLog();
     private final ResourceGraph graph = ResourceGraph.create();
 

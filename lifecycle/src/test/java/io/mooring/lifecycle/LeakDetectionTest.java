@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.testing.CapturedLog;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
@@ -15,7 +16,7 @@ class LeakDetectionTest {
     private final DestroyLog log = new DestroyLog();
     private final List<ResourceInfo> leaks = new CopyOnWriteArrayList<>();
     @RegisterExtension
-    final CapturedLog captured = new CapturedLog();
+    final CapturedLog captured = new CapturedLog(ResourceGraph.class.getPackageName());
     private final List<LogRecord> records = captured.records();
 
     private ResourceGraph graph(LeakDetection level) {

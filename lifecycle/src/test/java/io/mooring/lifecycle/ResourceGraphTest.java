@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.testing.CapturedLog;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.Test;
@@ -13,7 +14,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 class ResourceGraphTest {
     @RegisterExtension
-    final CapturedLog captured = new CapturedLog();
+    final CapturedLog captured = new CapturedLog(ResourceGraph.class.getPackageName());
     private final DestroyLog log = new DestroyLog();
 
     @Test

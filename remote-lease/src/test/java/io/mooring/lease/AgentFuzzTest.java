@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.RdmaArena;
-import io.mooring.lifecycle.CapturedLog;
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.CompletionQueue;

@@ -9,8 +9,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
-import io.mooring.lifecycle.CapturedLog;
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;

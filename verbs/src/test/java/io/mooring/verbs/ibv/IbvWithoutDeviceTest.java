@@ -10,6 +10,7 @@ import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.Errno;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.VerbsException;
+import io.mooring.testing.NativeTools;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,10 +22,12 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The {@code ibv} provider on a machine without RDMA (this build host: {@code ibv_get_device_list} returns
- * NULL with ENOSYS): it lists nothing, says why, lets {@code auto} fall back to {@code soft}, and leaks nothing.
- * Skipped where an ibv device exists (the rxe VM), where the conformance suite covers the provider instead.
+ * NULL with ENOSYS, or libibverbs is not even installed): it lists nothing, says why, lets {@code auto} fall back
+ * to {@code soft}, and leaks nothing. Skipped where an ibv device exists (the rxe VM), where the conformance suite
+ * covers the provider instead.
  */
 class IbvWithoutDeviceTest {
+    private static final String LIBRARY = "libibverbs.so.1";
     private String savedProvider;
 
     @BeforeEach
@@ -53,6 +56,7 @@ class IbvWithoutDeviceTest {
 
     @Test
     void listingSaysThereIsNoRdmaInThisKernel() {
+        requireLibibverbs();
         var e = assertThrows(VerbsException.class, () -> new IbvProvider().devices());
         assertEquals("ibv_get_device_list", e.verb());
         assertEquals(Errno.ENOSYS.number(), e.errno(), e::getMessage);
@@ -63,6 +67,7 @@ class IbvWithoutDeviceTest {
 
     @Test
     void openingByNameGivesTheSameReason() {
+        requireLibibverbs();
         var e = assertThrows(VerbsException.class, () -> new IbvProvider().open("rxe0"));
         assertEquals(Errno.ENOSYS.number(), e.errno(), e::getMessage);
         var byName = assertThrows(VerbsException.class, () -> RdmaDevices.open("ibv:rxe0"));
@@ -84,10 +89,30 @@ class IbvWithoutDeviceTest {
 
     @Test
     void forcingIbvFailsWithTheEnosysHint() {
+        requireLibibverbs();
         System.setProperty(RdmaDevices.PROVIDER_PROPERTY, "ibv");
         var e = assertThrows(VerbsException.class, RdmaDevices::openDefault);
         assertEquals(Errno.ENOSYS.number(), e.errno(), e::getMessage);
         assertTrue(e.getMessage().contains("load rdma_rxe"), e.getMessage());
+    }
+
+    @Test
+    void withoutLibibverbsTheErrorSaysWhatToInstall() {
+        Assumptions.assumeFalse(NativeTools.hasLibrary(LIBRARY), LIBRARY + " is installed: dlopen succeeds here");
+        var e = assertThrows(VerbsException.class, () -> new IbvProvider().devices());
+        assertEquals("dlopen", e.verb());
+        assertTrue(e.getMessage().contains("install rdma-core's libibverbs1"), e.getMessage());
+        System.setProperty(RdmaDevices.PROVIDER_PROPERTY, "auto");
+        ResourceGraph graph = ResourceGraph.builder().name("auto").build();
+        try (DeviceContext ctx = RdmaDevices.openDefault(graph)) {
+            assertEquals("soft", ctx.device().provider(), "auto falls back to soft without libibverbs too");
+        }
+        graph.close();
+        assertEquals(0, graph.liveCount());
+    }
+
+    private static void requireLibibverbs() {
+        NativeTools.requireLibrary(LIBRARY, "libibverbs1");
     }
 
     @Test

@@ -1,4 +1,4 @@
-package io.mooring.lifecycle;
+package io.mooring.testing;
 
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -12,7 +12,6 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 /**
  * Captures what a package logs during one test (a JUnit extension: {@code @RegisterExtension}), so tests can
  * assert on leak and failure reports and the warnings they provoke on purpose stay out of the build output.
- * Other modules' tests use it through this module's test-jar.
  */
 public final class CapturedLog implements BeforeEachCallback, AfterEachCallback {
     private final Logger logger;
@@ -22,11 +21,6 @@ public final class CapturedLog implements BeforeEachCallback, AfterEachCallback 
         @Override public void flush() {}
         @Override public void close() {}
     };
-
-    /** What the lifecycle package logs. */
-    CapturedLog() {
-        this(ResourceGraph.class.getPackageName());
-    }
 
     /** What the logger {@code name} (a package, usually) and its children log. */
     public CapturedLog(String name) {
