@@ -31,7 +31,7 @@ for arg in "$@"; do
 done
 
 echo "rxe-test: compiling on the host"
-./mooring mvn -q -pl lifecycle,verbs,allocator,remote-lease test-compile \
+./mooring mvn -q -pl test-support,lifecycle,verbs,allocator,remote-lease test-compile \
   org.apache.maven.plugins:maven-dependency-plugin:3.9.0:build-classpath \
   -Dmdep.includeScope=test -Dmdep.outputFile=target/rxe-classpath.txt
 # Each module's test and main classes, then the union of their dependencies (the verbs module's brings the

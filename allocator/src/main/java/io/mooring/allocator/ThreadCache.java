@@ -39,7 +39,7 @@ final class ThreadCache {
         this.shard = shard;
         for (int c = 0; c < CLASSES; c++) {
             long fit = maxBytesPerClass / SizeClasses.size(c);
-            int slots = (int) (isSmall(c) ? Math.clamp(fit, MIN_SLOTS, MAX_SLOTS) : Math.clamp(fit, 1, MAX_SLOTS));
+            int slots = isSmall(c) ? Math.clamp(fit, MIN_SLOTS, MAX_SLOTS) : Math.clamp(fit, 1, MAX_SLOTS);
             addresses[c] = new long[slots];
             homes[c] = new Object[slots];
         }

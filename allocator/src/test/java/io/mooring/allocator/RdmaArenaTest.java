@@ -12,7 +12,6 @@ import io.mooring.lifecycle.ResourceState;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.Errno;
 import io.mooring.verbs.VerbsException;
-import io.mooring.verbs.soft.SoftProvider;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -317,7 +316,7 @@ class RdmaArenaTest {
             assertTrue(big.getMessage().contains("exceeds the chunk size"), big.getMessage());
             var oom = assertThrows(OutOfMemoryError.class, () -> arena.allocate(1L << 50));
             assertTrue(oom.getMessage().contains("mmap"), oom.getMessage());
-            try (Block still = arena.allocate(64)) { // the arena is still usable and leaked nothing
+            try (Block _ = arena.allocate(64)) { // the arena is still usable and leaked nothing
                 assertEquals(1, arena.stats().liveBlocks());
             }
         }
@@ -332,7 +331,7 @@ class RdmaArenaTest {
             Block first = arena.allocate(256 << 10); // a page run of the first 1 MiB chunk
             int resources = fx.graph.liveCount();
             // Room for the chunk registered (1 MiB) and half of another: the next chunk must be refused.
-            System.setProperty(SoftProvider.MEMLOCK_PROPERTY, String.valueOf(3 << 19));
+            System.setProperty("mooring.soft.memlock", String.valueOf(3 << 19));
             try {
                 VerbsException refused = assertThrows(VerbsException.class, () -> arena.allocate(768 << 10));
                 assertEquals(Errno.ENOMEM.number(), refused.errno());
@@ -343,7 +342,7 @@ class RdmaArenaTest {
                     assertTrue(small.address() >= first.region().address());
                 }
             } finally {
-                System.clearProperty(SoftProvider.MEMLOCK_PROPERTY);
+                System.clearProperty("mooring.soft.memlock");
             }
             arena.allocate(768 << 10).close(); // and registers again (a huge block here) once the limit allows
             first.close();

@@ -54,7 +54,7 @@ final class Demo {
         String provider = o.choice("provider", RdmaDevices.configuredProvider(), DeviceChoice.PROVIDERS);
         DeviceChoice.Choice device;
         try {
-            device = new DeviceChoice(RdmaDevices.providers()).choose(provider, null);
+            device = DeviceChoice.installed().choose(provider, null);
         } catch (IllegalArgumentException e) {
             err.println("mooring demo: " + e.getMessage());
             return 1;
@@ -150,9 +150,7 @@ final class Demo {
     }
 
     private static Process startOwner(String provider) throws Exception {
-        String java = ProcessHandle.current().info().command().orElseThrow();
-        return new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                Main.class.getName(), "demo", "--role", "owner", "--provider", provider)
+        return new ProcessBuilder(Main.command("demo", "--role", "owner", "--provider", provider))
                 .redirectErrorStream(true).start(); // its log lines are relayed with its output
     }
 

@@ -5,9 +5,10 @@ import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.VerbsException;
-import io.mooring.verbs.spi.VerbsProvider;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * Which device a command uses: {@code --provider} and {@code --device}, else {@value RdmaDevices#PROVIDER_PROPERTY}.
@@ -31,25 +32,34 @@ final class DeviceChoice {
         }
     }
 
-    private final Map<String, VerbsProvider> providers;
+    /** Each provider's device lister, by provider name (a lister throws {@link VerbsException} if it cannot look). */
+    private final Map<String, Supplier<List<DeviceInfo>>> providers;
 
-    DeviceChoice(Map<String, VerbsProvider> providers) {
+    DeviceChoice(Map<String, Supplier<List<DeviceInfo>>> providers) {
         this.providers = Map.copyOf(providers);
     }
 
-    Map<String, VerbsProvider> providers() {
-        return providers;
+    /** The choice among the installed providers. */
+    static DeviceChoice installed() {
+        var listers = new HashMap<String, Supplier<List<DeviceInfo>>>();
+        for (String p : RdmaDevices.providers()) listers.put(p, () -> RdmaDevices.devices(p));
+        return new DeviceChoice(listers);
+    }
+
+    /** The provider names, sorted. */
+    List<String> providers() {
+        return providers.keySet().stream().sorted().toList();
     }
 
     /** What {@code provider} lists; a provider that is missing or cannot look lists nothing and says why. */
     Listing list(String provider) {
-        VerbsProvider p = providers.get(provider);
+        Supplier<List<DeviceInfo>> p = providers.get(provider);
         if (p == null) {
             return new Listing(provider, List.of(), "the " + provider + " provider is not installed in this build;"
-                    + " installed: " + String.join(", ", providers.keySet().stream().sorted().toList()));
+                    + " installed: " + String.join(", ", providers()));
         }
         try {
-            List<DeviceInfo> devices = p.devices();
+            List<DeviceInfo> devices = p.get();
             return new Listing(provider, devices, devices.isEmpty() ? provider + " found no RDMA device" : "");
         } catch (VerbsException e) {
             return new Listing(provider, List.of(), e.getMessage());
@@ -97,7 +107,7 @@ final class DeviceChoice {
 
     /** The device called {@code device} in whichever provider has it. */
     private Choice named(String device) {
-        for (String p : providers.keySet().stream().sorted().toList()) {
+        for (String p : providers()) {
             for (DeviceInfo d : list(p).devices()) {
                 if (d.name().equals(device)) return new Choice(p, device, "--device " + device + " of provider " + p);
             }

@@ -21,13 +21,13 @@ final class Devices {
 
     static int run(String[] args, PrintStream out, PrintStream err) throws UsageException {
         Options.parse(args, Set.of());
-        print(new DeviceChoice(RdmaDevices.providers()), out);
+        print(DeviceChoice.installed(), out);
         return 0;
     }
 
     static void print(DeviceChoice choice, PrintStream out) {
         Set<String> names = new TreeSet<>(Set.of("ibv", "soft")); // both always show, installed or not
-        names.addAll(choice.providers().keySet());
+        names.addAll(choice.providers());
         for (String provider : names) {
             DeviceChoice.Listing listing = choice.list(provider);
             if (listing.devices().isEmpty()) out.println(provider + ": no devices: " + listing.whyNone());

@@ -1,7 +1,9 @@
 package io.mooring.cli;
 
 import java.io.PrintStream;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -29,6 +31,27 @@ public final class Main {
                     "usage: mooring lifecycle-demo", (args, out, err) -> LifecycleDemo.run(args, out))));
 
     private Main() {}
+
+    /** Mooring's modules that call native code, the only ones granted native access on the module path. */
+    static final String NATIVE_ACCESS = "--enable-native-access=io.mooring.verbs,io.mooring.allocator";
+
+    /**
+     * The command that runs {@code mooring args} in a new JVM started the way this one was: from the module path
+     * when this class is in a named module (as {@code ./mooring} runs it), else from the class path.
+     */
+    static List<String> command(String... args) {
+        var command = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow()));
+        Module module = Main.class.getModule();
+        if (module.isNamed()) {
+            command.addAll(List.of(NATIVE_ACCESS, "-p", System.getProperty("jdk.module.path"),
+                    "-m", module.getName() + "/" + Main.class.getName()));
+        } else {
+            command.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                    Main.class.getName()));
+        }
+        command.addAll(List.of(args));
+        return command;
+    }
 
     public static void main(String[] args) throws Exception {
         // One line per log record on the terminal (messages name their cause), unless configured otherwise.

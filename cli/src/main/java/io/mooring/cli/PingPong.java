@@ -138,7 +138,7 @@ final class PingPong {
     }
 
     private void run() throws IOException, InterruptedException {
-        DeviceChoice.Choice choice = new DeviceChoice(RdmaDevices.providers())
+        DeviceChoice.Choice choice = DeviceChoice.installed()
                 .choose(settings.provider(), settings.device());
         // Every handle is closed explicitly: one left to the graph's close could be found unreachable first and
         // reported as a leak by the Cleaner.

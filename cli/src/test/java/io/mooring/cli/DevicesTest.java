@@ -12,8 +12,6 @@ import io.mooring.verbs.MwType;
 import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.VerbsException;
-import io.mooring.verbs.spi.ContextOps;
-import io.mooring.verbs.spi.VerbsProvider;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.net.InetAddress;
@@ -26,15 +24,9 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 class DevicesTest {
-    private static final VerbsProvider SOFT = RdmaDevices.provider("soft");
-
-    /** An {@code ibv} stand-in: lists what {@code devices} gives or throws. */
-    private static VerbsProvider ibv(Supplier<List<DeviceInfo>> devices) {
-        return new VerbsProvider() {
-            @Override public String name() { return "ibv"; }
-            @Override public List<DeviceInfo> devices() { return devices.get(); }
-            @Override public ContextOps open(String deviceName) { throw new UnsupportedOperationException(); }
-        };
+    /** The real soft provider next to an {@code ibv} stand-in that lists what {@code ibv} gives or throws. */
+    private static DeviceChoice withIbv(Supplier<List<DeviceInfo>> ibv) {
+        return new DeviceChoice(Map.of("soft", () -> RdmaDevices.devices("soft"), "ibv", ibv));
     }
 
     private static String print(DeviceChoice choice) {
@@ -49,7 +41,7 @@ class DevicesTest {
         assertEquals(0, run.status(), run::toString);
         assertEquals("", run.err(), run::toString);
         String out = run.out();
-        var ibv = new DeviceChoice(io.mooring.verbs.RdmaDevices.providers()).list("ibv");
+        var ibv = DeviceChoice.installed().list("ibv");
         org.junit.jupiter.api.Assumptions.assumeTrue(ibv.devices().isEmpty(), "this host has RDMA devices");
         assertTrue(out.startsWith("ibv: no devices: " + ibv.whyNone() + "\n"), out);
         assertTrue(out.contains("hca_id: soft0\n"), out);
@@ -66,7 +58,7 @@ class DevicesTest {
     void anIbvProviderThatCannotLookIsExplainedNotFatal() {
         var noRdma = new VerbsException("ibv_get_device_list", Errno.ENOSYS.number(), "provider ibv",
                 "this kernel has no RDMA support; load rdma_rxe or use provider=soft");
-        String out = print(new DeviceChoice(Map.of("soft", SOFT, "ibv", ibv(() -> { throw noRdma; }))));
+        String out = print(withIbv(() -> { throw noRdma; }));
         assertTrue(out.startsWith("ibv: no devices: ibv_get_device_list on provider ibv failed with ENOSYS (38): this"
                 + " kernel has no RDMA support; load rdma_rxe or use provider=soft\nhca_id: soft0\n"), out);
         assertTrue(out.contains("mooring.provider=auto would choose soft:soft0 (ibv_get_device_list on provider ibv"
@@ -78,7 +70,7 @@ class DevicesTest {
         var rxe = new DeviceInfo("ibv", "rxe0", new DeviceAttributes(-1L, 1, 2, 3, 4, 5, 6, 7, false,
                 Set.of(MwType.TYPE_2), 8, 1), List.of(new PortAttributes(1, false, Mtu.MTU_1024, 0, "Ethernet",
                 List.of(new Gid(0xfe80_0000_0000_0000L, 1), Gid.of(InetAddress.getLoopbackAddress())))));
-        var choice = new DeviceChoice(Map.of("soft", SOFT, "ibv", ibv(() -> List.of(rxe))));
+        var choice = withIbv(() -> List.of(rxe));
         String out = print(choice);
         assertTrue(out.startsWith("hca_id: rxe0\n"), out);
         assertTrue(out.contains("max_mr_size:         0xffffffffffffffff\n"), out);

@@ -32,11 +32,9 @@ class PingPongTwoProcessTest {
     @ParameterizedTest
     @ValueSource(strings = {"send", "write"})
     void twoProcessesPingPongOverTheBootstrap(String mode, @TempDir Path dir) throws Exception {
-        String java = ProcessHandle.current().info().command().orElseThrow();
         Path childErr = dir.resolve("listener.err");
-        Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"), Main.class.getName(), "pingpong", "--listen", "0", "--mode", mode,
-                "--poll", "events", "--iters", "200", "--warmup", "20")
+        Process child = new ProcessBuilder(Main.command("pingpong", "--listen", "0", "--mode", mode,
+                "--poll", "events", "--iters", "200", "--warmup", "20"))
                 .redirectError(childErr.toFile()).start();
         try {
             var childOut = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));

@@ -73,7 +73,7 @@ class ConcurrencyTest {
                     barrier.await();
                     for (int i = 0; ; i++) {
                         var attachedFlag = new boolean[1];
-                        try (var hold = pd.pin()) {
+                        try (var _ = pd.pin()) {
                             attached.add(pd.createChild("mr", "", () -> {
                                 order.add("mr");
                                 if (!attachedFlag[0]) undone.incrementAndGet();

@@ -30,11 +30,11 @@ class DestroyFailureTest {
         assertEquals(List.of(mr.id()), graph.failures().stream().map(f -> f.resource().id()).toList());
         assertTrue(graph.dump().contains("mr#" + mr.id() + " (len=64) FAILED"), graph.dump());
         assertEquals(2, graph.liveCount(), "nothing silently leaked: both are still accounted for");
-        var report = captured.records().stream().filter(r -> r.getLevel() == java.util.logging.Level.SEVERE)
+        var report = captured.entries().stream().filter(r -> r.level() == System.Logger.Level.ERROR)
                 .findFirst().orElseThrow();
-        assertTrue(report.getMessage().startsWith("destroy of mr#" + mr.id() + " (len=64) failed: "
-                + e.getCause()), report.getMessage());
-        assertEquals(e.getCause(), report.getThrown());
+        assertTrue(report.message().startsWith("destroy of mr#" + mr.id() + " (len=64) failed: "
+                + e.getCause()), report.message());
+        assertEquals(e.getCause(), report.thrown());
     }
 
     @Test

@@ -8,7 +8,6 @@ import io.mooring.testing.CapturedLog;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
-import java.util.logging.LogRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -17,7 +16,7 @@ class LeakDetectionTest {
     private final List<ResourceInfo> leaks = new CopyOnWriteArrayList<>();
     @RegisterExtension
     final CapturedLog captured = new CapturedLog(ResourceGraph.class.getPackageName());
-    private final List<LogRecord> records = captured.records();
+    private final List<CapturedLog.Entry> records = captured.entries();
 
     private ResourceGraph graph(LeakDetection level) {
         return ResourceGraph.builder().leakDetection(level).listener(new ResourceListener() {
@@ -32,11 +31,11 @@ class LeakDetectionTest {
         awaitGc(() -> log.destroyed("mr"));
 
         assertEquals(List.of(id), leaks.stream().map(ResourceInfo::id).toList());
-        LogRecord warning = records.stream().filter(r -> r.getMessage().startsWith("LEAK: mr#" + id)).findFirst()
+        CapturedLog.Entry warning = records.stream().filter(r -> r.message().startsWith("LEAK: mr#" + id)).findFirst()
                 .orElseThrow(() -> new AssertionError("no leak warning in " + records));
-        assertNotNull(warning.getThrown(), "paranoid: the creation site comes with the report");
-        assertTrue(warning.getThrown().getStackTrace()[0].getMethodName().equals("createAndDrop"),
-                () -> "site starts at the caller: " + warning.getThrown().getStackTrace()[0]);
+        assertNotNull(warning.thrown(), "paranoid: the creation site comes with the report");
+        assertTrue(warning.thrown().getStackTrace()[0].getMethodName().equals("createAndDrop"),
+                () -> "site starts at the caller: " + warning.thrown().getStackTrace()[0]);
         assertEquals(0, graph.liveCount());
     }
 
@@ -49,8 +48,8 @@ class LeakDetectionTest {
         var graph = graph(LeakDetection.SIMPLE);
         createAndDrop(graph, "cq");
         awaitGc(() -> log.destroyed("cq"));
-        LogRecord warning = records.stream().filter(r -> r.getMessage().startsWith("LEAK: cq#")).findFirst().orElseThrow();
-        assertTrue(warning.getMessage().contains("-Dmooring.leakDetection=paranoid"), warning.getMessage());
+        CapturedLog.Entry warning = records.stream().filter(r -> r.message().startsWith("LEAK: cq#")).findFirst().orElseThrow();
+        assertTrue(warning.message().contains("-Dmooring.leakDetection=paranoid"), warning.message());
     }
 
     @Test

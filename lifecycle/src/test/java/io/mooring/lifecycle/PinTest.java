@@ -63,7 +63,7 @@ class PinTest {
         Resource pd = graph.create("pd", "", log.action("pd"));
         Resource cq = graph.create("cq", "", log.action("cq"));
         Resource qp = graph.create("qp", "", log.action("qp"), pd, cq);
-        try (var inFlight = qp.pin()) {
+        try (var _ = qp.pin()) { // a pin in flight
             qp.close();
             pd.close();
             cq.close();

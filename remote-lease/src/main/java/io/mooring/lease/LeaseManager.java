@@ -154,12 +154,14 @@ public final class LeaseManager implements AutoCloseable {
             case DEDICATED_REGISTRATION -> {
                 EnumSet<Access> rights = EnumSet.copyOf(access);
                 rights.add(Access.LOCAL_WRITE); // the NIC writes what the peer writes
-                // The NIC's view: the raw memory, not the block's scoped segment. A registration over the scoped
-                // segment would also stop working when the block closes (the soft provider checks the scope), which
-                // would hide a missing deregistration that a real NIC would not forgive. The chunk's region is
-                // the memory's owner, so the memory outlives this registration.
-                MemorySegment memory = MemorySegment.ofAddress(block.address()).reinterpret(block.size());
-                MemoryRegion region = pd.register(memory, rights, block.region().resource());
+                // The NIC's view: the block's bytes within its chunk's registered segment, not the block's scoped
+                // segment. A registration over the scoped segment would also stop working when the block closes
+                // (the soft provider checks the scope), which would hide a missing deregistration that a real NIC
+                // would not forgive. The chunk's region is the memory's owner, so the memory outlives this
+                // registration.
+                MemoryRegion chunk = block.region();
+                MemorySegment memory = chunk.segment().asSlice(block.address() - chunk.address(), block.size());
+                MemoryRegion region = pd.register(memory, rights, chunk.resource());
                 yield new Lease(this, id, block, region.rkey(), access, duration, null, region);
             }
             case WHOLE_REGION -> new Lease(this, id, block, block.rkey(), access, duration, null, null);

@@ -39,8 +39,6 @@ import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BooleanSupplier;
-import java.util.logging.Level;
-import java.util.logging.LogRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -149,12 +147,12 @@ class AgentFuzzTest {
         arena.close();
         graph.close();
         assertEquals(0, graph.liveCount(), graph::dump);
-        for (LogRecord r : log.records()) {
-            if (r.getMessage().startsWith("serving ") || r.getLevel().intValue() > Level.WARNING.intValue()) {
-                throw new AssertionError("the agent failed on an input: " + r.getMessage(), r.getThrown());
+        for (CapturedLog.Entry r : log.entries()) {
+            if (r.message().startsWith("serving ") || r.level().compareTo(System.Logger.Level.WARNING) > 0) {
+                throw new AssertionError("the agent failed on an input: " + r.message(), r.thrown());
             }
         }
-        long droppedWithReason = log.records().stream().filter(r -> r.getMessage().contains("lost: ")).count();
+        long droppedWithReason = log.entries().stream().filter(r -> r.message().contains("lost: ")).count();
         assertTrue(droppedWithReason >= drops, drops + " sessions dropped, only " + droppedWithReason + " reasons logged");
         if (Boolean.getBoolean("mooring.lease.verbose")) System.out.println(INPUTS + " inputs, " + drops + " sessions dropped: " + seen);
         assertTrue(grants > 0 && drops > 0 && seen.getOrDefault("ERROR(MALFORMED)", 0) > 0, "the inputs reached "

@@ -5,9 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
 import io.mooring.verbs.DeviceInfo;
+import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.WcStatus;
-import io.mooring.verbs.ibv.IbvProvider;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -30,7 +30,7 @@ class IbvLeaseTest extends LeasePeers {
     static void requireDevice() {
         String why;
         try {
-            List<DeviceInfo> devices = new IbvProvider().devices();
+            List<DeviceInfo> devices = RdmaDevices.devices("ibv");
             why = devices.isEmpty() ? "no RDMA device: ibv_get_device_list lists none" : null;
             if (why == null) device = devices.getFirst().name();
         } catch (VerbsException e) {

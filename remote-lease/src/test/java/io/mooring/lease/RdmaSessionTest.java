@@ -16,7 +16,6 @@ import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.WorkRequest;
-import io.mooring.verbs.soft.SoftProvider;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
@@ -151,7 +150,7 @@ class RdmaSessionTest {
             return owner.leases().stats().released() == 1;
         });
         assertEquals(1, requester.leakedSegments());
-        assertTrue(log.records().stream().anyMatch(r -> r.getMessage().startsWith("LEAK: the remote segment of lease")),
+        assertTrue(log.entries().stream().anyMatch(r -> r.message().startsWith("LEAK: the remote segment of lease")),
                 "the leak is logged");
     }
 
@@ -188,14 +187,14 @@ class RdmaSessionTest {
         assumeTrue(System.getProperty("mooring.lease.test.owner", "soft:soft0").startsWith("soft:"),
                 "the locked-memory limit is played by the soft provider only");
         long blocks = ownerArena.stats().liveBlocks(); // the session's receive buffers
-        System.setProperty(SoftProvider.MEMLOCK_PROPERTY, "0"); // no registration at all may succeed now
+        System.setProperty("mooring.soft.memlock", "0"); // no registration at all may succeed now
         try {
             var refused = assertThrows(LeaseRefusedException.class,
                     () -> requester.requestRemote(768 << 10, Duration.ofSeconds(10), RW)); // a chunk of its own
             assertEquals(ErrorCodes.OUT_OF_MEMORY, refused.code(), refused.getMessage());
             assertTrue(refused.getMessage().contains("ulimit -l"), refused.getMessage());
         } finally {
-            System.clearProperty(SoftProvider.MEMLOCK_PROPERTY);
+            System.clearProperty("mooring.soft.memlock");
         }
         RemoteSegment still = requester.requestRemote(64, Duration.ofSeconds(10), RW);
         assertEquals(1, owner.leases().stats().active(), "the session still works");

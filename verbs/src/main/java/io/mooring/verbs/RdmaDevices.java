@@ -5,11 +5,14 @@ import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.VerbsProvider;
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.ServiceLoader;
+import java.util.SortedSet;
 import java.util.TreeMap;
+import java.util.TreeSet;
 
 /**
  * Where RDMA devices are found and opened. Two providers stand behind one API: {@code ibv} (rdma-core's
@@ -31,39 +34,54 @@ public final class RdmaDevices {
         return GRAPH;
     }
 
-    /** The installed providers by name. */
-    public static Map<String, VerbsProvider> providers() {
-        Map<String, VerbsProvider> byName = new TreeMap<>();
+    /** The names of the installed providers ({@code ibv}, {@code soft}), sorted. */
+    public static SortedSet<String> providers() {
+        return new TreeSet<>(installed().keySet());
+    }
+
+    /**
+     * The devices of one provider.
+     *
+     * @throws IllegalArgumentException naming the installed providers if there is none called {@code provider}
+     * @throws VerbsException saying why, if the provider cannot look (no libibverbs, no RDMA in this kernel)
+     */
+    public static List<DeviceInfo> devices(String provider) {
+        return provider(provider).devices();
+    }
+
+    /** Every device of every provider; a provider that cannot look (no RDMA in this kernel) lists none. */
+    public static List<DeviceInfo> list() {
+        List<DeviceInfo> all = new ArrayList<>();
+        for (VerbsProvider p : installed().values()) all.addAll(devicesOrNone(p));
+        return all;
+    }
+
+    private static List<DeviceInfo> devicesOrNone(VerbsProvider p) {
+        try {
+            return p.devices();
+        } catch (VerbsException e) {
+            LOG.log(Level.DEBUG, "provider " + p.name() + " lists no devices: " + e.getMessage());
+            return List.of();
+        }
+    }
+
+    /** The installed providers by name, {@code soft} first: it is looked at without loading any native library. */
+    private static Map<String, VerbsProvider> installed() {
+        Map<String, VerbsProvider> byName = new TreeMap<>(Comparator.comparing((String n) -> !n.equals("soft"))
+                .thenComparing(Comparator.naturalOrder()));
         for (VerbsProvider p : ServiceLoader.load(VerbsProvider.class, RdmaDevices.class.getClassLoader())) {
             byName.put(p.name(), p);
         }
         return byName;
     }
 
-    /**
-     * A provider by name.
-     *
-     * @throws IllegalArgumentException naming the installed providers if there is none by that name
-     */
-    public static VerbsProvider provider(String name) {
-        VerbsProvider p = providers().get(name);
+    /** A provider by name, or an {@link IllegalArgumentException} naming the installed ones. */
+    static VerbsProvider provider(String name) {
+        VerbsProvider p = installed().get(name);
         if (p == null) {
-            throw new IllegalArgumentException("no verbs provider named '" + name + "'; installed: " + providers().keySet());
+            throw new IllegalArgumentException("no verbs provider named '" + name + "'; installed: " + providers());
         }
         return p;
-    }
-
-    /** Every device of every provider; a provider that cannot look (no RDMA in this kernel) lists none. */
-    public static List<DeviceInfo> list() {
-        List<DeviceInfo> all = new ArrayList<>();
-        for (VerbsProvider p : providers().values()) {
-            try {
-                all.addAll(p.devices());
-            } catch (VerbsException e) {
-                LOG.log(Level.DEBUG, "provider " + p.name() + " lists no devices: " + e.getMessage());
-            }
-        }
-        return all;
     }
 
     /** Opens the device chosen by {@value #PROVIDER_PROPERTY} (see the class comment) in {@link #graph()}. */
@@ -91,7 +109,7 @@ public final class RdmaDevices {
     }
 
     private static DeviceContext openAuto(ResourceGraph graph) {
-        VerbsProvider ibv = providers().get("ibv");
+        VerbsProvider ibv = installed().get("ibv");
         String why;
         if (ibv == null) {
             why = "the ibv provider is not installed";
@@ -127,11 +145,17 @@ public final class RdmaDevices {
         return open(name, GRAPH);
     }
 
+    /**
+     * Opens a device by name in {@code graph}. A plain name is looked for provider by provider, {@code soft} first,
+     * so {@code soft0} opens without libibverbs ever being loaded; {@code provider:name} asks that provider only.
+     */
     public static DeviceContext open(String name, ResourceGraph graph) {
         int colon = name.indexOf(':');
         if (colon >= 0) return open(provider(name.substring(0, colon)), name.substring(colon + 1), graph);
-        for (DeviceInfo d : list()) {
-            if (d.name().equals(name)) return open(provider(d.provider()), name, graph);
+        for (VerbsProvider p : installed().values()) {
+            for (DeviceInfo d : devicesOrNone(p)) {
+                if (d.name().equals(name)) return open(p, name, graph);
+            }
         }
         throw new IllegalArgumentException("no RDMA device named '" + name + "'; devices: " + list());
     }

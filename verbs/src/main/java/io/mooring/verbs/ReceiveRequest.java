@@ -8,6 +8,10 @@ public final class ReceiveRequest {
     private final ScatterGatherList sgl = new ScatterGatherList();
     private long wrId;
 
+    /** An empty request: no buffer yet, which is all the completion of a WRITE with immediate needs. */
+    public ReceiveRequest() {
+    }
+
     /** A request for {@code length} bytes at {@code offset} of {@code mr}. */
     public static ReceiveRequest into(MemoryRegion mr, long offset, int length) {
         return new ReceiveRequest().local(mr, offset, length);

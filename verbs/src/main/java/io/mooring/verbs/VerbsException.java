@@ -12,17 +12,17 @@ public class VerbsException extends RuntimeException {
     private final String object;
     private final String hint;
 
+    /** What ENOMEM from {@code ibv_reg_mr} means, from every provider. */
+    public static final String MEMLOCK_HINT = "registering pins memory and counts against the locked-memory limit:"
+            + " raise it (`ulimit -l`, memlock in /etc/security/limits.conf, LimitMEMLOCK= for a systemd service)"
+            + " or register less";
+
     /**
      * @param verb   the verb or operation, e.g. {@code ibv_reg_mr}
      * @param errno  the errno it returned, or 0 when the failure has none
      * @param object what it was applied to, e.g. {@code pd#3 on soft0}
      * @param hint   what to do about it; may be empty
      */
-    /** What ENOMEM from {@code ibv_reg_mr} means, from every provider. */
-    public static final String MEMLOCK_HINT = "registering pins memory and counts against the locked-memory limit:"
-            + " raise it (`ulimit -l`, memlock in /etc/security/limits.conf, LimitMEMLOCK= for a systemd service)"
-            + " or register less";
-
     public VerbsException(String verb, int errno, String object, String hint) {
         this(verb, errno, object, hint, null);
     }

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.testing.ChildJvm;
 import io.mooring.verbs.TwoProcessPeer.Command;
 import java.io.BufferedOutputStream;
 import java.io.BufferedReader;
@@ -373,11 +374,9 @@ final class SoftTwoProcessTest {
         }
 
         static Child start(Path stderrFile) throws Exception {
-            String java = ProcessHandle.current().info().command().orElseThrow();
             // C1 only and one GC thread: the child starts faster and competes less on a small, busy machine.
-            Process process = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
-                    "-XX:+UseSerialGC", "-cp", System.getProperty("java.class.path"), TwoProcessPeer.class.getName())
-                    .redirectError(stderrFile.toFile()).start();
+            Process process = new ProcessBuilder(ChildJvm.command(List.of("-XX:TieredStopAtLevel=1",
+                    "-XX:+UseSerialGC"), TwoProcessPeer.class)).redirectError(stderrFile.toFile()).start();
             boolean started = false;
             try {
                 var stdout = new BufferedReader(

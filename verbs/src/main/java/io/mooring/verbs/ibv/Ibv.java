@@ -29,6 +29,7 @@ import java.util.List;
  * calling thread's segment and its value after the call. The data-path verbs return their error as a value and
  * capture nothing.
  */
+@SuppressWarnings("restricted") // binds libibverbs' functions with their C signatures
 final class Ibv {
     static final String LIBRARY = "libibverbs.so.1";
 

@@ -20,6 +20,7 @@ import java.lang.foreign.MemorySegment;
  * writes the eventfd and joins, so closing a context never waits for an event and the thread is out of
  * native code before {@code ibv_close_device}.
  */
+@SuppressWarnings("restricted") // reads structs at the pointers libibverbs returns; native access is this module's
 final class IbvAsyncEvents {
     private static final System.Logger LOG = System.getLogger(IbvAsyncEvents.class.getName());
 

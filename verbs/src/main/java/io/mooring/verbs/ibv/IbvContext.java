@@ -34,6 +34,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@code ctx->ops} once, so that every object made from it calls the driver directly, and runs the async event
  * reader ({@link IbvAsyncEvents}).
  */
+@SuppressWarnings("restricted") // reads structs at the pointers libibverbs returns; native access is this module's
 final class IbvContext implements ContextOps {
     /** GID table entries read per port at most (rxe has 1024 slots, nearly all empty). */
     private static final int MAX_GIDS = 256;

@@ -21,6 +21,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * (nothing is allocated per poll); the channel's fd is non-blocking, and {@link #awaitEvent} sleeps in
  * {@code poll(2)} so a waiting dispatcher costs no CPU and a timeout needs no signal.
  */
+@SuppressWarnings("restricted") // reads structs at the pointers libibverbs returns; native access is this module's
 final class IbvCq implements CqOps {
     /** Work completions fetched per {@code ibv_poll_cq} call. */
     private static final int BATCH = 32;

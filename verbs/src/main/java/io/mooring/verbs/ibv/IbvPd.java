@@ -15,6 +15,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** A protection domain ({@code struct ibv_pd}). */
+@SuppressWarnings("restricted") // reads structs at the pointers libibverbs returns; native access is this module's
 final class IbvPd implements PdOps {
     final IbvContext context;
     final MemorySegment pd;

@@ -19,6 +19,7 @@ import java.util.function.Function;
  * {@link VerbsException} that says so (ENOSYS: load rdma_rxe or use {@code mooring.provider=soft}), never a
  * crash; {@link io.mooring.verbs.RdmaDevices} then falls back to {@code soft} under {@code auto}.
  */
+@SuppressWarnings("restricted") // reads structs at the pointers libibverbs returns; native access is this module's
 public final class IbvProvider implements VerbsProvider {
 
     @Override

@@ -37,6 +37,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * it (RESET, INIT, RTR for sends; RESET for receives) asks the device ({@code ibv_query_qp}) and, if the state
  * is confirmed, is refused with {@link QpStateException} before the driver sees it.
  */
+@SuppressWarnings("restricted") // reads structs at the pointers libibverbs returns; native access is this module's
 final class IbvQp implements QpOps {
     /** Hop limit of the global route header (RoCE v2: the IP TTL). */
     static final int HOP_LIMIT = 64;

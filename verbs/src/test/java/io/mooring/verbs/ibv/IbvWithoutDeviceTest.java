@@ -50,8 +50,7 @@ class IbvWithoutDeviceTest {
 
     @Test
     void theProviderIsInstalledNextToSoft() {
-        assertEquals(List.of("ibv", "soft"), List.copyOf(RdmaDevices.providers().keySet()));
-        assertTrue(RdmaDevices.provider("ibv") instanceof IbvProvider);
+        assertEquals(List.of("ibv", "soft"), List.copyOf(RdmaDevices.providers()));
     }
 
     @Test

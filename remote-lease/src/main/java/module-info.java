@@ -1,0 +1,6 @@
+/** Sessions between peers and timeout-bounded leases of registered blocks, revoked before the memory is reused. */
+module io.mooring.lease {
+    requires transitive io.mooring.allocator;
+
+    exports io.mooring.lease;
+}
