@@ -665,7 +665,9 @@ public final class RdmaArena implements AutoCloseable {
             return this;
         }
 
+        /** @throws IllegalCallerException naming the flag to add, if this JVM denies Mooring native access */
         public RdmaArena build() {
+            NativeAccess.require();
             return new RdmaArena(this);
         }
     }

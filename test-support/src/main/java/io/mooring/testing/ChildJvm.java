@@ -17,9 +17,9 @@ public final class ChildJvm {
     }
 
     /**
-     * {@code java [jvmOptions] -cp ... mainClass [args]}, with native access granted to the class path.
+     * {@code java [jvmOptions] -cp ... mainClass [args]}.
      *
-     * @param jvmOptions options before the class path, e.g. {@code -XX:TieredStopAtLevel=1}
+     * @param jvmOptions options before the class path, e.g. {@code --enable-native-access=ALL-UNNAMED}
      */
     public static List<String> command(List<String> jvmOptions, Class<?> mainClass, String... args) {
         String testClasses = Path.of(System.getProperty("basedir", "."), "target", "test-classes").toString();
@@ -27,7 +27,6 @@ public final class ChildJvm {
                 System.getProperty("java.class.path", ""), testClasses).filter(s -> !s.isEmpty()).toList());
         var command = new ArrayList<String>();
         command.add(ProcessHandle.current().info().command().orElseThrow());
-        command.add("--enable-native-access=ALL-UNNAMED");
         command.addAll(jvmOptions);
         command.addAll(List.of("-cp", classPath, mainClass.getName()));
         command.addAll(List.of(args));

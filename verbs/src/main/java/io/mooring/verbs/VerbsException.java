@@ -17,6 +17,12 @@ public class VerbsException extends RuntimeException {
             + " raise it (`ulimit -l`, memlock in /etc/security/limits.conf, LimitMEMLOCK= for a systemd service)"
             + " or register less";
 
+    /** What an {@link IllegalCallerException} from FFM means: the JVM denies native access to Mooring. */
+    public static final String NATIVE_ACCESS_HINT = "grant native access to the Mooring modules that call native code:"
+            + " --enable-native-access=io.mooring.verbs,io.mooring.allocator on the module path,"
+            + " --enable-native-access=ALL-UNNAMED on the class path (or Enable-Native-Access: ALL-UNNAMED in the"
+            + " manifest of the application's executable jar)";
+
     /**
      * @param verb   the verb or operation, e.g. {@code ibv_reg_mr}
      * @param errno  the errno it returned, or 0 when the failure has none

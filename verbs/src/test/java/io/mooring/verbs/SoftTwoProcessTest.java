@@ -375,7 +375,7 @@ final class SoftTwoProcessTest {
 
         static Child start(Path stderrFile) throws Exception {
             // C1 only and one GC thread: the child starts faster and competes less on a small, busy machine.
-            Process process = new ProcessBuilder(ChildJvm.command(List.of("-XX:TieredStopAtLevel=1",
+            Process process = new ProcessBuilder(ChildJvm.command(List.of("--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1",
                     "-XX:+UseSerialGC"), TwoProcessPeer.class)).redirectError(stderrFile.toFile()).start();
             boolean started = false;
             try {

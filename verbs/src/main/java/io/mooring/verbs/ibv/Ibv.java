@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.mooring.verbs.VerbsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -52,7 +53,9 @@ final class Ibv {
         String failure = null;
         try {
             lib = SymbolLookup.libraryLookup(LIBRARY, Arena.global());
-        } catch (IllegalArgumentException | IllegalCallerException | UnsupportedOperationException e) {
+        } catch (IllegalCallerException e) {
+            failure = "cannot load " + LIBRARY + " (" + e.getMessage() + "): " + VerbsException.NATIVE_ACCESS_HINT;
+        } catch (IllegalArgumentException | UnsupportedOperationException e) {
             failure = "cannot load " + LIBRARY + " (" + e.getMessage() + "): install rdma-core's libibverbs1 and"
                     + " ibverbs-providers, or use mooring.provider=soft";
         }
