@@ -1,0 +1,4 @@
+/** Applications on Mooring's public API: the user guide's examples. */
+module io.mooring.examples {
+    requires io.mooring.lease;
+}
