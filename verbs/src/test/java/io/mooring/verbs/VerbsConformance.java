@@ -88,10 +88,7 @@ abstract class VerbsConformance {
     }
 
     void connect(ConnectOptions options) {
-        QpInfo ia = a.qp.info(options);
-        QpInfo ib = b.qp.info(options);
-        a.qp.connect(ib, options);
-        b.qp.connect(ia, options);
+        Endpoint.connect(a, b, options);
     }
 
     @AfterEach

@@ -23,6 +23,7 @@ import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 /**
  * A reliable-connected QP of the soft NIC: a requester that executes its send queue in order on its own
@@ -626,8 +627,7 @@ final class SoftQp implements QpOps {
     private Wire.Response write(Wire.Request r, Opcode op) {
         RecvWork rw = null;
         if (op == Opcode.RDMA_WRITE_WITH_IMM && (rw = takeReceive()) == null) return Wire.Response.rnr(minRnrTimer);
-        SoftMr mr = remoteTarget(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_WRITE.bit());
-        boolean done = mr != null && mr.access(r.remoteAddress(), r.length(),
+        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_WRITE.bit(),
                 dst -> MemorySegment.copy(r.payload(), 0, dst, ValueLayout.JAVA_BYTE, 0, r.length()));
         if (!done) {
             if (rw != null) returnReceive(rw);
@@ -641,9 +641,8 @@ final class SoftQp implements QpOps {
     }
 
     private Wire.Response remoteRead(Wire.Request r) {
-        SoftMr mr = remoteTarget(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_READ.bit());
         byte[] data = new byte[r.length()];
-        boolean done = mr != null && mr.access(r.remoteAddress(), r.length(),
+        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_READ.bit(),
                 src -> MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, data, 0, data.length));
         return done ? Wire.Response.data(data) : accessError();
     }
@@ -653,10 +652,9 @@ final class SoftQp implements QpOps {
             enterError();
             return Wire.Response.INVALID_REQUEST;
         }
-        SoftMr mr = remoteTarget(r.rkey(), r.remoteAddress(), Long.BYTES, Access.REMOTE_ATOMIC.bit());
         long[] original = new long[1];
-        boolean done = mr != null && mr.access(r.remoteAddress(), Long.BYTES, target -> original[0] =
-                op == Opcode.ATOMIC_CMP_AND_SWP
+        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), Long.BYTES, Access.REMOTE_ATOMIC.bit(),
+                target -> original[0] = op == Opcode.ATOMIC_CMP_AND_SWP
                         ? (long) LONG.compareAndExchange(target, 0L, r.compareAdd(), r.swap())
                         : (long) LONG.getAndAdd(target, 0L, r.compareAdd()));
         return done ? Wire.Response.atomic(original[0]) : accessError();
@@ -669,24 +667,21 @@ final class SoftQp implements QpOps {
     }
 
     /**
-     * The region that {@code rkey} lets the peer reach at {@code [address, address + length)} with
-     * {@code right}, or null: checked against the QP's own remote rights, the key (region, or bound window and
-     * its range, rights and — for type 2 — the QP that bound it), and the protection domain.
+     * Runs {@code copy} on {@code [address, address + length)} if {@code rkey} lets the peer reach it with
+     * {@code right}: checked against the QP's own remote rights, the key (region, or bound window and its range,
+     * rights and — for type 2 — the QP that bound it), and the protection domain. Neither the region's
+     * registration nor the window's binding can end while the copy runs.
+     *
+     * @return false if the access is not allowed (nothing was touched)
      */
-    private SoftMr remoteTarget(int rkey, long address, long length, int right) {
-        if ((access & right) == 0) return null;
+    private boolean remoteAccess(int rkey, long address, long length, int right, Consumer<MemorySegment> copy) {
+        if ((access & right) == 0) return false;
         Object target = device.keys.get(rkey >>> 8);
         if (target instanceof SoftMr mr) {
-            return mr.key == rkey && mr.pd == pd && (mr.access & right) != 0 && mr.covers(address, length) ? mr : null;
+            return mr.key == rkey && mr.pd == pd && (mr.access & right) != 0 && mr.covers(address, length)
+                    && mr.access(address, length, copy);
         }
-        if (target instanceof SoftMw mw && mw.pd == pd) {
-            SoftMw.Binding b = mw.binding();
-            boolean ok = b != null && b.key() == rkey && (b.access() & right) != 0 && length >= 0
-                    && address >= b.address() && address - b.address() <= b.length() - length
-                    && (mw.type == MwType.TYPE_1 || b.qp() == this);
-            return ok ? b.region() : null;
-        }
-        return null;
+        return target instanceof SoftMw mw && mw.pd == pd && mw.access(rkey, address, length, right, this, copy);
     }
 
     // ---- local memory ------------------------------------------------------------------------------------------

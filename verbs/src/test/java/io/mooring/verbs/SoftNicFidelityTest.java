@@ -1,0 +1,142 @@
+package io.mooring.verbs;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.verbs.soft.SoftInternals;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Where the soft provider did not behave like a NIC, each race it is about forced every run through
+ * {@link SoftInternals}. Requester side {@code a} is on soft0; responder side {@code b} on soft0 (its responder
+ * runs on a's requester thread) or soft1 (over the TCP fabric).
+ */
+class SoftNicFidelityTest {
+    private static final ConnectOptions FAST = VerbsConformance.FAST;
+    private static final int SIZE = 1 << 20;
+
+    private final ResourceGraph graph = ResourceGraph.builder().name(getClass().getSimpleName()).build();
+    private final Arena arena = Arena.ofShared();
+    private Endpoint a;
+    private Endpoint b;
+
+    private void open(String responderDevice) {
+        a = new Endpoint(RdmaDevices.open("soft:soft0", graph), arena, QpCapabilities.DEFAULT);
+        b = new Endpoint(RdmaDevices.open("soft:" + responderDevice, graph), arena, QpCapabilities.DEFAULT);
+        Endpoint.connect(a, b, FAST);
+    }
+
+    @AfterEach
+    void teardown() {
+        graph.close();
+        assertEquals(0, graph.liveCount(), graph::dump);
+        arena.close();
+    }
+
+    // ---- the end of a window fences the accesses it admitted ------------------------------------------------
+
+    /** How the owner ends a window's exposure. */
+    enum Ending { INVALIDATE, DEALLOCATE }
+
+    /**
+     * An access admitted through a window is held inside the responder while the owner ends the window and then
+     * reuses the memory, as a lease's end does. The end must wait for the access, so a READ returns only bytes
+     * from before it and a WRITE never lands after it.
+     */
+    @ParameterizedTest
+    @CsvSource({"soft0, RDMA_READ, INVALIDATE", "soft1, RDMA_READ, INVALIDATE", "soft0, RDMA_WRITE, INVALIDATE",
+        "soft1, RDMA_WRITE, INVALIDATE", "soft0, RDMA_READ, DEALLOCATE", "soft1, RDMA_WRITE, DEALLOCATE"})
+    void endingAWindowWaitsForTheAccessesItAdmitted(String device, Opcode opcode, Ending ending) throws Exception {
+        final int exposedBytes = 0x11;
+        final int reusedBytes = 0x22;
+        final int requesterBytes = 0x33;
+        open(device);
+        MemoryRegion exposed = b.region(SIZE, exposedBytes, Access.LOCAL_WRITE, Access.MW_BIND);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        b.qp.post(WorkRequest.bind(window, exposed, 0, SIZE, EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE)));
+        b.expect(WcStatus.SUCCESS);
+        int rkey = window.rkey();
+        MemoryRegion local = a.open(SIZE, requesterBytes);
+        var gate = new Gate();
+        SoftInternals.onAdmittedAccess(device, exposed.lkey(), gate);
+
+        a.qp.post(new WorkRequest().opcode(opcode).local(local, 0, SIZE).remote(exposed.address(), rkey));
+        gate.awaitEntered();
+        var reuse = new FutureTask<Void>(() -> {
+            if (ending == Ending.INVALIDATE) {
+                b.qp.post(WorkRequest.invalidate(rkey));
+                b.expect(WcStatus.SUCCESS);
+            } else {
+                window.close();
+            }
+            exposed.segment().fill((byte) reusedBytes);
+            return null;
+        });
+        Thread.ofVirtual().start(reuse);
+        awaitUntil(() -> reuse.isDone() || SoftInternals.windowChangeWaits(device, rkey),
+                "the window's end neither returned nor waited for the access");
+        gate.open();
+        a.expect(WcStatus.SUCCESS);
+        reuse.get(Endpoint.WAIT.toSeconds(), TimeUnit.SECONDS);
+
+        if (opcode == Opcode.RDMA_READ) {
+            assertFilled(local, exposedBytes, "the READ returned memory reused after the window ended");
+        } else {
+            assertFilled(exposed, reusedBytes, "the WRITE landed after the window ended");
+        }
+    }
+
+    /** An admitted-access hook that holds the accesses it sees until opened. */
+    private static final class Gate implements Runnable {
+        private final CountDownLatch entered = new CountDownLatch(1);
+        private final CountDownLatch opened = new CountDownLatch(1);
+
+        @Override
+        public void run() {
+            entered.countDown();
+            try {
+                opened.await(Endpoint.WAIT.toSeconds(), TimeUnit.SECONDS); // a failed test's access goes on later
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        void awaitEntered() throws InterruptedException {
+            assertTrue(entered.await(Endpoint.WAIT.toSeconds(), TimeUnit.SECONDS), "the access never came");
+        }
+
+        void open() {
+            opened.countDown();
+        }
+    }
+
+    // ---- helpers --------------------------------------------------------------------------------------------
+
+    private static void awaitUntil(BooleanSupplier condition, String failure) throws InterruptedException {
+        long deadline = System.nanoTime() + Endpoint.WAIT.toNanos();
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, failure);
+            Thread.sleep(1);
+        }
+    }
+
+    private static void assertFilled(MemoryRegion mr, int fill, String what) {
+        byte[] expected = new byte[(int) mr.length()];
+        Arrays.fill(expected, (byte) fill);
+        long at = mr.segment().mismatch(MemorySegment.ofArray(expected));
+        assertEquals(-1, at, () -> what + ": byte " + at + " is " + mr.segment().get(ValueLayout.JAVA_BYTE, at)
+                + ", not " + (byte) fill);
+    }
+}
