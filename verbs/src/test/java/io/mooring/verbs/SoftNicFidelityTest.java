@@ -1,6 +1,7 @@
 package io.mooring.verbs;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
@@ -15,6 +16,7 @@ import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -120,6 +122,30 @@ class SoftNicFidelityTest {
         void open() {
             opened.countDown();
         }
+    }
+
+    // ---- key indexes ----------------------------------------------------------------------------------------
+
+    @Test
+    void keyIndexesThatWrapSkipTheOnesInUse() {
+        open("soft1");
+        MemoryRegion live = b.open(64, 0x11);
+        int index = live.rkey() >>> 8;
+        SoftInternals.restartKeyIndexesAt("soft1", (1 << 24) + index); // gone round once, onto a live index
+        MemoryRegion next = b.open(64, 0x22);
+        assertNotEquals(index, next.rkey() >>> 8, "a key index still in use was handed out again");
+
+        SoftInternals.restartKeyIndexesAt("soft1", (1 << 24) - 1);
+        MemoryWindow top = b.pd.allocateWindow(MwType.TYPE_2);
+        MemoryWindow wrapped = b.pd.allocateWindow(MwType.TYPE_2);
+        assertEquals(0xff_ffff, top.rkey() >>> 8);
+        assertNotEquals(0, wrapped.rkey() >>> 8, "index 0 is never handed out");
+
+        MemoryRegion src = a.open(64, 0x33);
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(live.address(), live.rkey()));
+        a.expect(WcStatus.SUCCESS);
+        assertFilled(live, 0x33, "the first region's key no longer reaches it");
+        assertFilled(next, 0x22, "a write through another region's key reached this one");
     }
 
     // ---- helpers --------------------------------------------------------------------------------------------

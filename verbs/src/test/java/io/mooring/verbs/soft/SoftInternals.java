@@ -2,7 +2,7 @@ package io.mooring.verbs.soft;
 
 /**
  * What tests of the public API need to steer inside the soft NIC: pause an access at a chosen point, see an
- * invalidation waiting for it. Devices are named as the provider names
+ * invalidation waiting for it, start the key counter near its wrap. Devices are named as the provider names
  * them ({@code soft0}, {@code soft1}, ...) and must be open already.
  */
 public final class SoftInternals {
@@ -25,6 +25,11 @@ public final class SoftInternals {
             throw new IllegalArgumentException("no window with key 0x" + Integer.toHexString(key) + " on " + device);
         }
         return mw.admission.hasQueuedThreads();
+    }
+
+    /** Makes {@code device} try key index {@code next} (taken modulo the index space) for its next key. */
+    public static void restartKeyIndexesAt(String device, int next) {
+        device(device).restartKeyIndexesAt(next);
     }
 
     private static SoftDevice device(String name) {
