@@ -19,6 +19,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Where the soft provider did not behave like a NIC, each race it is about forced every run through
@@ -35,9 +36,13 @@ class SoftNicFidelityTest {
     private Endpoint b;
 
     private void open(String responderDevice) {
+        open(responderDevice, FAST);
+    }
+
+    private void open(String responderDevice, ConnectOptions options) {
         a = new Endpoint(RdmaDevices.open("soft:soft0", graph), arena, QpCapabilities.DEFAULT);
         b = new Endpoint(RdmaDevices.open("soft:" + responderDevice, graph), arena, QpCapabilities.DEFAULT);
-        Endpoint.connect(a, b, FAST);
+        Endpoint.connect(a, b, options);
     }
 
     @AfterEach
@@ -146,6 +151,50 @@ class SoftNicFidelityTest {
         a.expect(WcStatus.SUCCESS);
         assertFilled(live, 0x33, "the first region's key no longer reaches it");
         assertFilled(next, 0x22, "a write through another region's key reached this one");
+    }
+
+    // ---- RNR retries end when the QP stops -----------------------------------------------------------------
+
+    @ParameterizedTest
+    @ValueSource(strings = {"soft0", "soft1"})
+    void aSendRetriedForeverOnRnrFlushesWhenItsQpMovesToError(String device) throws Exception {
+        open(device); // rnr_retry 7: retried as long as the responder has no receive, which it never gets here
+        MemoryRegion out = a.open(16, 1);
+        CountDownLatch inHand = sendGathered(out);
+        a.qp.post(WorkRequest.send(out, 0, 16).wrId(7));
+        assertTrue(inHand.await(Endpoint.WAIT.toSeconds(), TimeUnit.SECONDS), "the requester never took the send");
+        a.qp.moveToError();
+        assertEquals(7, a.expect(WcStatus.WR_FLUSH_ERR).wrId());
+        assertEquals(0, a.qp.outstandingSends());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"soft0", "soft1"})
+    void aSendRetriedOnRnrIsDiscardedByAResetNotSentOnTheNextConnection(String device) throws Exception {
+        // Transport retries (7 of 67 ms) that outlast the reconnect: a send kept past the reset would reach it.
+        ConnectOptions patient = FAST.withRetries(14, 7, 7);
+        open(device, patient);
+        MemoryRegion discarded = a.open(16, 0x51);
+        MemoryRegion sent = a.open(16, 0x52);
+        CountDownLatch inHand = sendGathered(discarded);
+        a.qp.post(WorkRequest.send(discarded, 0, 16).wrId(7));
+        assertTrue(inHand.await(Endpoint.WAIT.toSeconds(), TimeUnit.SECONDS), "the requester never took the send");
+        a.qp.reset();
+        b.qp.reset();
+        Endpoint.connect(a, b, patient);
+        MemoryRegion in = b.open(16, 0);
+        b.qp.post(ReceiveRequest.into(in, 0, 16).wrId(9));
+        a.qp.post(WorkRequest.send(sent, 0, 16).wrId(8));
+        assertEquals(8, a.expect(WcStatus.SUCCESS).wrId());
+        assertEquals(9, b.expect(WcStatus.SUCCESS).wrId());
+        assertFilled(in, 0x52, "a send discarded by a reset was delivered on the next connection");
+    }
+
+    /** Counts down once the requester gathers {@code out}'s bytes: it has a SEND from there in hand. */
+    private static CountDownLatch sendGathered(MemoryRegion out) {
+        var gathered = new CountDownLatch(1);
+        SoftInternals.onAdmittedAccess("soft0", out.lkey(), gathered::countDown);
+        return gathered;
     }
 
     // ---- helpers --------------------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ import java.util.function.Consumer;
  * <p>As on hardware: a failed request completes with its error status (signaled or not) and moves the QP to
  * ERROR, after which every queued request completes with WR_FLUSH_ERR; an access the responder rejects moves
  * both QPs to ERROR and never touches memory; a SEND that finds no receive is retried per {@code rnr_retry};
- * a responder that does not answer (not connected, gone) is retried per {@code retry_cnt}.
+ * a responder that does not answer (not connected, gone) is retried per {@code retry_cnt}. Retrying stops as soon
+ * as the QP moves to ERROR (the request flushes) or is reset (it is discarded).
  */
 final class SoftQp implements QpOps {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
@@ -87,6 +88,8 @@ final class SoftQp implements QpOps {
     private volatile int retryCount;
     private volatile int rnrRetry;
     private int sendPsn;           // requester only: the PSN of the next new request
+    private volatile int resets;   // written under lock: a request taken before a reset is never sent after it
+    private int takenAt;           // requester only: resets when the request in hand was taken
     private int expectedPsn;       // guarded by responding: the PSN of the next new incoming request
     private int lastAtomicPsn = -1; // guarded by responding: a duplicated atomic is answered, not executed again
     private long lastAtomicOriginal;
@@ -152,6 +155,7 @@ final class SoftQp implements QpOps {
                 }
                 case ERROR -> enterErrorLocked();
                 case RESET -> {
+                    resets++;
                     sendQueue.clear();
                     recvQueue.clear();
                     remote = null;
@@ -378,6 +382,7 @@ final class SoftQp implements QpOps {
                     if (destroyed) return;
                     work = sendQueue.poll();
                     flush = state == QpState.ERROR;
+                    takenAt = resets;
                 } finally {
                     lock.unlock();
                 }
@@ -386,11 +391,29 @@ final class SoftQp implements QpOps {
                     continue;
                 }
                 WcStatus status = execute(work);
-                if (status != WcStatus.SUCCESS) fail(sendCq, work.wrId, work.opcode.completion().code(), status);
+                if (status != WcStatus.SUCCESS) failRequest(work, status);
             }
         } catch (InterruptedException e) {
             // destroyed
         }
+    }
+
+    /**
+     * The request in hand failed: it completes with {@code status} and the QP moves to ERROR, unless a reset
+     * discarded it meanwhile.
+     */
+    private void failRequest(SendWork w, WcStatus status) {
+        lock.lock();
+        try {
+            if (resets == takenAt) fail(sendCq, w.wrId, w.opcode.completion().code(), status);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether the request in hand must not be sent (again): its QP was destroyed, reset, or moved to ERROR. */
+    private boolean requestStopped() {
+        return destroyed || state == QpState.ERROR || resets != takenAt;
     }
 
     private void complete(SendWork w, WcStatus status, int byteLength) {
@@ -468,6 +491,7 @@ final class SoftQp implements QpOps {
     }
 
     private static WcStatus statusOf(Wire.Response r) {
+        if (r == null) return WcStatus.WR_FLUSH_ERR; // its QP stopped while it was retried
         return switch (r.kind()) {
             case ACK -> WcStatus.SUCCESS;
             case NAK_ACCESS -> WcStatus.REM_ACCESS_ERR;
@@ -481,7 +505,8 @@ final class SoftQp implements QpOps {
     /**
      * Delivers a request with the RC retry rules: no answer is retried {@code retry_cnt} times after the ACK
      * timeout; an RNR NAK is retried {@code rnr_retry} times (7: forever) after the responder's RNR timer.
-     * Returns the last answer, which is RNR or DROPPED when retries ran out.
+     * Returns the last answer, which is RNR or DROPPED when retries ran out, or null as soon as the QP stops
+     * (ERROR, reset, destroyed): a requester retrying forever (rnr_retry 7) must still flush.
      */
     private Wire.Response transmit(Wire.Request request) throws InterruptedException {
         long ackTimeoutNanos = Math.min(TimeUnit.SECONDS.toNanos(8), Math.max(TimeUnit.MILLISECONDS.toNanos(1),
@@ -489,23 +514,34 @@ final class SoftQp implements QpOps {
         int retries = retryCount;
         int rnrRetries = rnrRetry;
         while (true) {
+            if (requestStopped()) return null;
             Link l = currentLink();
             Wire.Response r = l == null ? Wire.Response.DROPPED : l.exchange(request, ackTimeoutNanos);
             if (r.kind() == Wire.Kind.DROPPED && l == null && awaitLink()) continue; // connecting: not a retry
             switch (r.kind()) {
                 case DROPPED -> {
                     if (retries-- == 0) return r;
-                    TimeUnit.NANOSECONDS.sleep(ackTimeoutNanos);
+                    awaitRetry(ackTimeoutNanos);
                 }
                 case RNR -> {
                     if (rnrRetries != 7 && rnrRetries-- == 0) return r;
-                    TimeUnit.MICROSECONDS.sleep(RNR_DELAY_MICROS[r.rnrTimer() & 31]);
+                    awaitRetry(TimeUnit.MICROSECONDS.toNanos(RNR_DELAY_MICROS[r.rnrTimer() & 31]));
                 }
                 default -> {
                     if (r.kind() == Wire.Kind.ACK) sendPsn = Wire.nextPsn(sendPsn);
                     return r;
                 }
             }
+        }
+    }
+
+    /** Waits {@code nanos} before a retry, or less if the QP stops meanwhile (every modify signals). */
+    private void awaitRetry(long nanos) throws InterruptedException {
+        lock.lock();
+        try {
+            for (long left = nanos; left > 0 && !requestStopped(); ) left = workToDo.awaitNanos(left);
+        } finally {
+            lock.unlock();
         }
     }
 
