@@ -6,9 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.soft.SoftInternals;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.Socket;
+import java.net.SocketException;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.concurrent.CountDownLatch;
@@ -195,6 +200,95 @@ class SoftNicFidelityTest {
         var gathered = new CountDownLatch(1);
         SoftInternals.onAdmittedAccess("soft0", out.lkey(), gathered::countDown);
         return gathered;
+    }
+
+    // ---- the TCP fabric admits only the peer ----------------------------------------------------------------
+
+    /**
+     * A third process on the host dials the listening side of a live connection claiming to be its peer (a newer
+     * dial of it), then writes: without the QP's token it is refused, and the peer's connection carries on.
+     * With the token, the same frames are served, so the refusal was the token's doing.
+     */
+    @Test
+    void aDialWithoutTheQpsTokenIsRefusedAndThePeersConnectionStays() throws Exception {
+        open("soft1");
+        QpInfo ia = a.qp.info(FAST);
+        QpInfo ib = b.qp.info(FAST);
+        boolean aDials = ia.lid() != ib.lid() ? ia.lid() < ib.lid() : ia.qpn() < ib.qpn();
+        Endpoint dialer = aDials ? a : b;
+        Endpoint listener = aDials ? b : a;
+        QpInfo from = aDials ? ia : ib;
+        QpInfo to = aDials ? ib : ia;
+        MemoryRegion target = listener.open(64, 0);
+        MemoryRegion src = dialer.open(64, 0x11);
+        dialer.qp.post(WorkRequest.write(src, 0, 64).remote(target.address(), target.rkey()));
+        dialer.expect(WcStatus.SUCCESS); // the connection is up; the listener expects the next PSN
+        int nextPsn = (from.psn() + 1) & 0xff_ffff;
+
+        try (Socket forger = new Socket(to.gid().address(), to.lid())) {
+            forger.setSoTimeout((int) Endpoint.WAIT.toMillis());
+            var out = new DataOutputStream(forger.getOutputStream());
+            writeHello(out, from, to, to.token() ^ 1);
+            writeWrite(out, nextPsn, target, 0x66);
+            assertTrue(closedByPeer(forger), "a dial without the QP's token was let in");
+        }
+        assertFilled(target, 0x11, "the forged write landed");
+        dialer.qp.post(WorkRequest.write(dialer.open(64, 0x33), 0, 64).remote(target.address(), target.rkey()));
+        dialer.expect(WcStatus.SUCCESS);
+        assertFilled(target, 0x33, "the peer's own write");
+
+        try (Socket holder = new Socket(to.gid().address(), to.lid())) {
+            holder.setSoTimeout((int) Endpoint.WAIT.toMillis());
+            var out = new DataOutputStream(holder.getOutputStream());
+            writeHello(out, from, to, to.token());
+            writeWrite(out, (nextPsn + 1) & 0xff_ffff, target, 0x66);
+            var in = new DataInputStream(holder.getInputStream());
+            assertEquals(2, in.readByte(), "a RESPONSE frame");
+            in.readInt();
+            assertEquals(0, in.readByte(), "an ACK");
+        }
+        assertFilled(target, 0x66, "the write of a dial with the token");
+    }
+
+    /** A HELLO frame as TcpLink lays it out, claiming to be a newer dial of {@code from} than any before. */
+    private static void writeHello(DataOutputStream out, QpInfo from, QpInfo to, long token) throws IOException {
+        out.writeInt(0x4d4f4f52);
+        out.writeShort(3);
+        out.writeInt(from.qpn());
+        out.writeInt(to.qpn());
+        out.writeLong(from.gid().subnetPrefix());
+        out.writeLong(from.gid().interfaceId());
+        out.writeInt(from.lid());
+        out.writeInt(Integer.MAX_VALUE);
+        out.writeLong(token);
+    }
+
+    /** A REQUEST frame as TcpLink lays it out: an RDMA WRITE filling {@code target} with {@code fill}. */
+    private static void writeWrite(DataOutputStream out, int psn, MemoryRegion target, int fill) throws IOException {
+        byte[] payload = new byte[(int) target.length()];
+        Arrays.fill(payload, (byte) fill);
+        out.writeByte(1);
+        out.writeInt(1);
+        out.writeInt(Opcode.RDMA_WRITE.code());
+        out.writeInt(psn);
+        out.writeLong(target.address());
+        out.writeInt(target.rkey());
+        out.writeInt(payload.length);
+        out.writeInt(0);
+        out.writeLong(0);
+        out.writeLong(0);
+        out.writeInt(payload.length);
+        out.write(payload);
+        out.flush();
+    }
+
+    /** Whether the other end closed {@code s} (a reset if it closed with our frames unread); fails on timeout. */
+    private static boolean closedByPeer(Socket s) throws IOException {
+        try {
+            return s.getInputStream().read() < 0;
+        } catch (SocketException e) {
+            return true;
+        }
     }
 
     // ---- helpers --------------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import io.mooring.verbs.spi.QpTransition;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.security.SecureRandom;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -46,6 +47,8 @@ final class SoftQp implements QpOps {
 
     /** How long a requester waits for the TCP connection to its peer to come up before counting retries. */
     private static final long LINK_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
+    /** Draws the tokens a peer's dial must present: anyone on the host can connect to the fabric's port. */
+    private static final SecureRandom TOKENS = new SecureRandom();
 
     private record Sge(long address, int length, int lkey) {}
 
@@ -80,6 +83,7 @@ final class SoftQp implements QpOps {
     private final Object linkChanged = new Object();
     private int connection;            // guarded by linkChanged: bumped by every reset and every dial of ours
     private TcpLink.Hello newestDial;  // guarded by linkChanged: of the last connection attached; survives resets
+    private volatile long token = TOKENS.nextLong(); // written under linkChanged: what the peer's dial presents
     // Connection attributes, written by modify under lock before the state that uses them is published.
     private volatile int access;
     private volatile QpInfo remote;
@@ -121,6 +125,19 @@ final class SoftQp implements QpOps {
     @Override
     public QpCapabilities capabilities() {
         return capabilities;
+    }
+
+    @Override
+    public long token() {
+        return token;
+    }
+
+    /**
+     * Whether {@code dial}, a dial of the peer's, knows this QP's token, which only the peer's {@code QpInfo}
+     * carried: a third process on the host could otherwise replace the connection and act as the peer.
+     */
+    boolean admits(TcpLink.Hello dial) {
+        return dial.token() == token;
     }
 
     private String name() {
@@ -238,6 +255,7 @@ final class SoftQp implements QpOps {
         synchronized (linkChanged) {
             boolean ours = dial.sourceQpn() == qpn && dial.sourceLid() == device.lid()
                     && dial.sourceGid().equals(device.gid());
+            if (!ours && !admits(dial)) return false; // admitted before a reset changed the token
             if (ours ? dial.dial() != connection
                     : newestDial != null && newestDial.sameDialer(dial) && dial.dial() <= newestDial.dial()) {
                 return false;
@@ -262,6 +280,7 @@ final class SoftQp implements QpOps {
         Link l;
         synchronized (linkChanged) {
             connection++; // a dial of ours still under way was for the connection dropped here
+            token = TOKENS.nextLong(); // and the peer of the next connection gets a new one
             l = link;
             link = null;
         }
