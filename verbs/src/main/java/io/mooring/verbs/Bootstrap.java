@@ -19,10 +19,10 @@ import java.nio.channels.WritableByteChannel;
  * <pre>
  * offset  bytes  field
  * 0       4      magic 0x4D4F4F52 ("MOOR")
- * 4       2      version (1)
+ * 4       2      version (2)
  * 6       2      application record length n (0..{@value #MAX_DATA_BYTES})
- * 8       32     {@link QpInfo#writeTo QpInfo}
- * 40      n      application record
+ * 8       40     {@link QpInfo#writeTo QpInfo}
+ * 48      n      application record
  * </pre>
  * Both sides write before they read; messages are far smaller than a socket buffer, so neither side blocks
  * the other. Everything read is checked: a peer that closes early fails with {@link EOFException}, one that
@@ -31,7 +31,7 @@ import java.nio.channels.WritableByteChannel;
  */
 public final class Bootstrap {
     public static final int MAGIC = 0x4D4F_4F52;
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     /** The largest application record: tiny on purpose (see the write-before-read rule above). */
     public static final int MAX_DATA_BYTES = 1024;
     static final int HEADER_BYTES = 4 + 2 + 2;

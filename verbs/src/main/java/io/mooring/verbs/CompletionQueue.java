@@ -54,8 +54,9 @@ public final class CompletionQueue extends VerbsObject {
     }
 
     /**
-     * Like {@link #poll(WorkCompletion[])}, but if nothing is there waits up to {@code timeout} for a completion
-     * event (no spinning); returns 0 if none came.
+     * Like {@link #poll(WorkCompletion[])}, but if nothing is there sleeps on completion events (no spinning)
+     * until a completion for the caller comes or {@code timeout} has elapsed; returns 0 only in the latter case
+     * (completions that complete futures do not end the wait).
      */
     public int poll(WorkCompletion[] into, Duration timeout) throws InterruptedException {
         checkPollable();

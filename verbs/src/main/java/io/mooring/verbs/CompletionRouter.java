@@ -36,38 +36,40 @@ final class CompletionRouter implements CompletionSink {
         qps.remove(qpn);
     }
 
-    /** Polls until {@code into} is full or the CQ is empty; completions that completed futures are not counted. */
-    int poll(WorkCompletion[] into) {
-        return pollCounting(into) & Integer.MAX_VALUE;
-    }
-
     /**
-     * Polls; if the CQ is empty, arms its event, polls again (a completion may have slipped in before the arm),
-     * and otherwise sleeps until the event or the timeout.
+     * Polls until {@code into} is full or the CQ is empty; completions that completed futures are not counted.
      */
-    int pollWaiting(WorkCompletion[] into, long timeoutNanos) throws InterruptedException {
-        int r = pollCounting(into);
-        if (r != 0) return r & Integer.MAX_VALUE;
-        ops.requestNotify();
-        r = pollCounting(into);
-        if (r != 0) return r & Integer.MAX_VALUE;
-        return ops.awaitEvent(timeoutNanos) ? poll(into) : 0;
-    }
-
-    /** The number handed to the caller, with the sign bit set if anything at all was polled. */
-    private int pollCounting(WorkCompletion[] into) {
+    int poll(WorkCompletion[] into) {
         pollLock.lock();
         try {
             target = into;
             filled = 0;
-            boolean any = false;
             while (filled < into.length && ops.poll(into.length - filled, this) > 0) {
-                any = true; // a round may hand its completions to futures instead of the caller
+                // a round may hand its completions to futures instead of the caller: poll on
             }
-            return any ? filled | Integer.MIN_VALUE : filled;
+            return filled;
         } finally {
             target = null;
             pollLock.unlock();
+        }
+    }
+
+    /**
+     * Polls; if nothing is there for the caller, arms the CQ's event, polls again (a completion may have slipped
+     * in before the arm) and sleeps until the event or the deadline, then starts over. An event does not promise
+     * a completion: one raised for an earlier arm, whose completion a plain {@link #poll} took, is still pending.
+     * So only the deadline ends the wait with 0.
+     */
+    int pollWaiting(WorkCompletion[] into, long timeoutNanos) throws InterruptedException {
+        long deadline = System.nanoTime() + timeoutNanos;
+        while (true) {
+            int n = poll(into);
+            if (n != 0) return n;
+            ops.requestNotify();
+            n = poll(into);
+            if (n != 0) return n;
+            long left = deadline - System.nanoTime();
+            if (left <= 0 || !ops.awaitEvent(left)) return 0;
         }
     }
 

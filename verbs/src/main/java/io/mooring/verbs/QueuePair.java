@@ -86,11 +86,14 @@ public final class QueuePair extends VerbsObject {
 
     // ---- connection ------------------------------------------------------------------------------------------
 
-    /** What the peer needs to connect to this QP, for the port and GID index of {@code options}. */
+    /**
+     * What the peer needs to connect to this QP, for the port and GID index of {@code options}. Take it after the
+     * last {@link #reset}, which changes its {@link QpInfo#token token}.
+     */
     public QpInfo info(ConnectOptions options) {
         PortAttributes port = pd.context().port(options.port());
         return new QpInfo(number(), psn, pd.context().gid(options.port(), options.gidIndex()), port.lid(),
-                port.activeMtu());
+                port.activeMtu(), ops.token());
     }
 
     /** {@link #info(ConnectOptions)} with {@link ConnectOptions#DEFAULT}. */

@@ -28,9 +28,9 @@ import org.junit.jupiter.api.Test;
 
 class BootstrapTest {
     private static final QpInfo SERVER = new QpInfo(0x12, 0xabcdef, Gid.of(InetAddress.getLoopbackAddress()), 40000,
-            Mtu.MTU_4096);
+            Mtu.MTU_4096, 0x8badf00d_deadbeefL);
     private static final QpInfo CLIENT = new QpInfo(0xff_ffff, 0, new Gid(0xfe80_0000_0000_0000L, 0x0202_c9ff_fe00_0001L),
-            0, Mtu.MTU_1024);
+            0, Mtu.MTU_1024, 0);
 
     /** A buffer's address, rkey and length: what a write peer needs. */
     private static ByteBuffer region(long address, int rkey, int length) {
@@ -107,8 +107,8 @@ class BootstrapTest {
         assertEquals("the peer is not a Mooring bootstrap: magic 0x47455420, expected 0x4d4f4f52 (\"MOOR\")",
                 magic.getMessage());
         var version = assertThrows(ProtocolException.class, () -> receiving(
-                message(Bootstrap.MAGIC, 2, SERVER, ByteBuffer.allocate(0))).exchange(CLIENT, ByteBuffer.allocate(0)));
-        assertEquals("the peer speaks bootstrap version 2, this side 1", version.getMessage());
+                message(Bootstrap.MAGIC, 1, SERVER, ByteBuffer.allocate(0))).exchange(CLIENT, ByteBuffer.allocate(0)));
+        assertEquals("the peer speaks bootstrap version 1, this side 2", version.getMessage());
     }
 
     @Test
@@ -122,7 +122,7 @@ class BootstrapTest {
     @Test
     void malformedQueuePairDescriptionsAreRefused() {
         byte[] badMtu = message(Bootstrap.MAGIC, Bootstrap.VERSION, SERVER, ByteBuffer.allocate(0));
-        ByteBuffer.wrap(badMtu).putInt(Bootstrap.HEADER_BYTES + QpInfo.BYTES - 4, 9);
+        ByteBuffer.wrap(badMtu).putInt(Bootstrap.HEADER_BYTES + QpInfo.BYTES - Long.BYTES - Integer.BYTES, 9);
         var mtu = assertThrows(ProtocolException.class, () -> receiving(badMtu).exchange(CLIENT, ByteBuffer.allocate(0)));
         assertTrue(mtu.getMessage().contains("no MTU has verbs code 9"), mtu.getMessage());
 

@@ -26,6 +26,14 @@ final class Endpoint {
         this.qp = pd.createQueuePair(cq, cq, capabilities);
     }
 
+    /** Connects the QPs of {@code a} and {@code b} to each other. */
+    static void connect(Endpoint a, Endpoint b, ConnectOptions options) {
+        QpInfo ia = a.qp.info(options);
+        QpInfo ib = b.qp.info(options);
+        a.qp.connect(ib, options);
+        b.qp.connect(ia, options);
+    }
+
     /** Registers {@code size} bytes, filled with {@code fill}, with the given rights. */
     MemoryRegion region(long size, int fill, Access... rights) {
         MemorySegment memory = arena.allocate(size, 64);

@@ -12,6 +12,7 @@ import io.mooring.lifecycle.ResourceState;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -87,10 +88,7 @@ abstract class VerbsConformance {
     }
 
     void connect(ConnectOptions options) {
-        QpInfo ia = a.qp.info(options);
-        QpInfo ib = b.qp.info(options);
-        a.qp.connect(ib, options);
-        b.qp.connect(ia, options);
+        Endpoint.connect(a, b, options);
     }
 
     @AfterEach
@@ -601,6 +599,31 @@ abstract class VerbsConformance {
         assertEquals(99, a.expect(WcStatus.SUCCESS).wrId());
         a.expectNothing();
         assertEquals(0, a.qp.outstandingSends());
+    }
+
+    /**
+     * A completion event raised for a CQ armed by an earlier timed poll, whose completion was then taken by a
+     * plain poll, is stale: a later timed poll that finds it must still wait out its timeout (it returned 0
+     * at once, and the remote-lease isolation probe failed on that).
+     */
+    @Test
+    void aTimedPollWaitsItsFullTimeoutDespiteAStaleEvent() throws Exception {
+        WorkCompletion[] one = {new WorkCompletion()};
+        assertEquals(0, a.cq.poll(one, Duration.ofMillis(1)), "nothing posted yet"); // leaves the CQ armed
+        MemoryRegion src = a.open(8, 1);
+        MemoryRegion dst = b.open(8, 0);
+        a.qp.post(WorkRequest.write(src, 0, 8).remote(dst.address(), dst.rkey()));
+        long deadline = System.nanoTime() + Endpoint.WAIT.toNanos();
+        while (a.cq.poll(one) == 0) { // its completion raised the event; taken without waiting, the event stays
+            assertTrue(System.nanoTime() < deadline, "the write did not complete within " + Endpoint.WAIT);
+            Thread.onSpinWait();
+        }
+        assertEquals(WcStatus.SUCCESS, one[0].status());
+        Duration timeout = Duration.ofMillis(300);
+        long start = System.nanoTime();
+        assertEquals(0, a.cq.poll(one, timeout));
+        long waited = System.nanoTime() - start;
+        assertTrue(waited >= timeout.toNanos(), "a timed poll returned 0 after " + waited + " ns of " + timeout);
     }
 
     @Test

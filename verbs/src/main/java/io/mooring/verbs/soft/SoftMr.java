@@ -5,6 +5,7 @@ import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.MrOps;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 
 /**
  * A registered region. The NIC's view of the memory is a global-scope segment over the registered range, so
@@ -23,6 +24,8 @@ final class SoftMr implements MrOps {
     private final ReentrantReadWriteLock dma = new ReentrantReadWriteLock();
     private boolean valid = true; // guarded by dma
     private int boundWindows;     // guarded by this
+    /** Tests only: runs in every access once it is admitted, before it touches the memory (to pause one there). */
+    volatile Runnable admittedHook;
 
     @SuppressWarnings("restricted") // the NIC's view of registered memory, whatever the caller's arena
     SoftMr(SoftDevice device, SoftPd pd, int key, MemorySegment segment, int access) {
@@ -56,10 +59,12 @@ final class SoftMr implements MrOps {
      *
      * @return false if the region was deregistered (or its memory freed) meanwhile
      */
-    boolean access(long addr, long len, java.util.function.Consumer<MemorySegment> access) {
+    boolean access(long addr, long len, Consumer<MemorySegment> access) {
         dma.readLock().lock();
         try {
             if (!valid || !registered.scope().isAlive()) return false;
+            Runnable hook = admittedHook;
+            if (hook != null) hook.run();
             access.accept(view.asSlice(addr - address, len));
             return true;
         } finally {

@@ -27,10 +27,10 @@ final class SoftPd implements PdOps {
     @Override
     public MrOps register(MemorySegment segment, int access) {
         SoftDevice device = context.device;
-        SoftDevice.pin(segment.byteSize(), "pd " + id);
-        int key = device.newKey();
-        var mr = new SoftMr(device, this, key, segment, access);
-        device.keys.put(key >>> 8, mr);
+        var mr = device.newKeyed(key -> {
+            SoftDevice.pin(segment.byteSize(), "pd " + id);
+            return new SoftMr(device, this, key, segment, access);
+        }, "ibv_reg_mr", "pd " + id);
         children.incrementAndGet();
         return mr;
     }
@@ -38,8 +38,7 @@ final class SoftPd implements PdOps {
     @Override
     public MwOps allocateMw(MwType type) {
         SoftDevice device = context.device;
-        var mw = new SoftMw(device, this, type, device.newKey());
-        device.keys.put(mw.index(), mw);
+        var mw = device.newKeyed(key -> new SoftMw(device, this, type, key), "ibv_alloc_mw", "pd " + id);
         children.incrementAndGet();
         return mw;
     }

@@ -19,10 +19,12 @@ import io.mooring.verbs.spi.QpTransition;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.security.SecureRandom;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 /**
  * A reliable-connected QP of the soft NIC: a requester that executes its send queue in order on its own
@@ -32,7 +34,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>As on hardware: a failed request completes with its error status (signaled or not) and moves the QP to
  * ERROR, after which every queued request completes with WR_FLUSH_ERR; an access the responder rejects moves
  * both QPs to ERROR and never touches memory; a SEND that finds no receive is retried per {@code rnr_retry};
- * a responder that does not answer (not connected, gone) is retried per {@code retry_cnt}.
+ * a responder that does not answer (not connected, gone) is retried per {@code retry_cnt}. Retrying stops as soon
+ * as the QP moves to ERROR (the request flushes) or is reset (it is discarded).
  */
 final class SoftQp implements QpOps {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
@@ -44,6 +47,8 @@ final class SoftQp implements QpOps {
 
     /** How long a requester waits for the TCP connection to its peer to come up before counting retries. */
     private static final long LINK_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
+    /** Draws the tokens a peer's dial must present: anyone on the host can connect to the fabric's port. */
+    private static final SecureRandom TOKENS = new SecureRandom();
 
     private record Sge(long address, int length, int lkey) {}
 
@@ -78,6 +83,7 @@ final class SoftQp implements QpOps {
     private final Object linkChanged = new Object();
     private int connection;            // guarded by linkChanged: bumped by every reset and every dial of ours
     private TcpLink.Hello newestDial;  // guarded by linkChanged: of the last connection attached; survives resets
+    private volatile long token = TOKENS.nextLong(); // written under linkChanged: what the peer's dial presents
     // Connection attributes, written by modify under lock before the state that uses them is published.
     private volatile int access;
     private volatile QpInfo remote;
@@ -86,6 +92,8 @@ final class SoftQp implements QpOps {
     private volatile int retryCount;
     private volatile int rnrRetry;
     private int sendPsn;           // requester only: the PSN of the next new request
+    private volatile int resets;   // written under lock: a request taken before a reset is never sent after it
+    private int takenAt;           // requester only: resets when the request in hand was taken
     private int expectedPsn;       // guarded by responding: the PSN of the next new incoming request
     private int lastAtomicPsn = -1; // guarded by responding: a duplicated atomic is answered, not executed again
     private long lastAtomicOriginal;
@@ -117,6 +125,19 @@ final class SoftQp implements QpOps {
     @Override
     public QpCapabilities capabilities() {
         return capabilities;
+    }
+
+    @Override
+    public long token() {
+        return token;
+    }
+
+    /**
+     * Whether {@code dial}, a dial of the peer's, knows this QP's token, which only the peer's {@code QpInfo}
+     * carried: a third process on the host could otherwise replace the connection and act as the peer.
+     */
+    boolean admits(TcpLink.Hello dial) {
+        return dial.token() == token;
     }
 
     private String name() {
@@ -151,6 +172,7 @@ final class SoftQp implements QpOps {
                 }
                 case ERROR -> enterErrorLocked();
                 case RESET -> {
+                    resets++;
                     sendQueue.clear();
                     recvQueue.clear();
                     remote = null;
@@ -233,6 +255,7 @@ final class SoftQp implements QpOps {
         synchronized (linkChanged) {
             boolean ours = dial.sourceQpn() == qpn && dial.sourceLid() == device.lid()
                     && dial.sourceGid().equals(device.gid());
+            if (!ours && !admits(dial)) return false; // admitted before a reset changed the token
             if (ours ? dial.dial() != connection
                     : newestDial != null && newestDial.sameDialer(dial) && dial.dial() <= newestDial.dial()) {
                 return false;
@@ -257,6 +280,7 @@ final class SoftQp implements QpOps {
         Link l;
         synchronized (linkChanged) {
             connection++; // a dial of ours still under way was for the connection dropped here
+            token = TOKENS.nextLong(); // and the peer of the next connection gets a new one
             l = link;
             link = null;
         }
@@ -377,6 +401,7 @@ final class SoftQp implements QpOps {
                     if (destroyed) return;
                     work = sendQueue.poll();
                     flush = state == QpState.ERROR;
+                    takenAt = resets;
                 } finally {
                     lock.unlock();
                 }
@@ -385,11 +410,29 @@ final class SoftQp implements QpOps {
                     continue;
                 }
                 WcStatus status = execute(work);
-                if (status != WcStatus.SUCCESS) fail(sendCq, work.wrId, work.opcode.completion().code(), status);
+                if (status != WcStatus.SUCCESS) failRequest(work, status);
             }
         } catch (InterruptedException e) {
             // destroyed
         }
+    }
+
+    /**
+     * The request in hand failed: it completes with {@code status} and the QP moves to ERROR, unless a reset
+     * discarded it meanwhile.
+     */
+    private void failRequest(SendWork w, WcStatus status) {
+        lock.lock();
+        try {
+            if (resets == takenAt) fail(sendCq, w.wrId, w.opcode.completion().code(), status);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether the request in hand must not be sent (again): its QP was destroyed, reset, or moved to ERROR. */
+    private boolean requestStopped() {
+        return destroyed || state == QpState.ERROR || resets != takenAt;
     }
 
     private void complete(SendWork w, WcStatus status, int byteLength) {
@@ -467,6 +510,7 @@ final class SoftQp implements QpOps {
     }
 
     private static WcStatus statusOf(Wire.Response r) {
+        if (r == null) return WcStatus.WR_FLUSH_ERR; // its QP stopped while it was retried
         return switch (r.kind()) {
             case ACK -> WcStatus.SUCCESS;
             case NAK_ACCESS -> WcStatus.REM_ACCESS_ERR;
@@ -480,7 +524,8 @@ final class SoftQp implements QpOps {
     /**
      * Delivers a request with the RC retry rules: no answer is retried {@code retry_cnt} times after the ACK
      * timeout; an RNR NAK is retried {@code rnr_retry} times (7: forever) after the responder's RNR timer.
-     * Returns the last answer, which is RNR or DROPPED when retries ran out.
+     * Returns the last answer, which is RNR or DROPPED when retries ran out, or null as soon as the QP stops
+     * (ERROR, reset, destroyed): a requester retrying forever (rnr_retry 7) must still flush.
      */
     private Wire.Response transmit(Wire.Request request) throws InterruptedException {
         long ackTimeoutNanos = Math.min(TimeUnit.SECONDS.toNanos(8), Math.max(TimeUnit.MILLISECONDS.toNanos(1),
@@ -488,23 +533,34 @@ final class SoftQp implements QpOps {
         int retries = retryCount;
         int rnrRetries = rnrRetry;
         while (true) {
+            if (requestStopped()) return null;
             Link l = currentLink();
             Wire.Response r = l == null ? Wire.Response.DROPPED : l.exchange(request, ackTimeoutNanos);
             if (r.kind() == Wire.Kind.DROPPED && l == null && awaitLink()) continue; // connecting: not a retry
             switch (r.kind()) {
                 case DROPPED -> {
                     if (retries-- == 0) return r;
-                    TimeUnit.NANOSECONDS.sleep(ackTimeoutNanos);
+                    awaitRetry(ackTimeoutNanos);
                 }
                 case RNR -> {
                     if (rnrRetries != 7 && rnrRetries-- == 0) return r;
-                    TimeUnit.MICROSECONDS.sleep(RNR_DELAY_MICROS[r.rnrTimer() & 31]);
+                    awaitRetry(TimeUnit.MICROSECONDS.toNanos(RNR_DELAY_MICROS[r.rnrTimer() & 31]));
                 }
                 default -> {
                     if (r.kind() == Wire.Kind.ACK) sendPsn = Wire.nextPsn(sendPsn);
                     return r;
                 }
             }
+        }
+    }
+
+    /** Waits {@code nanos} before a retry, or less if the QP stops meanwhile (every modify signals). */
+    private void awaitRetry(long nanos) throws InterruptedException {
+        lock.lock();
+        try {
+            for (long left = nanos; left > 0 && !requestStopped(); ) left = workToDo.awaitNanos(left);
+        } finally {
+            lock.unlock();
         }
     }
 
@@ -626,8 +682,7 @@ final class SoftQp implements QpOps {
     private Wire.Response write(Wire.Request r, Opcode op) {
         RecvWork rw = null;
         if (op == Opcode.RDMA_WRITE_WITH_IMM && (rw = takeReceive()) == null) return Wire.Response.rnr(minRnrTimer);
-        SoftMr mr = remoteTarget(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_WRITE.bit());
-        boolean done = mr != null && mr.access(r.remoteAddress(), r.length(),
+        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_WRITE.bit(),
                 dst -> MemorySegment.copy(r.payload(), 0, dst, ValueLayout.JAVA_BYTE, 0, r.length()));
         if (!done) {
             if (rw != null) returnReceive(rw);
@@ -641,9 +696,8 @@ final class SoftQp implements QpOps {
     }
 
     private Wire.Response remoteRead(Wire.Request r) {
-        SoftMr mr = remoteTarget(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_READ.bit());
         byte[] data = new byte[r.length()];
-        boolean done = mr != null && mr.access(r.remoteAddress(), r.length(),
+        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_READ.bit(),
                 src -> MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, data, 0, data.length));
         return done ? Wire.Response.data(data) : accessError();
     }
@@ -653,10 +707,9 @@ final class SoftQp implements QpOps {
             enterError();
             return Wire.Response.INVALID_REQUEST;
         }
-        SoftMr mr = remoteTarget(r.rkey(), r.remoteAddress(), Long.BYTES, Access.REMOTE_ATOMIC.bit());
         long[] original = new long[1];
-        boolean done = mr != null && mr.access(r.remoteAddress(), Long.BYTES, target -> original[0] =
-                op == Opcode.ATOMIC_CMP_AND_SWP
+        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), Long.BYTES, Access.REMOTE_ATOMIC.bit(),
+                target -> original[0] = op == Opcode.ATOMIC_CMP_AND_SWP
                         ? (long) LONG.compareAndExchange(target, 0L, r.compareAdd(), r.swap())
                         : (long) LONG.getAndAdd(target, 0L, r.compareAdd()));
         return done ? Wire.Response.atomic(original[0]) : accessError();
@@ -669,24 +722,21 @@ final class SoftQp implements QpOps {
     }
 
     /**
-     * The region that {@code rkey} lets the peer reach at {@code [address, address + length)} with
-     * {@code right}, or null: checked against the QP's own remote rights, the key (region, or bound window and
-     * its range, rights and — for type 2 — the QP that bound it), and the protection domain.
+     * Runs {@code copy} on {@code [address, address + length)} if {@code rkey} lets the peer reach it with
+     * {@code right}: checked against the QP's own remote rights, the key (region, or bound window and its range,
+     * rights and — for type 2 — the QP that bound it), and the protection domain. Neither the region's
+     * registration nor the window's binding can end while the copy runs.
+     *
+     * @return false if the access is not allowed (nothing was touched)
      */
-    private SoftMr remoteTarget(int rkey, long address, long length, int right) {
-        if ((access & right) == 0) return null;
+    private boolean remoteAccess(int rkey, long address, long length, int right, Consumer<MemorySegment> copy) {
+        if ((access & right) == 0) return false;
         Object target = device.keys.get(rkey >>> 8);
         if (target instanceof SoftMr mr) {
-            return mr.key == rkey && mr.pd == pd && (mr.access & right) != 0 && mr.covers(address, length) ? mr : null;
+            return mr.key == rkey && mr.pd == pd && (mr.access & right) != 0 && mr.covers(address, length)
+                    && mr.access(address, length, copy);
         }
-        if (target instanceof SoftMw mw && mw.pd == pd) {
-            SoftMw.Binding b = mw.binding();
-            boolean ok = b != null && b.key() == rkey && (b.access() & right) != 0 && length >= 0
-                    && address >= b.address() && address - b.address() <= b.length() - length
-                    && (mw.type == MwType.TYPE_1 || b.qp() == this);
-            return ok ? b.region() : null;
-        }
-        return null;
+        return target instanceof SoftMw mw && mw.pd == pd && mw.access(rkey, address, length, right, this, copy);
     }
 
     // ---- local memory ------------------------------------------------------------------------------------------

@@ -71,7 +71,10 @@ final class TcpFabric {
         }
     }
 
-    /** Reads the dialer's hello and hands the connection to the QP it names, if that QP expects this peer. */
+    /**
+     * Reads the dialer's hello and hands the connection to the QP it names, if the dialer presents that QP's
+     * token (a wrong one is refused and logged: someone on this host tried to act as the QP's peer).
+     */
     private void handshake(Socket s) {
         try {
             s.setTcpNoDelay(true);
@@ -81,6 +84,14 @@ final class TcpFabric {
             SoftQp qp = device.qp(hello.targetQpn());
             if (qp == null) {
                 LOG.log(Level.DEBUG, device.name + ": connection for unknown qpn " + hello.targetQpn() + " refused");
+                s.close();
+                return;
+            }
+            if (!qp.admits(hello)) {
+                LOG.log(Level.WARNING, device.name + ": refused a connection from " + s.getRemoteSocketAddress()
+                        + " for qpn " + hello.targetQpn() + " claiming to be qpn " + hello.sourceQpn() + " at "
+                        + hello.sourceGid() + " port " + hello.sourceLid() + ": it did not present the QP's token,"
+                        + " which only the QP's peer got (with its QpInfo)");
                 s.close();
                 return;
             }
@@ -94,7 +105,8 @@ final class TcpFabric {
     /** At RTR: if this QP is the dialing side of the pair, connects to the peer in the background. */
     void connect(SoftQp qp, QpInfo peer) {
         if (compare(device.lid(), qp.qpNumber(), peer.lid(), peer.qpn()) > 0) return; // the peer dials us
-        var hello = new TcpLink.Hello(qp.qpNumber(), peer.qpn(), device.gid(), device.lid(), qp.nextDial());
+        var hello = new TcpLink.Hello(qp.qpNumber(), peer.qpn(), device.gid(), device.lid(), qp.nextDial(),
+                peer.token());
         Thread.ofVirtual().name("soft-dial-" + qp.qpNumber()).start(() -> dial(qp, peer, hello));
     }
 

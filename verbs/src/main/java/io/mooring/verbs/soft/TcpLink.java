@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
  * connection (the requester then sees no answer, as on a broken wire).
  *
  * <pre>
- * HELLO    magic:int version:short srcQpn:int dstQpn:int srcGid:16 srcLid:int dial:int
+ * HELLO    magic:int version:short srcQpn:int dstQpn:int srcGid:16 srcLid:int dial:int token:long
  * REQUEST  type:byte(1) seq:int opcode:int psn:int raddr:long rkey:int length:int imm:int cmpAdd:long swap:long
  *          payloadLength:int payload
  * RESPONSE type:byte(2) seq:int kind:byte rnrTimer:byte atomicOriginal:long dataLength:int data
@@ -30,7 +30,7 @@ import java.util.concurrent.TimeUnit;
 final class TcpLink implements Link {
     private static final System.Logger LOG = System.getLogger(TcpLink.class.getName());
     static final int MAGIC = 0x4d4f4f52; // "MOOR"
-    static final short VERSION = 2;
+    static final short VERSION = 3;
     private static final byte REQUEST = 1;
     private static final byte RESPONSE = 2;
     private static final int MAX_PAYLOAD = 1 << 30;
@@ -42,10 +42,11 @@ final class TcpLink implements Link {
     private static final long HUNG_PEER_NANOS = TimeUnit.SECONDS.toNanos(5);
 
     /**
-     * The dialer's first frame: who it is, which QP it wants, and which of its dials this is (they are numbered
-     * per QP, so both ends can tell a connection from one that a later dial superseded).
+     * The dialer's first frame: who it is, which QP it wants, which of its dials this is (they are numbered per
+     * QP, so both ends can tell a connection from one that a later dial superseded), and the token of the QP it
+     * wants, from that QP's {@code QpInfo}, as proof that it is the peer the QP was connected to.
      */
-    record Hello(int sourceQpn, int targetQpn, Gid sourceGid, int sourceLid, int dial) {
+    record Hello(int sourceQpn, int targetQpn, Gid sourceGid, int sourceLid, int dial, long token) {
         void write(OutputStream os) throws IOException {
             var out = new DataOutputStream(os);
             out.writeInt(MAGIC);
@@ -56,6 +57,7 @@ final class TcpLink implements Link {
             out.writeLong(sourceGid.interfaceId());
             out.writeInt(sourceLid);
             out.writeInt(dial);
+            out.writeLong(token);
             out.flush();
         }
 
@@ -67,7 +69,7 @@ final class TcpLink implements Link {
                         + version + ")");
             }
             return new Hello(in.readInt(), in.readInt(), new Gid(in.readLong(), in.readLong()), in.readInt(),
-                    in.readInt());
+                    in.readInt(), in.readLong());
         }
 
         /** Whether {@code other} comes from the same dialing QP. */

@@ -15,6 +15,14 @@ public interface QpOps {
     /** The capabilities actually granted (at least those asked for). */
     QpCapabilities capabilities();
 
+    /**
+     * What a peer must present to connect to this QP ({@link io.mooring.verbs.QpInfo#token}): a secret the
+     * provider draws anew at every reset, or 0 if its transport needs none.
+     */
+    default long token() {
+        return 0;
+    }
+
     /** {@code ibv_modify_qp}. */
     void modify(QpTransition transition);
 

@@ -1,0 +1,38 @@
+package io.mooring.verbs.soft;
+
+/**
+ * What tests of the public API need to steer inside the soft NIC: pause an access at a chosen point, see an
+ * invalidation waiting for it, start the key counter near its wrap. Devices are named as the provider names
+ * them ({@code soft0}, {@code soft1}, ...) and must be open already.
+ */
+public final class SoftInternals {
+    private SoftInternals() {}
+
+    /**
+     * Runs {@code hook} in every access to the region {@code key} names, once the access is admitted and before
+     * it touches the memory (null removes it). The region's own accesses through its lkey count too.
+     */
+    public static void onAdmittedAccess(String device, int key, Runnable hook) {
+        if (!(device(device).keys.get(key >>> 8) instanceof SoftMr mr) || mr.key != key) {
+            throw new IllegalArgumentException("no region with key 0x" + Integer.toHexString(key) + " on " + device);
+        }
+        mr.admittedHook = hook;
+    }
+
+    /** Whether an invalidation, rebind or deallocation of the window {@code key} names waits for an access. */
+    public static boolean windowChangeWaits(String device, int key) {
+        if (!(device(device).keys.get(key >>> 8) instanceof SoftMw mw)) {
+            throw new IllegalArgumentException("no window with key 0x" + Integer.toHexString(key) + " on " + device);
+        }
+        return mw.admission.hasQueuedThreads();
+    }
+
+    /** Makes {@code device} try key index {@code next} (taken modulo the index space) for its next key. */
+    public static void restartKeyIndexesAt(String device, int next) {
+        device(device).restartKeyIndexesAt(next);
+    }
+
+    private static SoftDevice device(String name) {
+        return SoftDevice.get(name, Integer.parseInt(name.substring("soft".length())));
+    }
+}
