@@ -137,7 +137,7 @@ public final class RegistrationCache implements AutoCloseable {
             if (closed) {
                 retired.add(r); // the cache closed while the region was being registered
             } else {
-                region.resource().retain();
+                region.resource().addPin();
                 misses++;
                 index.add(r);
                 r.users = 1;
@@ -157,7 +157,7 @@ public final class RegistrationCache implements AutoCloseable {
     private Registration lookup(long from, long to, int mask, MemorySegment segment) {
         for (CachedRegion r; (r = index.covering(from, to, mask)) != null; ) {
             try {
-                r.region.resource().retain();
+                r.region.resource().addPin();
             } catch (ResourceClosedException e) {
                 withdraw(r); // its PD's tree was closed under the cache: never usable again
                 continue;
@@ -213,7 +213,7 @@ public final class RegistrationCache implements AutoCloseable {
         } finally {
             drop = unlock();
         }
-        r.region.resource().release(); // deregisters it now if it was retired while in use
+        r.region.resource().removePin(); // deregisters it now if it was retired while in use
         deregister(drop);
         return true;
     }

@@ -132,7 +132,7 @@ final class Node {
         long after = (long) PIN_WORD.getAndAdd(this, -PIN) - PIN;
         if (after < 0) {
             PIN_WORD.getAndAdd(this, PIN);
-            throw new IllegalStateException("release of " + name() + " without a matching retain");
+            throw new IllegalStateException("unpin of " + name() + " without a matching pin");
         }
         if (after == CLOSED) {
             // Last pin of a closed node: destroy it now. The data path does not throw for a failed destroy;

@@ -106,18 +106,18 @@ public final class Resource implements AutoCloseable {
     }
 
     /**
-     * The allocation-free form of {@link #pin()}, for data paths that keep their holds in preallocated slots
-     * (e.g. the memory regions of an in-flight work request). Every successful call must be matched by exactly
-     * one {@link #release()}.
+     * The allocation-free form of {@link #pin()}: adds a pin without a {@link Pin} object, for data paths that keep
+     * their pins in preallocated slots (e.g. the memory regions of an in-flight work request). Every successful call
+     * must be matched by exactly one {@link #removePin()}.
      *
      * @throws ResourceClosedException if the handle is closed
      */
-    public void retain() {
+    public void addPin() {
         node.pin();
     }
 
-    /** Releases a hold taken by {@link #retain()}; destroys the resource if it was closed and this was its last hold. */
-    public void release() {
+    /** Removes a pin added by {@link #addPin()}; destroys the resource if it was closed and this was its last pin. */
+    public void removePin() {
         node.unpin();
     }
 

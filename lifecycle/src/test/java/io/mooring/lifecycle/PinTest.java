@@ -74,25 +74,25 @@ class PinTest {
     }
 
     @Test
-    void retainAndReleaseAreThePinWithoutTheObject() {
+    void addPinAndRemovePinAreThePinWithoutTheObject() {
         var graph = ResourceGraph.create();
         Resource mr = graph.create("mr", "", log.action("mr"));
-        mr.retain();
-        mr.retain();
+        mr.addPin();
+        mr.addPin();
         mr.close();
-        assertThrows(ResourceClosedException.class, mr::retain);
-        mr.release();
+        assertThrows(ResourceClosedException.class, mr::addPin);
+        mr.removePin();
         assertTrue(log.order().isEmpty());
-        mr.release();
+        mr.removePin();
         assertEquals(List.of("mr"), log.order());
     }
 
     @Test
-    void aReleaseWithoutRetainIsRefusedAndCorruptsNothing() {
+    void aRemovePinWithoutAPinIsRefusedAndCorruptsNothing() {
         var graph = ResourceGraph.create();
         Resource mr = graph.create("mr", "", log.action("mr"));
-        var e = assertThrows(IllegalStateException.class, mr::release);
-        assertTrue(e.getMessage().contains("release of mr#" + mr.id() + " without a matching retain"), e.getMessage());
+        var e = assertThrows(IllegalStateException.class, mr::removePin);
+        assertTrue(e.getMessage().contains("unpin of mr#" + mr.id() + " without a matching pin"), e.getMessage());
         mr.close();
         assertEquals(List.of("mr"), log.order());
     }

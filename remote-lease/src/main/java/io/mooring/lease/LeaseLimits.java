@@ -30,7 +30,7 @@ public record LeaseLimits(long maxBytes, int maxLeases, Duration maxDuration, Du
         }
         if (grace.isNegative()) throw new IllegalArgumentException("grace must not be negative, was " + grace);
         maxAccess = Set.copyOf(maxAccess);
-        if (maxAccess.stream().anyMatch(a -> a == Access.LOCAL_WRITE || a == Access.MW_BIND)) {
+        if (!Access.REMOTE.containsAll(maxAccess)) {
             throw new IllegalArgumentException("a lease carries remote rights only, not " + maxAccess);
         }
     }

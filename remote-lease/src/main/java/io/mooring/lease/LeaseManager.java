@@ -50,8 +50,6 @@ public final class LeaseManager implements AutoCloseable {
     private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("mooring-lease-timer").factory());
     private static final Duration COMPLETION_WAIT = Duration.ofSeconds(10);
-    private static final int REMOTE_RIGHTS =
-            Access.REMOTE_READ.bit() | Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
 
     /** Binds one window makes before it is replaced: 255 keys in a row differ (8 key bits; see {@link #pool}). */
     static final int MAX_BINDS_PER_WINDOW = 255;
@@ -100,8 +98,7 @@ public final class LeaseManager implements AutoCloseable {
      * @throws LeaseRefusedException naming the limit or argument at fault
      */
     public Lease grant(Block block, Duration duration, Set<Access> access) {
-        int rights = Access.mask(access);
-        if (rights == 0 || (rights & ~REMOTE_RIGHTS) != 0 || !limits.maxAccess().containsAll(access)) {
+        if (access.isEmpty() || !Access.REMOTE.containsAll(access) || !limits.maxAccess().containsAll(access)) {
             throw refuse(ErrorCodes.INVALID_REQUEST, "a lease needs remote rights within " + limits.maxAccess()
                     + ", not " + access);
         }

@@ -16,10 +16,18 @@ public enum Access {
     /** Memory windows may be bound to (a range of) it. */
     MW_BIND(1 << 4);
 
+    /** The rights a peer exercises: what a QP may allow its peer, a window or a lease may grant. */
+    public static final Set<Access> REMOTE = Set.copyOf(EnumSet.of(REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC));
+
     private final int bit;
 
     Access(int bit) {
         this.bit = bit;
+    }
+
+    /** Whether the NIC writes local memory for a peer exercising this right, so the memory needs LOCAL_WRITE. */
+    public boolean needsLocalWrite() {
+        return this == REMOTE_WRITE || this == REMOTE_ATOMIC;
     }
 
     /** The verbs bit ({@code IBV_ACCESS_*}). */
@@ -41,7 +49,6 @@ public enum Access {
         return rights;
     }
 
-
     /**
      * Checks the rule rdma-core enforces with EINVAL: a region peers may write or run atomics on must also be
      * locally writable. Public for layers that serve requests from existing regions (a registration cache), so
@@ -50,7 +57,7 @@ public enum Access {
      * @throws IllegalArgumentException naming the missing right
      */
     public static void requireConsistent(Set<Access> rights, String what) {
-        if ((rights.contains(REMOTE_WRITE) || rights.contains(REMOTE_ATOMIC)) && !rights.contains(LOCAL_WRITE)) {
+        if (rights.stream().anyMatch(Access::needsLocalWrite) && !rights.contains(LOCAL_WRITE)) {
             throw new IllegalArgumentException(what + " with " + rights + " also needs LOCAL_WRITE:"
                     + " the NIC must be allowed to write what peers write (ibv_reg_mr would fail with EINVAL)");
         }

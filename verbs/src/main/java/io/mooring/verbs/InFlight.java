@@ -54,12 +54,12 @@ final class InFlight {
     }
 
     /**
-     * Claims the next slot (caller holds {@link #lock}) and retains every region of {@code sgl} plus
+     * Claims the next slot (caller holds {@link #lock}) and pins every region of {@code sgl} plus
      * {@code extra} (may be null) until the request retires.
      *
      * @return the id to post the request with
      * @throws QueueFullException if {@code depth} requests are outstanding
-     * @throws io.mooring.lifecycle.ResourceClosedException if a region is closed (nothing is retained then)
+     * @throws io.mooring.lifecycle.ResourceClosedException if a region is closed (nothing is pinned then)
      */
     long claim(String verb, String qp, long wrId, WcOpcode op, ScatterGatherList sgl, MemoryRegion extra,
                CompletableFuture<WorkCompletion> future, Outcome action) {
@@ -72,12 +72,12 @@ final class InFlight {
             for (int i = 0; i < sgl.count(); i++) {
                 MemoryRegion mr = sgl.region(i);
                 if (mr != null) {
-                    mr.resource().retain();
+                    mr.resource().addPin();
                     held[n++] = mr;
                 }
             }
             if (extra != null) {
-                extra.resource().retain();
+                extra.resource().addPin();
                 held[n++] = extra;
             }
         } catch (RuntimeException e) {
@@ -174,7 +174,7 @@ final class InFlight {
 
     private static void release(MemoryRegion[] held, int n) {
         for (int i = 0; i < n; i++) {
-            held[i].resource().release();
+            held[i].resource().removePin();
             held[i] = null;
         }
     }

@@ -27,8 +27,8 @@ public final class MemoryWindow extends VerbsObject {
     static final class State {
         private final Map<Integer, State> boundByRkey;
         private int rkey;              // guarded by this
-        private MemoryRegion boundTo;  // guarded by this; retained while bound
-        private QueuePair boundThrough; // guarded by this; retained while a type 2 binding lasts, else null
+        private MemoryRegion boundTo;  // guarded by this; pinned while bound
+        private QueuePair boundThrough; // guarded by this; pinned while a type 2 binding lasts, else null
 
         State(Map<Integer, State> boundByRkey) {
             this.boundByRkey = boundByRkey;
@@ -76,8 +76,8 @@ public final class MemoryWindow extends VerbsObject {
             QueuePair qp = boundThrough;
             boundTo = null;
             boundThrough = null;
-            region.resource().release();
-            if (qp != null) qp.resource().release();
+            region.resource().removePin();
+            if (qp != null) qp.resource().removePin();
         }
     }
 

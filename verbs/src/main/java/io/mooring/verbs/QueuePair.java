@@ -103,8 +103,7 @@ public final class QueuePair extends VerbsObject {
 
     /** RESET → INIT, allowing the peer {@code options.access()}. */
     public void init(ConnectOptions options) {
-        int remoteRights = Access.mask(options.access())
-                & (Access.REMOTE_WRITE.bit() | Access.REMOTE_READ.bit() | Access.REMOTE_ATOMIC.bit());
+        int remoteRights = Access.mask(options.access()) & Access.mask(Access.REMOTE);
         modify(new QpTransition(QpState.INIT, options.port(), remoteRights, null, null, 0, null, 0, 0, 0, 0, 0, 0, 0));
     }
 
@@ -250,11 +249,11 @@ public final class QueuePair extends VerbsObject {
         int[] key = {window.nextRkey()};
         // Held until the bind retires: the NIC must never be handed a deallocated window (a closed one is refused
         // here), nor have the window deallocated under the bind.
-        window.resource().retain();
+        window.resource().addPin();
         try {
-            region.resource().retain(); // the binding's own hold, adopted by the window when the bind succeeds
+            region.resource().addPin(); // the binding's own hold, adopted by the window when the bind succeeds
         } catch (RuntimeException e) {
-            window.resource().release();
+            window.resource().removePin();
             throw e;
         }
         InFlight.Outcome outcome = success -> {
@@ -262,16 +261,16 @@ public final class QueuePair extends VerbsObject {
                 window.state().bound(key[0], region, type2Hold(window));
                 window.ops().bound(key[0]);
             } else {
-                region.resource().release();
+                region.resource().removePin();
             }
-            window.resource().release(); // after bound(): a window closed meanwhile unbinds when it is destroyed
+            window.resource().removePin(); // after bound(): a window closed meanwhile unbinds when it is destroyed
         };
         long id;
         try {
             id = send.claim("ibv_post_send", toString(), wr.wrId(), WcOpcode.BIND_MW, wr.sgl(), region, future, outcome);
         } catch (RuntimeException e) {
-            region.resource().release();
-            window.resource().release();
+            region.resource().removePin();
+            window.resource().removePin();
             throw e;
         }
         try {
@@ -284,7 +283,7 @@ public final class QueuePair extends VerbsObject {
     }
 
     /**
-     * This QP, retained for a type 2 window that a bind through it just gave a key (see {@link MemoryWindow}); null
+     * This QP, pinned for a type 2 window that a bind through it just gave a key (see {@link MemoryWindow}); null
      * for type 1, or if the QP was closed while the bind was in flight (it is being destroyed: it cannot be held).
      * Taken when the bind succeeds, not when it is posted: a hold from the post would keep a QP closed before its
      * bind was polled from ever being destroyed, and its destroy is what retires unpolled requests.
@@ -292,7 +291,7 @@ public final class QueuePair extends VerbsObject {
     private QueuePair type2Hold(MemoryWindow window) {
         if (window.type() != MwType.TYPE_2) return null;
         try {
-            resource.retain();
+            resource.addPin();
             return this;
         } catch (ResourceClosedException e) {
             return null;

@@ -39,7 +39,8 @@ import java.util.function.Consumer;
  */
 final class SoftQp implements QpOps {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
-    private static final int REMOTE_RIGHTS = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
+    /** The bind rights that need a locally writable region ({@link Access#needsLocalWrite()}). */
+    private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
     /** IBTA's RNR NAK timer table in microseconds, index = the 5-bit code (0 means 655.36 ms). */
     private static final int[] RNR_DELAY_MICROS = {655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
         960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
@@ -465,7 +466,7 @@ final class SoftQp implements QpOps {
         SoftMr mr = w.bindRegion;
         boolean allowed = mw.pd == pd && mr.pd == pd && device.keys.get(mr.key >>> 8) == mr
                 && (mr.access & Access.MW_BIND.bit()) != 0 && mr.covers(w.bindAddress, w.bindLength)
-                && ((w.bindAccess & REMOTE_RIGHTS) == 0 || (mr.access & Access.LOCAL_WRITE.bit()) != 0)
+                && ((w.bindAccess & NEEDS_LOCAL_WRITE) == 0 || (mr.access & Access.LOCAL_WRITE.bit()) != 0)
                 && (mw.type == MwType.TYPE_1 || (!mw.isBound() && (w.newRkey >>> 8) == mw.index()));
         if (!allowed) return WcStatus.MW_BIND_ERR;
         mw.bind(w.newRkey, mr, w.bindAddress, w.bindLength, w.bindAccess, this);
