@@ -48,7 +48,7 @@ public final class NativeTools {
 
     /** Whether dlopen would find {@code soname} in the default library directories. */
     public static boolean hasLibrary(String soname) {
-        return LIBRARY_DIRS.stream().anyMatch(dir -> Files.exists(dir.resolve(soname)));
+        return LIBRARY_DIRS.stream().anyMatch(dir -> Files.isRegularFile(dir.resolve(soname))); // links followed
     }
 
     private static void require(boolean present, String what, String pkg) {
