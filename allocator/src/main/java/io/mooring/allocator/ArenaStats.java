@@ -3,7 +3,8 @@ package io.mooring.allocator;
 import java.util.List;
 
 /**
- * A snapshot of an arena's counters (taken without stopping allocation, so totals may lag by in-flight calls).
+ * A snapshot of an arena's counters, taken without stopping allocation: totals may lag by in-flight calls, and live
+ * counts are never higher than what was live at some moment during the snapshot.
  *
  * @param classes          per small size class
  * @param largeAllocations page-run blocks handed out
@@ -17,7 +18,7 @@ import java.util.List;
  * @param chunks           registered chunks (huge ones included)
  * @param registrations    {@code ibv_reg_mr} calls made so far
  * @param deregistrations  {@code ibv_dereg_mr} calls made so far
- * @param quarantined      blocks closed by another thread, waiting for their owner to release them
+ * @param quarantined      blocks closed by another thread, waiting to be freed by their owner or the collector
  * @param cacheHits        allocations served by a thread cache without a lock
  * @param cacheMisses      allocations that refilled a thread cache from its shard
  * @param cachedRegions    free small regions and page runs held in thread caches now

@@ -1,6 +1,7 @@
 package io.mooring.allocator;
 
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
 
 /**
  * The slabs of one small class in one shard. Allocation takes the lowest free region of the first slab with
@@ -143,11 +144,25 @@ final class Bin {
         s.listed = false;
     }
 
-    /** Counters for stats: allocations, frees, slabs. */
-    long[] counters() {
+    /** Regions handed to callers directly (not through a thread cache), for stats. */
+    long allocations() {
+        return underLock(() -> allocations);
+    }
+
+    /** Regions given back directly, for stats. */
+    long frees() {
+        return underLock(() -> frees);
+    }
+
+    /** Slabs holding regions of this class now, for stats. */
+    long slabs() {
+        return underLock(() -> slabs);
+    }
+
+    private long underLock(LongSupplier counter) {
         lock.lock();
         try {
-            return new long[] {allocations, frees, slabs};
+            return counter.getAsLong();
         } finally {
             lock.unlock();
         }

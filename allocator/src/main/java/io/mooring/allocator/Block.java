@@ -26,9 +26,12 @@ import java.lang.invoke.VarHandle;
  *
  * <p>Any thread may close a block. Closing it in the thread that allocated it is the fast path: no atomic
  * instruction, and the memory goes straight to that thread's cache. A close from another thread hands a checked
- * or unchecked block to its allocating thread, which frees it on its next call into the arena (or anyone, once
- * that thread has died); until then its memory is quarantined — counted in {@link ArenaStats#quarantined()},
- * never reused. A shared block is freed at once by whichever thread closes it.
+ * or unchecked block to its allocating thread; until it is freed its memory is quarantined — counted in
+ * {@link ArenaStats#quarantined()}, never reused. The bound: it is freed by the owner's next call into the arena,
+ * or else by the arena's collector, which runs {@value RdmaArena#COLLECTION_DELAY_MILLIS} ms after the close (and
+ * at every {@link RdmaArena#purge()}) and frees it if the owner has ended, or is between calls into the arena and
+ * never made the block's {@link #segment()} (a confined scope only the owner can close: the owner could still
+ * write through it). A shared block is freed at once by whichever thread closes it.
  */
 public final class Block implements AutoCloseable {
     private static final VarHandle STATE;
@@ -192,10 +195,16 @@ public final class Block implements AutoCloseable {
                 + " bytes is already closed");
     }
 
+    /** Whether a checked block's confined scope was made: after a hand-over only its owner can free it then. */
+    boolean hasScope() {
+        return scope != null;
+    }
+
     /**
-     * Finishes a close handed over from another thread, in the owner (or in anyone once the owner has died, when
-     * nobody can reach its confined segment any more). False if the owner closed the block too (a double close
-     * racing with the hand-over): it was freed then, and must not be freed again.
+     * Finishes a close handed over from another thread, in the owner, or in a collector (once the owner has died,
+     * when nobody can reach its confined segment any more, or while the owner is between calls and the block has no
+     * scope). False if the owner closed the block too (a double close racing with the hand-over): it was freed then,
+     * and must not be freed again.
      */
     boolean finishHandOver(boolean byOwner) {
         if ((int) STATE.getOpaque(this) != HANDED_OVER) return false;

@@ -22,6 +22,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import jdk.jfr.FlightRecorder;
@@ -63,6 +64,8 @@ public final class RdmaArena implements AutoCloseable {
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Caller[].class);
     /** Bit {@code a} set for each alignment {@code a} the fast path serves: the powers of two up to the quantum. */
     private static final long QUANTUM_ALIGNMENTS = 1L << 1 | 1L << 2 | 1L << 4 | 1L << 8 | 1L << SizeClasses.QUANTUM;
+    /** How long after a block is closed by another thread than its owner the arena's collector runs. */
+    static final long COLLECTION_DELAY_MILLIS = 20;
 
     private final ProtectionDomain pd;
     private final Set<Access> access;
@@ -79,12 +82,23 @@ public final class RdmaArena implements AutoCloseable {
     private final Shard[] shards;
     private final AtomicInteger nextShard = new AtomicInteger();
     private final long cacheBytesPerClass;
-    private final ThreadLocal<Caller> callerOfThread = ThreadLocal.withInitial(this::newCaller);
-    private final Set<Caller> callers = ConcurrentHashMap.newKeySet();
+    /** Weak: a Caller reaches the arena, and a ThreadLocal value that reaches its own key is never expunged. */
+    private final ThreadLocal<WeakReference<Caller>> callerOfThread = new ThreadLocal<>();
+    /** The threads with a cache, until they are found dead: what keeps their Callers (and caches) alive. */
+    private final Set<Caller> callersWithCache = ConcurrentHashMap.newKeySet();
+    /** Owners whose inbox may hold blocks: added by whoever pushes onto an empty inbox, removed by collectors. */
+    private final Set<Caller> ownersWithInbox = ConcurrentHashMap.newKeySet();
     private final Caller[] callerSlots = new Caller[CALLER_SLOTS]; // written by CAS (SLOT), read plainly
     private final AtomicInteger flushEpoch = new AtomicInteger();
-    /** What the caches of swept (dead) threads counted. Guarded by itself. */
+    /**
+     * Held by a collection and by a stats snapshot: a snapshot sees no dead thread's counts move into
+     * {@link #deadCaches} (it counts every cache exactly once) and no handed-over block between inbox and free.
+     */
+    private final Object collectionLock = new Object();
+    /** What the caches of swept (dead) threads counted. Guarded by collectionLock. */
     private final CacheCounters deadCaches = new CacheCounters();
+    private final AtomicBoolean collectionScheduled = new AtomicBoolean();
+    private final Runnable scheduledCollection;
     private final AtomicLong registrations = new AtomicLong();
     private final AtomicLong deregistrations = new AtomicLong();
     private final AtomicLong registeredBytes = new AtomicLong();
@@ -111,12 +125,16 @@ public final class RdmaArena implements AutoCloseable {
         this.shards = new Shard[b.shards];
         for (int i = 0; i < shards.length; i++) shards[i] = new Shard(this, i);
         this.resource = pd.resource().createChild("arena", name, () -> {});
-        var self = new WeakReference<>(this);
+        var self = new WeakReference<>(this); // the scheduler must not keep a dropped arena alive
         long period = Math.max(10, decay.toMillis() / 2);
         this.purging = PURGER.scheduleWithFixedDelay(() -> {
             RdmaArena arena = self.get();
             if (arena != null) arena.purgeExpired();
         }, period, period, TimeUnit.MILLISECONDS);
+        this.scheduledCollection = () -> {
+            RdmaArena arena = self.get();
+            if (arena != null) arena.runScheduledCollection();
+        };
     }
 
     public static Builder builder(ProtectionDomain pd) {
@@ -134,24 +152,51 @@ public final class RdmaArena implements AutoCloseable {
         return c != null && c.thread == t ? c : callerOfThreadLocal(t);
     }
 
+    /**
+     * The calling thread's state through the ThreadLocal, made on first use. The ThreadLocal holds it weakly (see
+     * {@link #callerOfThread}), so what keeps a Caller alive is what needs it: {@link #callersWithCache}, its live
+     * blocks, {@link #ownersWithInbox}. One that nothing needs any more has nothing to carry over; the thread gets a
+     * new one at its next call.
+     */
     private Caller callerOfThreadLocal(Thread t) {
-        Caller mine = callerOfThread.get();
+        WeakReference<Caller> ref = callerOfThread.get();
+        Caller mine = ref == null ? null : ref.get();
+        if (mine == null) {
+            mine = newCaller(t);
+            callerOfThread.set(new WeakReference<>(mine));
+        }
         if (!t.isVirtual()) SLOT.compareAndSet(callerSlots, slotOf(t), null, mine); // the slot may have been freed
         return mine;
+    }
+
+    /** The calling thread's state if it has one; never makes one. */
+    private Caller existingCaller() {
+        Thread t = Thread.currentThread();
+        Caller c = callerSlots[slotOf(t)];
+        if (c != null && c.thread == t) return c;
+        WeakReference<Caller> ref = callerOfThread.get();
+        return ref == null ? null : ref.get();
     }
 
     private static int slotOf(Thread t) {
         return (int) t.threadId() & (CALLER_SLOTS - 1);
     }
 
-    private Caller newCaller() {
-        Thread t = Thread.currentThread();
+    /**
+     * A thread's state. Only a platform thread's cache is registered (to be flushed when the thread dies or the
+     * arena closes): a virtual thread leaves nothing behind when it ends. The epoch is read before {@link #closing}:
+     * a cache made while the arena closes sees a stale epoch at once, so is given back unused.
+     */
+    private Caller newCaller(Thread t) {
         Shard shard = shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)];
-        ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 ? null
+        int epoch = flushEpoch.get();
+        ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 || closing ? null
                 : new ThreadCache(shard, cacheBytesPerClass);
-        if (cache != null) cache.epoch = flushEpoch.get();
         var caller = new Caller(t, shard, cache);
-        callers.add(caller);
+        if (cache != null) {
+            cache.epoch = epoch;
+            callersWithCache.add(caller);
+        }
         return caller;
     }
 
@@ -203,6 +248,7 @@ public final class RdmaArena implements AutoCloseable {
 
     private Block allocate(long size, long alignment, Scoping scoping) {
         checkRequest(size, alignment);
+        if (closing) giveBackWhatTheCallerHolds();
         resource.checkOpen();
         Caller caller = caller();
         if (!caller.inboxIsEmpty()) drain(caller, true);
@@ -258,11 +304,19 @@ public final class RdmaArena implements AutoCloseable {
         }
     }
 
-    /** The cache, after honouring a flush requested since its last use. */
+    /**
+     * The calling owner's cache, after honouring a flush requested since its last use; null once the arena is
+     * closing: the cache is then flushed a last time by whoever claims it first (here, or a collector) and its epoch
+     * is left stale, so that the fast paths never touch it again.
+     */
     private ThreadCache current(ThreadCache cache) {
         if (cache != null) {
             int epoch = flushEpoch.get();
             if (cache.epoch != epoch) {
+                if (closing) {
+                    if (cache.claimRelease()) cache.flushAll();
+                    return null;
+                }
                 cache.flushAll();
                 cache.epoch = epoch;
             }
@@ -290,14 +344,13 @@ public final class RdmaArena implements AutoCloseable {
     /** Frees a block closed by its owner, into the owner's cache when it can (kept small, to be inlined). */
     void freeByOwner(Block b) {
         ThreadCache cache = b.owner.cache;
-        if (cache == null || cache.epoch != flushEpoch.get() || closing || !freeToCache(cache, b)) free(b);
+        // close() bumps the epoch after setting closing: a closing arena's frees all take the general path.
+        if (cache == null || cache.epoch != flushEpoch.get() || !freeToCache(cache, b)) free(b);
     }
 
     void free(Block b) {
-        ThreadCache cache = b.owner.cache;
-        if (cache != null && b.owner.thread == Thread.currentThread() && !closing && freeToCache(current(cache), b)) {
-            return;
-        }
+        ThreadCache cache = b.owner.thread == Thread.currentThread() ? current(b.owner.cache) : null;
+        if (cache != null && freeToCache(cache, b)) return;
         Shard shard = b.owner.shard;
         if (b.slab != null) {
             shard.bins[b.slab.classIndex].free(shard, b.slab, b.address());
@@ -325,38 +378,138 @@ public final class RdmaArena implements AutoCloseable {
         return true;
     }
 
-    /** A block closed by another thread: quarantined until its owner (or, if it died, anyone) frees it. */
+    /**
+     * A block closed by another thread than its owner: quarantined in the owner's inbox until the owner's next call,
+     * or the collector scheduled here (see {@link Block}); freed at once if the owner has ended.
+     */
     void closeElsewhere(Block b) {
-        b.owner.handOver(b);
-        if (!b.owner.thread.isAlive()) drain(b.owner, false);
+        Caller owner = b.owner;
+        if (owner.thread.isAlive()) {
+            handOver(b);
+            scheduleCollection();
+        } else {
+            owner.handOver(b);
+            drain(owner, false);
+        }
     }
 
-    /** Frees the blocks handed over to {@code owner}; by anyone once it died (its confined segments are unreachable). */
+    private void handOver(Block b) {
+        if (b.owner.handOver(b)) ownersWithInbox.add(b.owner);
+    }
+
+    /** Frees the blocks handed over to {@code owner}: by the owner, or by anyone once it died. */
     private void drain(Caller owner, boolean byOwner) {
-        for (Block b = owner.takeInbox(); b != null; b = b.nextInInbox) {
-            if (b.finishHandOver(byOwner)) {
-                free(b);
-            } else {
-                LOG.log(System.Logger.Level.WARNING, "{0} was closed twice at once, by its owner {1} and by another "
-                        + "thread; freed once", b, owner.thread);
-            }
+        freeHandedOver(owner.takeInbox(), byOwner);
+    }
+
+    /** Frees a list of blocks taken from an inbox. */
+    private void freeHandedOver(Block first, boolean byOwner) {
+        for (Block b = first; b != null; b = b.nextInInbox) freeOneHandedOver(b, byOwner);
+    }
+
+    private void freeOneHandedOver(Block b, boolean byOwner) {
+        if (b.finishHandOver(byOwner)) {
+            free(b);
+        } else {
+            LOG.log(System.Logger.Level.WARNING, "{0} was closed twice at once, by its owner {1} and by another "
+                    + "thread; freed once", b, b.owner.thread);
         }
     }
 
-    /** Returns what dead threads left behind: their quarantined blocks and cached regions. */
-    private void sweepDeadOwners() {
-        for (Caller c : callers) {
-            if (!c.thread.isAlive() && callers.remove(c)) { // one sweeper per dead thread
-                drain(c, false);
-                if (c.cache != null) {
-                    c.cache.flushAll();
-                    synchronized (deadCaches) {
-                        deadCaches.add(c.cache);
-                    }
+    /**
+     * Frees the blocks handed over to the calling thread, and honours a flush (or the close) asked of its cache. The
+     * owner's part of closing: what it holds for a closed arena goes back at its next call.
+     */
+    private void giveBackWhatTheCallerHolds() {
+        Caller me = existingCaller();
+        if (me != null) {
+            drain(me, true);
+            current(me.cache);
+        }
+    }
+
+    // ---- collecting what owners do not come back for ----------------------------------------------------------
+
+    private void scheduleCollection() {
+        if (!collectionScheduled.get() && collectionScheduled.compareAndSet(false, true)) {
+            PURGER.schedule(scheduledCollection, COLLECTION_DELAY_MILLIS, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    private void runScheduledCollection() {
+        collectionScheduled.set(false);
+        if (collect()) scheduleCollection();
+    }
+
+    /**
+     * Frees what owners are not there to free — mimalloc's delayed frees, collected by someone else when the owner
+     * does not come back: blocks handed to owners that ended or are {@linkplain Caller#isBetweenCalls() between
+     * calls}, the caches of owners that ended, and once the arena is closing the caches of owners between calls.
+     * Any thread may run it; one at a time.
+     *
+     * @return whether an owner was inside the allocator, so something is left to try again
+     */
+    private boolean collect() {
+        synchronized (collectionLock) {
+            return collectOwners();
+        }
+    }
+
+    private boolean collectOwners() {
+        boolean retry = false;
+        for (Caller owner : ownersWithInbox) {
+            if (ownersWithInbox.remove(owner)) retry |= collectInbox(owner);
+        }
+        for (Caller c : callersWithCache) {
+            if (!c.thread.isAlive()) {
+                sweepDead(c);
+            } else if (closing && !c.cache.isReleased()) {
+                if (c.thread == Thread.currentThread() || c.isBetweenCalls()) {
+                    if (c.cache.claimRelease()) c.cache.flushAll();
+                } else {
+                    retry = true;
                 }
-                SLOT.compareAndSet(callerSlots, slotOf(c.thread), c, null);
             }
         }
+        for (int i = 0; i < CALLER_SLOTS; i++) {
+            Caller c = callerSlots[i];
+            if (c != null && !c.thread.isAlive()) SLOT.compareAndSet(callerSlots, i, c, null);
+        }
+        return retry;
+    }
+
+    /**
+     * Frees the blocks waiting in an owner's inbox that may be freed without it. They are taken before the owner's
+     * stack is walked, so each was handed over before the walk: an owner found between calls is not half way
+     * through closing one of them, and any close it tries later sees it closed.
+     *
+     * @return whether some were left because the owner was inside the allocator
+     */
+    private boolean collectInbox(Caller owner) {
+        Block taken = owner.takeInbox();
+        if (taken == null) return false;
+        if (owner.thread == Thread.currentThread()) {
+            freeHandedOver(taken, true);
+            return false;
+        }
+        boolean ended = !owner.thread.isAlive();
+        boolean betweenCalls = ended || owner.isBetweenCalls();
+        for (Block b = taken, next; b != null; b = next) {
+            next = b.nextInInbox; // before a hand-over back rewrites it
+            if (ended || (betweenCalls && !b.hasScope())) {
+                freeOneHandedOver(b, false);
+            } else {
+                handOver(b); // for the owner's next call: its scope (or the owner, busy now) is needed
+            }
+        }
+        return !betweenCalls;
+    }
+
+    /** Returns what a dead thread's cache held, keeping what it counted. */
+    private void sweepDead(Caller c) {
+        callersWithCache.remove(c);
+        deadCaches.add(c.cache);
+        if (c.cache.claimRelease()) c.cache.flushAll();
     }
 
     /**
@@ -366,10 +519,8 @@ public final class RdmaArena implements AutoCloseable {
      */
     public void flushThreadCaches() {
         flushEpoch.incrementAndGet();
-        Caller me = caller();
-        drain(me, true);
-        current(me.cache);
-        sweepDeadOwners();
+        giveBackWhatTheCallerHolds();
+        if (collect()) scheduleCollection();
     }
 
     // ---- chunks ----------------------------------------------------------------------------------------------
@@ -449,7 +600,7 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     private synchronized void purge(long minEmptyNanos) {
-        sweepDeadOwners();
+        if (collect()) scheduleCollection();
         for (Shard s : shards) for (Bin bin : s.bins) bin.trim(s);
         long now = System.nanoTime();
         long[] keep = {retainedBytes};
@@ -481,61 +632,95 @@ public final class RdmaArena implements AutoCloseable {
 
     // ---- stats and closing -----------------------------------------------------------------------------------
 
+    /**
+     * A snapshot of the counters, taken while allocation goes on. Every allocation counter is read before any free
+     * counter, and owners publish their counts with release stores: a block counted freed was counted allocated
+     * too, unless both happened during the snapshot. So live counts never exceed what was live at some moment
+     * during the snapshot (calls in flight can only make them lower) — which a STRICT {@link #close()} relies on.
+     */
     public ArenaStats stats() {
-        CacheCounters caches = new CacheCounters();
-        synchronized (deadCaches) {
-            caches.add(deadCaches);
+        synchronized (collectionLock) {
+            List<ThreadCache> caches = new ArrayList<>();
+            for (Caller c : callersWithCache) caches.add(c.cache);
+            long misses = deadCaches.misses;
+            for (ThreadCache c : caches) misses += c.misses();
+            long[] allocated = cacheCounts(caches, true);
+            long cacheAllocations = 0;
+            for (long n : allocated) cacheAllocations += n;
+            long cacheHits = Math.max(0, cacheAllocations - misses); // a refill is counted just before its allocation
+            addBinCounts(allocated, true);
+            long largeAllocated = 0;
+            for (Shard s : shards) largeAllocated += s.largeAllocations();
+            long hugeAllocated = hugeAllocations.get();
+
+            long[] freed = cacheCounts(caches, false);
+            addBinCounts(freed, false);
+            long largeFreed = 0;
+            for (Shard s : shards) largeFreed += s.largeFrees();
+            long hugeFreed = hugeFrees.get();
+            return snapshot(caches, allocated, freed, largeAllocated, largeFreed, hugeAllocated, hugeFreed,
+                    cacheHits, misses);
         }
+    }
+
+    /** Allocations or frees per cached class counted by thread caches, dead threads' included. */
+    private long[] cacheCounts(List<ThreadCache> caches, boolean allocations) {
+        long[] n = (allocations ? deadCaches.allocations : deadCaches.frees).clone();
+        for (ThreadCache c : caches) {
+            for (int i = 0; i < n.length; i++) n[i] += allocations ? c.allocations(i) : c.frees(i);
+        }
+        return n;
+    }
+
+    /** Adds the small classes' allocations or frees made through the bins directly. */
+    private void addBinCounts(long[] n, boolean allocations) {
+        for (Shard s : shards) {
+            for (int i = 0; i < SizeClasses.SMALL_CLASSES; i++) {
+                n[i] += allocations ? s.bins[i].allocations() : s.bins[i].frees();
+            }
+        }
+    }
+
+    private ArenaStats snapshot(List<ThreadCache> caches, long[] allocated, long[] freed, long largeAllocated,
+                                long largeFreed, long hugeAllocated, long hugeFreed, long cacheHits, long misses) {
         long quarantined = 0;
+        for (Caller owner : ownersWithInbox) {
+            for (Block b = owner.peekInbox(); b != null; b = b.nextInInbox) quarantined++;
+        }
         long cached = 0;
         long cachedLargeBytes = 0; // page runs in caches: used pages to their chunks, yet not active
-        for (Caller c : callers) {
-            for (Block b = c.peekInbox(); b != null; b = b.nextInInbox) quarantined++;
-            if (c.cache != null) {
-                caches.add(c.cache);
-                cached += c.cache.cached();
-                cachedLargeBytes += c.cache.cachedLargeBytes();
-            }
+        for (ThreadCache c : caches) {
+            cached += c.cached();
+            cachedLargeBytes += c.cachedLargeBytes();
         }
         List<ArenaStats.ClassStats> classes = new ArrayList<>();
         long active = hugeBytes.get();
         long slabBytes = 0;
         for (int i = 0; i < SizeClasses.SMALL_CLASSES; i++) {
-            long allocs = caches.allocations[i];
-            long frees = caches.frees[i];
             long slabs = 0;
-            for (Shard s : shards) {
-                long[] c = s.bins[i].counters();
-                allocs += c[0];
-                frees += c[1];
-                slabs += c[2];
-            }
-            classes.add(new ArenaStats.ClassStats(SizeClasses.size(i), allocs, frees, slabs));
-            active += (allocs - frees) * SizeClasses.size(i);
+            for (Shard s : shards) slabs += s.bins[i].slabs();
+            classes.add(new ArenaStats.ClassStats(SizeClasses.size(i), allocated[i], freed[i], slabs));
+            active += (allocated[i] - freed[i]) * SizeClasses.size(i);
             slabBytes += slabs * ((long) SizeClasses.slabPages(i) << SizeClasses.LOG2_PAGE);
         }
-        long largeAllocs = 0;
-        long largeFrees = 0;
         for (int i = SizeClasses.SMALL_CLASSES; i < ThreadCache.CLASSES; i++) {
-            largeAllocs += caches.allocations[i];
-            largeFrees += caches.frees[i];
+            largeAllocated += allocated[i];
+            largeFreed += freed[i];
         }
         long usedPages = 0;
         long emptyChunkBytes = 0;
         long chunkPages = 0;
         for (Shard s : shards) {
-            long[] c = s.counters();
+            long[] c = s.chunkCounters();
             chunkPages += c[0] * (chunkSize >>> SizeClasses.LOG2_PAGE);
             emptyChunkBytes += c[1] * chunkSize;
             usedPages += c[2];
-            largeAllocs += c[3];
-            largeFrees += c[4];
         }
         long dirty = ((chunkPages - usedPages) << SizeClasses.LOG2_PAGE) - emptyChunkBytes;
         active += (usedPages << SizeClasses.LOG2_PAGE) - slabBytes - cachedLargeBytes;
-        return new ArenaStats(classes, largeAllocs, largeFrees, hugeAllocations.get(), hugeFrees.get(), active,
+        return new ArenaStats(classes, largeAllocated, largeFreed, hugeAllocated, hugeFreed, active,
                 registeredBytes.get(), emptyChunkBytes, dirty, chunkCount.get(), registrations.get(),
-                deregistrations.get(), quarantined, caches.hits, caches.misses, cached);
+                deregistrations.get(), quarantined, cacheHits, misses, cached);
     }
 
     /** The arena's place in the lifecycle graph (a child of its PD; its chunks' memory are its children). */
@@ -551,24 +736,38 @@ public final class RdmaArena implements AutoCloseable {
      * Closes the arena: no more allocations. Under the graph's DEFERRED policy (the default) chunks are
      * released as their last blocks are closed; under STRICT, live blocks make this throw
      * {@link ArenaBusyException} with the live counts per class and the arena stays open.
+     *
+     * <p>Thread caches are given back here: this thread's, and those of threads that have ended or are between
+     * calls into the arena. A thread inside the allocator at that moment gives its cache back at its next call,
+     * or the collector takes it once it has left, a few milliseconds later. So once this returns, every chunk
+     * without a live or quarantined block is deregistered and unmapped (or is as soon as the graph lets it: a
+     * posted work request holds its region); the others go with their last block. Blocks closed by other threads
+     * after this are still given back (see {@link Block}).
      */
     @Override
     public synchronized void close() {
         if (closing) return;
-        sweepDeadOwners();
+        collect(); // blocks closed elsewhere that are free to go are not live: free them before counting
         if (resource.graph().policy() == ClosePolicy.STRICT) {
             ArenaStats s = stats();
             if (s.liveBlocks() > 0) throw new ArenaBusyException(name, s);
         }
         closing = true;
-        flushEpoch.incrementAndGet(); // threads give their cached regions back at their next call
-        current(caller().cache);
+        flushEpoch.incrementAndGet(); // after closing: an owner that sees the new epoch sees closing too
         purging.cancel(false);
+        giveBackWhatTheCallerHolds();
+        boolean ownerBusy = collect(); // the caches of owners between calls come back now, before the chunks go
         for (Shard s : shards) {
             for (Bin bin : s.bins) bin.trim(s);
             s.takeEmptyChunks(c -> true).forEach(this::releaseChunk);
         }
         resource.close();
+        if (ownerBusy) scheduleCollection();
+    }
+
+    /** Per-thread entries held now: threads with a cache, owners with blocks waiting in their inbox. */
+    int threadStates() {
+        return callersWithCache.size() + ownersWithInbox.size();
     }
 
     @Override

@@ -3,6 +3,7 @@ package io.mooring.allocator;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
 
 /**
  * One of the arena's independent allocators (jemalloc's "arena"): its own chunks, page runs and bins, so
@@ -143,13 +144,32 @@ final class Shard {
         return taken;
     }
 
-    /** Chunks counted for stats: [chunks, empty chunks, used pages, large allocations, large frees]. */
-    long[] counters() {
+    /** Chunks counted for stats: [chunks, empty chunks, used pages]. */
+    long[] chunkCounters() {
         lock.lock();
         try {
             long empty = chunks.stream().filter(Chunk::isEmpty).count();
             long used = chunks.stream().mapToLong(Chunk::usedPages).sum();
-            return new long[] {chunks.size(), empty, used, largeAllocations, largeFrees};
+            return new long[] {chunks.size(), empty, used};
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Page-run blocks handed out directly (not through a thread cache), for stats. */
+    long largeAllocations() {
+        return underLock(() -> largeAllocations);
+    }
+
+    /** Page-run blocks given back directly, for stats. */
+    long largeFrees() {
+        return underLock(() -> largeFrees);
+    }
+
+    private long underLock(LongSupplier counter) {
+        lock.lock();
+        try {
+            return counter.getAsLong();
         } finally {
             lock.unlock();
         }

@@ -1,5 +1,7 @@
 package io.mooring.allocator;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 
 /**
@@ -13,10 +15,27 @@ import java.util.Arrays;
  * the same way.
  *
  * <p>Only the owner touches it — except after the owner died (then the arena flushes it; thread termination
- * makes its last writes visible). Virtual threads get none: a cache per virtual thread would be unbounded in
- * total, and their frees are cheap enough through the bin.
+ * makes its last writes visible), and once the arena closes: then it is flushed once more by whoever
+ * {@linkplain #claimRelease() claims} it first, its owner or a collector that found the owner between calls, and
+ * is never used again. Virtual threads get none: a cache per virtual thread would be unbounded in total, and their
+ * frees are cheap enough through the bin.
+ *
+ * <p>The allocation and free counters are written by the owner alone, with release stores (a plain store on
+ * x86), and read by {@code stats()} with acquire loads: a reader that sees an allocation counted also sees every
+ * free the owner counted before it.
  */
 final class ThreadCache {
+    private static final VarHandle COUNTER = MethodHandles.arrayElementVarHandle(long[].class);
+    private static final VarHandle RELEASED;
+
+    static {
+        try {
+            RELEASED = MethodHandles.lookup().findVarHandle(ThreadCache.class, "released", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     static final int MIN_SLOTS = 4;
     static final int MAX_SLOTS = 64;
     /** The largest class cached (jemalloc's {@code tcache_max}); larger blocks always go through the shard. */
@@ -28,10 +47,11 @@ final class ThreadCache {
     private final long[][] addresses = new long[CLASSES][];
     private final Object[][] homes = new Object[CLASSES][]; // a Slab (small class) or a Chunk (large class)
     private final int[] count = new int[CLASSES];
-    final long[] allocations = new long[CLASSES]; // handed out from here
-    final long[] frees = new long[CLASSES];       // given back to here
-    long hits;
-    long misses;
+    private final long[] allocations = new long[CLASSES]; // handed out from here (hits and misses)
+    private final long[] frees = new long[CLASSES];       // given back to here
+    private volatile long misses;                         // refills; written by the owner only
+    @SuppressWarnings("unused") // through RELEASED
+    private volatile boolean released;
     int epoch; // the arena's flush epoch this cache last honoured
     Object poppedHome; // the home of the region {@link #pop} returned last
 
@@ -54,21 +74,17 @@ final class ThreadCache {
      * {@link #poppedHome} — two results without allocating a holder on the fast path.
      */
     long pop(int c) {
-        if (count[c] == 0) {
-            refill(c);
-        } else {
-            hits++;
-        }
+        if (count[c] == 0) refill(c);
         int top = --count[c];
         poppedHome = homes[c][top];
         // The slot above the top is not cleared: no write barrier on the fast path. Until a free overwrites it, it
         // may keep a since-released slab's or chunk's Java object reachable (a few per class, never its memory).
-        allocations[c]++;
+        COUNTER.setRelease(allocations, c, allocations[c] + 1);
         return addresses[c][top];
     }
 
     private void refill(int c) {
-        misses++;
+        misses = misses + 1; // the owner is the only writer
         count[c] = isSmall(c)
                 ? shard.bins[c].refill(shard, addresses[c], homes[c], addresses[c].length / 2 + 1)
                 : shard.refillRun(SizeClasses.largePages(c), addresses[c], homes[c]);
@@ -80,7 +96,7 @@ final class ThreadCache {
         int top = count[c]++;
         addresses[c][top] = address;
         homes[c][top] = home;
-        frees[c]++;
+        COUNTER.setRelease(frees, c, frees[c] + 1);
     }
 
     /** Returns the oldest {@code n} cached regions of class {@code c} to the bin or the chunks. */
@@ -100,6 +116,30 @@ final class ThreadCache {
     /** Returns everything to the bins and chunks (on demand, on the arena's flush epoch, or after the owner died). */
     void flushAll() {
         for (int c = 0; c < count.length; c++) if (count[c] > 0) flush(c, count[c]);
+    }
+
+    /** Claims the final flush once the arena closes: true for exactly one caller, which must then flush. */
+    boolean claimRelease() {
+        return RELEASED.compareAndSet(this, false, true);
+    }
+
+    boolean isReleased() {
+        return released;
+    }
+
+    /** Allocations of class {@code c} served here so far. */
+    long allocations(int c) {
+        return (long) COUNTER.getAcquire(allocations, c);
+    }
+
+    /** Frees of class {@code c} taken back here so far. */
+    long frees(int c) {
+        return (long) COUNTER.getAcquire(frees, c);
+    }
+
+    /** Allocations that had to refill first; every other allocation was a hit. */
+    long misses() {
+        return misses;
     }
 
     /** Regions and page runs held here now. */
