@@ -252,9 +252,18 @@ class ArenaLifetimeTest {
         }
 
         @Override
-        public void close() throws InterruptedException {
+        public void close() {
             steps.add(STOP);
-            thread.join();
+            boolean interrupted = false;
+            while (true) {
+                try {
+                    thread.join();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true; // keep waiting: the owner must be gone before the test goes on
+                }
+            }
+            if (interrupted) Thread.currentThread().interrupt();
         }
     }
 }

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.soft.SoftInternals;
+import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -227,7 +228,8 @@ class SoftNicFidelityTest {
 
         try (Socket forger = new Socket(to.gid().address(), to.lid())) {
             forger.setSoTimeout((int) Endpoint.WAIT.toMillis());
-            var out = new DataOutputStream(forger.getOutputStream());
+            // Buffered: HELLO and WRITE leave in one write, so a refusal cannot close the socket between them.
+            var out = new DataOutputStream(new BufferedOutputStream(forger.getOutputStream()));
             writeHello(out, from, to, to.token() ^ 1);
             writeWrite(out, nextPsn, target, 0x66);
             assertTrue(closedByPeer(forger), "a dial without the QP's token was let in");
@@ -239,7 +241,7 @@ class SoftNicFidelityTest {
 
         try (Socket holder = new Socket(to.gid().address(), to.lid())) {
             holder.setSoTimeout((int) Endpoint.WAIT.toMillis());
-            var out = new DataOutputStream(holder.getOutputStream());
+            var out = new DataOutputStream(new BufferedOutputStream(holder.getOutputStream()));
             writeHello(out, from, to, to.token());
             writeWrite(out, (nextPsn + 1) & 0xff_ffff, target, 0x66);
             var in = new DataInputStream(holder.getInputStream());
