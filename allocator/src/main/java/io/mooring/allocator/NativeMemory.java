@@ -41,7 +41,7 @@ final class NativeMemory {
             ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), CAPTURE_ERRNO);
     private static final MethodHandle GETPAGESIZE = downcall("getpagesize", FunctionDescriptor.of(ValueLayout.JAVA_INT));
     /** What {@code mmap} aligns to anyway; larger alignments need the over-allocation of {@link #map}. */
-    private static final long KERNEL_PAGE = pageSize();
+    static final long KERNEL_PAGE = kernelPageSize();
 
     private NativeMemory() {}
 
@@ -53,7 +53,7 @@ final class NativeMemory {
     }
 
     /** The kernel's base page size: the unit the kernel pins when memory is registered. */
-    static long pageSize() {
+    static long kernelPageSize() {
         try {
             return (int) GETPAGESIZE.invokeExact();
         } catch (Throwable t) {

@@ -822,9 +822,9 @@ public final class RdmaArena implements AutoCloseable {
             return this;
         }
 
-        /** Independent shards threads are spread over (default 2 × cores). */
-        public Builder arenas(int n) {
-            if (n < 1) throw new IllegalArgumentException("arenas must be >= 1, was " + n);
+        /** Independent shards (jemalloc's "arenas") threads are spread over (default 2 × cores). */
+        public Builder shards(int n) {
+            if (n < 1) throw new IllegalArgumentException("shards must be >= 1, was " + n);
             this.shards = n;
             return this;
         }

@@ -44,8 +44,6 @@ import java.util.concurrent.locks.ReentrantLock;
  * one lock guards the index and the LRU; registration and deregistration run outside it.
  */
 public final class RegistrationCache implements AutoCloseable {
-    /** Registrations cover whole kernel pages. */
-    static final long PAGE = NativeMemory.pageSize();
     private static final AtomicInteger NAMES = new AtomicInteger();
     private static final System.Logger LOG = System.getLogger(RegistrationCache.class.getName());
 
@@ -83,7 +81,7 @@ public final class RegistrationCache implements AutoCloseable {
         // and trimToCount() bounds the count from Caffeine's own coldest-first order.
         this.unused = Caffeine.newBuilder()
                 .executor(Runnable::run)
-                .maximumWeight(b.maxCachedBytes / PAGE)
+                .maximumWeight(b.maxCachedBytes / NativeMemory.KERNEL_PAGE)
                 .weigher((CachedRegion r, CachedRegion self) -> r.pages)
                 .evictionListener((CachedRegion r, CachedRegion self, RemovalCause cause) -> evicted(r))
                 .build();
@@ -133,7 +131,7 @@ public final class RegistrationCache implements AutoCloseable {
         MemoryRegion region = pd.register(RdmaArena.view(from, to - from, null), rights, resource);
         lock.lock();
         try {
-            var r = new CachedRegion(region, mask, PAGE);
+            var r = new CachedRegion(region, mask, NativeMemory.KERNEL_PAGE);
             if (closed) {
                 retired.add(r); // the cache closed while the region was being registered
             } else {
@@ -320,11 +318,11 @@ public final class RegistrationCache implements AutoCloseable {
                     + " garbage collector moves heap memory; use native memory (an Arena, a mapped file, an RdmaArena)");
         }
         if (segment.byteSize() == 0) throw new IllegalArgumentException("cannot register an empty segment");
-        return segment.address() & -PAGE;
+        return segment.address() & -NativeMemory.KERNEL_PAGE;
     }
 
     private static long pageEnd(MemorySegment segment) {
-        return (segment.address() + segment.byteSize() + PAGE - 1) & -PAGE;
+        return (segment.address() + segment.byteSize() + NativeMemory.KERNEL_PAGE - 1) & -NativeMemory.KERNEL_PAGE;
     }
 
     /** A consistent snapshot of the counters. */
@@ -421,7 +419,9 @@ public final class RegistrationCache implements AutoCloseable {
             return this;
         }
 
+        /** @throws IllegalCallerException naming the flag to add, if this JVM denies Mooring native access */
         public RegistrationCache build() {
+            NativeAccess.require(); // it asks the kernel for its page size
             return new RegistrationCache(this);
         }
     }

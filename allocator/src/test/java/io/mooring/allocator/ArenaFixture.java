@@ -26,7 +26,7 @@ final class ArenaFixture implements AutoCloseable {
     }
 
     RdmaArena.Builder arena() {
-        return RdmaArena.builder(pd).chunkSize(1 << 20).arenas(1);
+        return RdmaArena.builder(pd).chunkSize(1 << 20).shards(1);
     }
 
     @Override

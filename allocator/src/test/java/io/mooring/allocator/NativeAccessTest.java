@@ -20,8 +20,8 @@ class NativeAccessTest {
     void aDeniedJvmIsToldWhichFlagToAdd() throws Exception {
         Result denied = run("--illegal-native-access=deny");
         assertEquals(DENIED, denied.status(), denied::output);
-        assertTrue(denied.output().startsWith("IllegalCallerException: an RdmaArena maps its chunks through FFM, and"
-                + " this JVM denies it native access: grant native access"), denied::output);
+        assertTrue(denied.output().startsWith("IllegalCallerException: the allocator calls the kernel through FFM"
+                + " (mmap, getpagesize), and this JVM denies it native access: grant native access"), denied::output);
         assertTrue(denied.output().contains("--enable-native-access=ALL-UNNAMED on the class path"), denied::output);
 
         Result granted = run("--illegal-native-access=deny", "--enable-native-access=ALL-UNNAMED");

@@ -15,7 +15,7 @@ class NativeMemoryTest {
 
     @Test
     void everyPageOfAnAlignedMappingIsNewlyMapped() throws IOException {
-        long page = NativeMemory.pageSize();
+        long page = NativeMemory.kernelPageSize();
         for (long alignment : new long[] {SizeClasses.PAGE_SIZE, 1 << 20}) {
             for (int i = 0; i < 32; i++) {
                 long size = 3L * SizeClasses.PAGE_SIZE;

@@ -75,7 +75,7 @@ class RdmaArenaTest {
 
     @Test
     void oneGibOfFourKibBlocksCostsSixteenRegistrations() {
-        try (RdmaArena arena = RdmaArena.builder(fx.pd).chunkSize(64 << 20).arenas(1).checked(false).build()) {
+        try (RdmaArena arena = RdmaArena.builder(fx.pd).chunkSize(64 << 20).shards(1).checked(false).build()) {
             List<Block> blocks = new ArrayList<>();
             for (int i = 0; i < (1 << 30) / 4096; i++) blocks.add(arena.allocate(4096));
             ArenaStats s = arena.stats();
@@ -328,7 +328,7 @@ class RdmaArenaTest {
             }
         }
         assertThrows(IllegalArgumentException.class, () -> fx.arena().chunkSize(3 << 20));
-        assertThrows(IllegalArgumentException.class, () -> fx.arena().arenas(0));
+        assertThrows(IllegalArgumentException.class, () -> fx.arena().shards(0));
     }
 
     /** The locked-memory limit (played by the soft provider) refuses a new chunk: typed, hinted, nothing leaked. */

@@ -34,7 +34,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 class RegistrationCacheTest {
-    private static final long PAGE = RegistrationCache.PAGE;
+    private static final long KERNEL_PAGE = NativeMemory.KERNEL_PAGE; // registrations cover whole kernel pages
     private static final Set<Access> LOCAL = EnumSet.of(Access.LOCAL_WRITE);
     private static final Set<Access> READABLE = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_READ);
 
@@ -67,7 +67,7 @@ class RegistrationCacheTest {
     }
 
     private MemorySegment pages(int n) {
-        return memory.allocate(n * PAGE, PAGE);
+        return memory.allocate(n * KERNEL_PAGE, KERNEL_PAGE);
     }
 
     private static ResourceState state(MemoryRegion r) {
@@ -82,7 +82,7 @@ class RegistrationCacheTest {
             try (Registration reg = cache.acquire(buf.asSlice(100, 200))) {
                 first = reg.region();
                 assertEquals(buf.address(), first.address(), "registered from the page start");
-                assertEquals(PAGE, first.length(), "one page");
+                assertEquals(KERNEL_PAGE, first.length(), "one page");
                 assertEquals(100, reg.offset());
                 assertEquals(first.lkey(), reg.lkey());
                 assertEquals(buf.address() + 100, reg.segment().address());
@@ -127,17 +127,17 @@ class RegistrationCacheTest {
     void aRangeInsideALargerCachedRegionIsAHitAndOneReachingOutIsAMiss() {
         try (RegistrationCache cache = cache().build()) {
             MemorySegment buf = pages(4);
-            try (Registration whole = cache.acquire(buf.asSlice(0, 3 * PAGE));
-                 Registration inside = cache.acquire(buf.asSlice(PAGE + 10, PAGE));
-                 Registration beyond = cache.acquire(buf.asSlice(2 * PAGE, PAGE + 1))) {
+            try (Registration whole = cache.acquire(buf.asSlice(0, 3 * KERNEL_PAGE));
+                 Registration inside = cache.acquire(buf.asSlice(KERNEL_PAGE + 10, KERNEL_PAGE));
+                 Registration beyond = cache.acquire(buf.asSlice(2 * KERNEL_PAGE, KERNEL_PAGE + 1))) {
                 assertSame(whole.region(), inside.region());
-                assertEquals(PAGE + 10, inside.offset());
+                assertEquals(KERNEL_PAGE + 10, inside.offset());
                 assertNotSame(whole.region(), beyond.region());
-                assertEquals(buf.address() + 2 * PAGE, beyond.region().address());
-                assertEquals(2 * PAGE, beyond.region().length());
+                assertEquals(buf.address() + 2 * KERNEL_PAGE, beyond.region().address());
+                assertEquals(2 * KERNEL_PAGE, beyond.region().length());
                 assertEquals(2, cache.stats().inUseCount(), "two regions serve three registrations");
             }
-            assertEquals(new RegistrationCacheStats(1, 2, 0, 0, 0, 2, 5 * PAGE, 0, 0), cache.stats());
+            assertEquals(new RegistrationCacheStats(1, 2, 0, 0, 0, 2, 5 * KERNEL_PAGE, 0, 0), cache.stats());
         }
     }
 
@@ -167,20 +167,20 @@ class RegistrationCacheTest {
 
     @Test
     void theByteBoundEvictsOnlyUnusedRegions() {
-        try (RegistrationCache cache = cache().maxCachedBytes(2 * PAGE).build()) {
+        try (RegistrationCache cache = cache().maxCachedBytes(2 * KERNEL_PAGE).build()) {
             MemorySegment buf = pages(8);
-            Registration held = cache.acquire(buf.asSlice(0, 3 * PAGE)); // larger than the bound, but in use
+            Registration held = cache.acquire(buf.asSlice(0, 3 * KERNEL_PAGE)); // larger than the bound, but in use
             List<MemoryRegion> released = new ArrayList<>();
             for (int i = 4; i < 8; i++) {
-                try (Registration reg = cache.acquire(buf.asSlice(i * PAGE, PAGE))) {
+                try (Registration reg = cache.acquire(buf.asSlice(i * KERNEL_PAGE, KERNEL_PAGE))) {
                     released.add(reg.region());
                 }
-                assertTrue(cache.stats().cachedBytes() <= 2 * PAGE, "within the byte bound");
+                assertTrue(cache.stats().cachedBytes() <= 2 * KERNEL_PAGE, "within the byte bound");
             }
             assertEquals(ResourceState.OPEN, state(held.region()), "in use: never evicted");
             assertEquals(2, released.stream().filter(r -> state(r) == ResourceState.DESTROYED).count());
             assertEquals(2, released.stream().filter(r -> state(r) == ResourceState.OPEN).count());
-            assertEquals(new RegistrationCacheStats(0, 5, 2, 0, 0, 2, 2 * PAGE, 1, 3 * PAGE), cache.stats());
+            assertEquals(new RegistrationCacheStats(0, 5, 2, 0, 0, 2, 2 * KERNEL_PAGE, 1, 3 * KERNEL_PAGE), cache.stats());
 
             MemoryRegion big = held.region();
             held.close();
@@ -193,18 +193,18 @@ class RegistrationCacheTest {
     void theCountBoundEvictsOnlyUnusedRegions() {
         try (RegistrationCache cache = cache().maxCachedCount(2).build()) {
             MemorySegment buf = pages(8);
-            cache.acquire(buf.asSlice(0, PAGE)).close();
-            Registration held = cache.acquire(buf.asSlice(0, PAGE)); // a hit: taken back out of the LRU
+            cache.acquire(buf.asSlice(0, KERNEL_PAGE)).close();
+            Registration held = cache.acquire(buf.asSlice(0, KERNEL_PAGE)); // a hit: taken back out of the LRU
             List<MemoryRegion> released = new ArrayList<>();
             for (int i = 1; i < 6; i++) {
-                try (Registration reg = cache.acquire(buf.asSlice(i * PAGE, 2 * PAGE))) {
+                try (Registration reg = cache.acquire(buf.asSlice(i * KERNEL_PAGE, 2 * KERNEL_PAGE))) {
                     released.add(reg.region());
                 }
                 assertTrue(cache.stats().cachedCount() <= 2, "within the count bound");
             }
             assertEquals(ResourceState.OPEN, state(held.region()));
             assertEquals(3, released.stream().filter(r -> state(r) == ResourceState.DESTROYED).count());
-            assertEquals(new RegistrationCacheStats(1, 6, 3, 0, 0, 2, 4 * PAGE, 1, PAGE), cache.stats());
+            assertEquals(new RegistrationCacheStats(1, 6, 3, 0, 0, 2, 4 * KERNEL_PAGE, 1, KERNEL_PAGE), cache.stats());
             held.close();
             assertEquals(2, cache.stats().cachedCount());
             assertEquals(4, cache.stats().evictions());
@@ -217,18 +217,18 @@ class RegistrationCacheTest {
             MemorySegment buf = pages(3);
             MemoryRegion first;
             MemoryRegion other;
-            try (Registration a = cache.acquire(buf.asSlice(0, PAGE));
-                 Registration b = cache.acquire(buf.asSlice(2 * PAGE, PAGE))) {
+            try (Registration a = cache.acquire(buf.asSlice(0, KERNEL_PAGE));
+                 Registration b = cache.acquire(buf.asSlice(2 * KERNEL_PAGE, KERNEL_PAGE))) {
                 first = a.region();
                 other = b.region();
             }
             assertEquals(0, cache.invalidate(buf.asSlice(10, 20)), "nothing in use");
             assertEquals(ResourceState.DESTROYED, state(first));
             assertEquals(ResourceState.OPEN, state(other), "a page the freed memory does not touch");
-            try (Registration again = cache.acquire(buf.asSlice(0, PAGE))) {
+            try (Registration again = cache.acquire(buf.asSlice(0, KERNEL_PAGE))) {
                 assertNotSame(first, again.region());
             }
-            assertEquals(new RegistrationCacheStats(0, 3, 0, 1, 0, 2, 2 * PAGE, 0, 0), cache.stats());
+            assertEquals(new RegistrationCacheStats(0, 3, 0, 1, 0, 2, 2 * KERNEL_PAGE, 0, 0), cache.stats());
         }
     }
 
@@ -237,12 +237,12 @@ class RegistrationCacheTest {
         try (RegistrationCache cache = cache().build()) {
             MemorySegment buf = pages(2);
             Registration a = cache.acquire(buf);
-            Registration b = cache.acquire(buf.asSlice(PAGE, 10));
+            Registration b = cache.acquire(buf.asSlice(KERNEL_PAGE, 10));
             MemoryRegion region = a.region();
             int lkey = region.lkey();
             assertSame(region, b.region());
 
-            assertEquals(1, cache.invalidate(buf.asSlice(PAGE, PAGE)));
+            assertEquals(1, cache.invalidate(buf.asSlice(KERNEL_PAGE, KERNEL_PAGE)));
             assertEquals(ResourceState.CLOSING, state(region), "still registered: it is in use");
             assertEquals(lkey, a.lkey(), "its holders still know its keys");
             try (Registration c = cache.acquire(buf)) {
@@ -266,7 +266,7 @@ class RegistrationCacheTest {
         Registration held = cache.acquire(buf.asSlice(0, 8));
         MemoryRegion inUse = held.region();
         MemoryRegion unused;
-        try (Registration reg = cache.acquire(buf.asSlice(PAGE, 8))) {
+        try (Registration reg = cache.acquire(buf.asSlice(KERNEL_PAGE, 8))) {
             unused = reg.region();
         }
         cache.close();
@@ -347,10 +347,10 @@ class RegistrationCacheTest {
         try (RegistrationCache cache = cache().build()) {
             MemorySegment all = RdmaArena.view(base, size, null);
             try (Registration whole = cache.acquire(all);
-                 Registration tail = cache.acquire(all.asSlice(size - PAGE / 2, 16))) {
+                 Registration tail = cache.acquire(all.asSlice(size - KERNEL_PAGE / 2, 16))) {
                 assertEquals(size, whole.region().length());
                 assertSame(whole.region(), tail.region());
-                assertEquals(size - PAGE / 2, tail.offset());
+                assertEquals(size - KERNEL_PAGE / 2, tail.offset());
                 assertEquals(size, cache.stats().inUseBytes());
             }
             assertEquals(1, cache.stats().evictions(), "3 GiB alone exceeds the default 256 MiB bound");
@@ -364,7 +364,7 @@ class RegistrationCacheTest {
         int threads = 4;
         int opsPerThread = 2000;
         MemorySegment buf = pages(32);
-        RegistrationCache cache = cache().maxCachedBytes(8 * PAGE).maxCachedCount(6).build();
+        RegistrationCache cache = cache().maxCachedBytes(8 * KERNEL_PAGE).maxCachedCount(6).build();
         AtomicLong acquires = new AtomicLong();
         var start = new CyclicBarrier(threads);
         try (var pool = Executors.newFixedThreadPool(threads)) {
@@ -375,8 +375,8 @@ class RegistrationCacheTest {
                     start.await();
                     ArrayDeque<Registration> held = new ArrayDeque<>();
                     for (int i = 0; i < opsPerThread; i++) {
-                        long offset = random.nextLong(31 * PAGE);
-                        long length = Math.min(1 + random.nextLong(3 * PAGE), buf.byteSize() - offset);
+                        long offset = random.nextLong(31 * KERNEL_PAGE);
+                        long length = Math.min(1 + random.nextLong(3 * KERNEL_PAGE), buf.byteSize() - offset);
                         Set<Access> rights = random.nextInt(4) == 0 ? READABLE : LOCAL;
                         MemorySegment slice = buf.asSlice(offset, length);
                         Registration reg = cache.acquire(slice, rights);
@@ -388,7 +388,7 @@ class RegistrationCacheTest {
                         assertTrue(r.access().containsAll(rights), "has the rights");
                         held.addLast(reg);
                         if (held.size() > 3 || random.nextBoolean()) held.removeFirst().close();
-                        if (random.nextInt(64) == 0) cache.invalidate(buf.asSlice(random.nextLong(31 * PAGE), PAGE));
+                        if (random.nextInt(64) == 0) cache.invalidate(buf.asSlice(random.nextLong(31 * KERNEL_PAGE), KERNEL_PAGE));
                     }
                     held.forEach(Registration::close);
                     return null;
@@ -400,7 +400,7 @@ class RegistrationCacheTest {
         assertEquals(acquires.get(), s.hits() + s.misses());
         assertTrue(s.hits() > 0 && s.evictions() > 0 && s.invalidations() > 0, s::toString);
         assertEquals(0, s.inUseCount());
-        assertTrue(s.cachedCount() <= 6 && s.cachedBytes() <= 8 * PAGE, s::toString);
+        assertTrue(s.cachedCount() <= 6 && s.cachedBytes() <= 8 * KERNEL_PAGE, s::toString);
         assertEquals(s.misses(), mrsCreated.get(), "one region per miss");
         assertEquals(s.misses() - s.cachedCount(), mrDestroys.size(), "all but the cached ones are gone");
 

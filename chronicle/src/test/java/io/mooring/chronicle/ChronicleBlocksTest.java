@@ -30,7 +30,7 @@ class ChronicleBlocksTest {
 
     private final ResourceGraph graph = ResourceGraph.builder().name("chronicle-test").build();
     private final RdmaArena arena = RdmaArena.builder(RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain())
-            .chunkSize(1 << 20).arenas(1).build();
+            .chunkSize(1 << 20).shards(1).build();
 
     @AfterEach
     void teardown() {

@@ -70,7 +70,7 @@ final class Demo {
             DeviceContext context = device.open(graph);
             ProtectionDomain pd = context.allocateProtectionDomain();
             // No thread caches: a freed block goes straight back to its slab, so the demo can show it reused.
-            RdmaArena arena = RdmaArena.builder(pd).chunkSize(4 << 20).arenas(1).threadCache(0)
+            RdmaArena arena = RdmaArena.builder(pd).chunkSize(4 << 20).shards(1).threadCache(0)
                     .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
             return new Side(graph, context, pd, arena);
         }

@@ -79,7 +79,7 @@ class AllocatorProperties {
                 }
             }).build();
             context = RdmaDevices.open("soft:soft0", graph);
-            arena = RdmaArena.builder(context.allocateProtectionDomain()).chunkSize(1 << 20).arenas(2)
+            arena = RdmaArena.builder(context.allocateProtectionDomain()).chunkSize(1 << 20).shards(2)
                     .checked(checked).build();
         }
 

@@ -303,7 +303,7 @@ class LeaseProperties {
 
         /** With thread caches, as by default: the sessions' threads allocate, free and die with their sessions. */
         private static RdmaArena arena(ProtectionDomain pd) {
-            return RdmaArena.builder(pd).chunkSize(1 << 20).arenas(1)
+            return RdmaArena.builder(pd).chunkSize(1 << 20).shards(1)
                     .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
         }
 

@@ -72,7 +72,7 @@ class AgentFuzzTest {
         ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
         ProtectionDomain peerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
         // No thread caches: the agent threads that allocate die with their sessions (see LeaseProperties).
-        RdmaArena arena = RdmaArena.builder(ownerPd).chunkSize(1 << 20).arenas(1).threadCache(0)
+        RdmaArena arena = RdmaArena.builder(ownerPd).chunkSize(1 << 20).shards(1).threadCache(0)
                 .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
         var random = new SplittableRandom(20261122);
         Map<String, Integer> seen = new TreeMap<>();

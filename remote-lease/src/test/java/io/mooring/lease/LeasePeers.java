@@ -56,7 +56,7 @@ abstract class LeasePeers {
         peerQp = peerPd.createQueuePair(peerCq, peerCq, QpCapabilities.DEFAULT);
         ownerQp.connect(peerQp.info());
         peerQp.connect(ownerQp.info());
-        arena = RdmaArena.builder(ownerPd).chunkSize(1 << 20).arenas(1)
+        arena = RdmaArena.builder(ownerPd).chunkSize(1 << 20).shards(1)
                 .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
         peerSource = peerPd.register(memory.allocate(64, 8), EnumSet.of(Access.LOCAL_WRITE));
         peerSource.segment().fill((byte) 0x7e);

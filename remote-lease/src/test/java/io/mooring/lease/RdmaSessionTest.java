@@ -71,7 +71,7 @@ class RdmaSessionTest {
     private RdmaArena arena(String device) {
         DeviceContext context = RdmaDevices.open(device, graph);
         ProtectionDomain pd = context.allocateProtectionDomain();
-        RdmaArena arena = RdmaArena.builder(pd).chunkSize(1 << 20).arenas(1)
+        RdmaArena arena = RdmaArena.builder(pd).chunkSize(1 << 20).shards(1)
                 .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
         pds.put(arena, pd);
         return arena;
