@@ -32,4 +32,23 @@ public final class ChildJvm {
         command.addAll(List.of(args));
         return command;
     }
+
+    /**
+     * {@code java [jvmOptions] ... -m module/mainClass [args]}: the child as Surefire runs this test, on the module
+     * path with the test classes patched into the module under test, so a module's own options (such as
+     * {@code --enable-native-access=io.mooring.verbs}) apply to it by name.
+     */
+    public static List<String> moduleCommand(List<String> jvmOptions, Class<?> mainClass, String... args) {
+        String module = mainClass.getModule().getName();
+        if (module == null) throw new IllegalStateException(mainClass + " is not in a named module");
+        String testClasses = Path.of(System.getProperty("basedir", "."), "target", "test-classes").toString();
+        var command = new ArrayList<String>();
+        command.add(ProcessHandle.current().info().command().orElseThrow());
+        command.addAll(jvmOptions);
+        command.addAll(List.of("-p", System.getProperty("jdk.module.path"),
+                "--patch-module", module + "=" + testClasses, "--add-reads", module + "=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), "-m", module + "/" + mainClass.getName()));
+        command.addAll(List.of(args));
+        return command;
+    }
 }

@@ -4,6 +4,7 @@ import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.VerbsProvider;
 import java.lang.System.Logger.Level;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -129,6 +130,21 @@ public final class RdmaDevices {
         return open(provider("soft"), "soft0", graph);
     }
 
+    /**
+     * Both providers reach memory by address (the soft one as its NIC would), which FFM restricts: a JVM that denies
+     * this module native access is refused here, with the flags to add, rather than at its first registration.
+     */
+    @SuppressWarnings("restricted") // a zero-length view of NULL: touches nothing, only asks the JVM for permission
+    private static void requireNativeAccess() {
+        if (RdmaDevices.class.getModule().isNativeAccessEnabled()) return;
+        try {
+            MemorySegment.NULL.reinterpret(0);
+        } catch (IllegalCallerException denied) {
+            throw new IllegalCallerException("a verbs device reaches memory by address through FFM, and this JVM"
+                    + " denies it native access: " + VerbsException.NATIVE_ACCESS_HINT, denied);
+        }
+    }
+
     /** The provider choice: the system property, else {@code MOORING_PROVIDER}, else {@code auto}. */
     public static String configuredProvider() {
         String v = System.getProperty(PROVIDER_PROPERTY);
@@ -161,6 +177,7 @@ public final class RdmaDevices {
     }
 
     private static DeviceContext open(VerbsProvider provider, String device, ResourceGraph graph) {
+        requireNativeAccess();
         ContextOps ops = provider.open(device);
         var resource = graph.create("context", provider.name() + ":" + device, ops::close);
         return new DeviceContext(ops, resource);
