@@ -23,8 +23,9 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 /**
- * {@code mooring pingpong}: an RC ping-pong between two queue pairs, like {@code ibv_rc_pingpong} (SEND/RECV)
- * or {@code ib_write_lat} (RDMA WRITE with immediate). The pinging side times every round trip and prints
+ * {@code mooring pingpong}: an RC ping-pong between two queue pairs, in the protocol of {@code ib_send_lat} /
+ * {@code ibv_rc_pingpong} (SEND/RECV), of {@code ib_write_lat} (RDMA WRITE, the receiver polling the last byte of its
+ * buffer), or RDMA WRITE with immediate (a receive completion per message). The pinging side times every round trip and prints
  * percentiles of the half round trip and the throughput. Both sides run in this process on one device unless
  * {@code --listen}/{@code --connect} put them in two, which exchange their {@link io.mooring.verbs.QpInfo},
  * buffer and settings through a {@link Bootstrap} TCP connection.
@@ -32,15 +33,18 @@ import java.util.concurrent.TimeUnit;
 final class PingPong {
     static final String USAGE = """
             usage: mooring pingpong [--provider soft|ibv|auto] [--device NAME] [--size BYTES] [--iters N]
-                                    [--warmup N] [--mode send|write] [--poll busy|events]
+                                    [--warmup N] [--mode send|write|write-imm] [--poll busy|events]
                                     [--listen PORT | --connect HOST:PORT]
               --provider  soft, ibv or auto (default: mooring.provider, else auto: ibv if it has a device, else soft)
               --device    the device (default: soft0, or the first ibv device)
               --size      message size in bytes (default 64)
               --iters     measured round trips (default 10000)
               --warmup    round trips before measuring (default 1000)
-              --mode      send: SEND/RECV (like ibv_rc_pingpong); write: RDMA WRITE with immediate (like ib_write_lat)
-              --poll      busy: spin on the completion queue (default); events: sleep on completion events
+              --mode      send: SEND/RECV (like ib_send_lat); write: RDMA WRITE, the receiver polling the last byte
+                          of its buffer (like ib_write_lat); write-imm: RDMA WRITE with immediate, the receiver
+                          taking a receive completion
+              --poll      busy: spin on the completion queue (default); events: sleep on completion events (not
+                          with --mode write, whose receiver polls memory)
               --listen    answer one peer that connects to this TCP port (0: any free port); prints
                           'listening on PORT' first
               --connect   ping a peer started with --listen; both sides need the same --size, --iters, --warmup, --mode
@@ -50,8 +54,24 @@ final class PingPong {
     private static final int CONNECT_TIMEOUT_MS = 10_000;
     private static final int BOOTSTRAP_TIMEOUT_MS = (int) PingPongSide.PEER_TIMEOUT.toMillis();
 
+    /** The protocol of a round trip. */
+    enum Mode {
+        /** SEND into a posted receive, as {@code ib_send_lat}. */
+        SEND,
+        /** RDMA WRITE into the peer's buffer, whose last byte the peer polls, as {@code ib_write_lat}. */
+        WRITE,
+        /** RDMA WRITE with immediate: the data lands in the buffer and a receive completion says so. */
+        WRITE_IMM;
+
+        static final List<String> NAMES = List.of("send", "write", "write-imm");
+
+        String option() {
+            return NAMES.get(ordinal());
+        }
+    }
+
     /** What both sides must agree on, and the options that are this side's own business. */
-    record Settings(String provider, String device, boolean write, int size, int iters, int warmup, boolean busyPoll,
+    record Settings(String provider, String device, Mode mode, int size, int iters, int warmup, boolean busyPoll,
                     int listen, InetSocketAddress connect) {
         static final int NO_LISTEN = -1;
 
@@ -61,11 +81,15 @@ final class PingPong {
             if (o.has("listen") && o.has("connect")) {
                 throw new UsageException("--listen and --connect exclude each other: one side listens, the other connects");
             }
-            return new Settings(o.choice("provider", null, DeviceChoice.PROVIDERS), o.text("device", null),
-                    o.choice("mode", "send", List.of("send", "write")).equals("write"),
+            Mode mode = Mode.values()[Mode.NAMES.indexOf(o.choice("mode", "send", Mode.NAMES))];
+            boolean busyPoll = o.choice("poll", "busy", List.of("busy", "events")).equals("busy");
+            if (mode == Mode.WRITE && !busyPoll) {
+                throw new UsageException("--mode write polls memory, as ib_write_lat does: it has no completion event"
+                        + " to sleep on; use --poll busy, or --mode write-imm");
+            }
+            return new Settings(o.choice("provider", null, DeviceChoice.PROVIDERS), o.text("device", null), mode,
                     o.number("size", 64, 1, MAX_SIZE), o.number("iters", 10_000, 1, 10_000_000),
-                    o.number("warmup", 1000, 0, 100_000_000),
-                    o.choice("poll", "busy", List.of("busy", "events")).equals("busy"),
+                    o.number("warmup", 1000, 0, 100_000_000), busyPoll,
                     o.number("listen", NO_LISTEN, 0, 65535), peerAddress(o.text("connect", null)));
         }
 
@@ -88,7 +112,7 @@ final class PingPong {
         }
 
         String describe() {
-            return (write ? "write" : "send") + " mode, " + size + "-byte messages, " + iters + " round trips after "
+            return mode.option() + " mode, " + size + "-byte messages, " + iters + " round trips after "
                     + warmup + " warm-up, " + (busyPoll ? "busy" : "event") + " polling";
         }
     }
@@ -96,24 +120,29 @@ final class PingPong {
     /**
      * The application record of the bootstrap: the settings both sides must share, and where the peer writes to.
      */
-    private record Setup(boolean write, int size, int iters, int warmup, long address, int rkey) {
+    private record Setup(Mode mode, int size, int iters, int warmup, long address, int rkey) {
         static final int BYTES = 4 * 4 + 8 + 4;
 
         static Setup of(Settings s, PingPongSide side) {
-            return new Setup(s.write(), s.size(), s.iters(), s.warmup(), side.receiveAddress(), side.rkey());
+            return new Setup(s.mode(), s.size(), s.iters(), s.warmup(), side.receiveAddress(), side.rkey());
         }
 
         ByteBuffer encode() {
-            return ByteBuffer.allocate(BYTES).putInt(write ? 1 : 0).putInt(size).putInt(iters).putInt(warmup)
+            return ByteBuffer.allocate(BYTES).putInt(mode.ordinal()).putInt(size).putInt(iters).putInt(warmup)
                     .putLong(address).putInt(rkey).flip();
         }
 
+        /** @throws IllegalStateException if the peer names a mode this side does not know */
         static Setup decode(ByteBuffer b) {
-            return new Setup(b.getInt() == 1, b.getInt(), b.getInt(), b.getInt(), b.getLong(), b.getInt());
+            int mode = b.getInt();
+            if (mode < 0 || mode >= Mode.values().length) {
+                throw new IllegalStateException("the peer runs a pingpong mode this side does not know (" + mode + ")");
+            }
+            return new Setup(Mode.values()[mode], b.getInt(), b.getInt(), b.getInt(), b.getLong(), b.getInt());
         }
 
         String options() {
-            return "--mode " + (write ? "write" : "send") + " --size " + size + " --iters " + iters + " --warmup " + warmup;
+            return "--mode " + mode.option() + " --size " + size + " --iters " + iters + " --warmup " + warmup;
         }
     }
 

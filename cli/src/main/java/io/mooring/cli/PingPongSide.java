@@ -17,13 +17,18 @@ import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.EnumSet;
 
 /**
  * One end of the ping-pong: its own PD, CQ (for sends and receives), RC QP and a registered buffer whose first
  * half is sent from and whose second half is received (or written) into. Every completion is checked: an error
- * status, a message of the wrong shape, or none within {@link #PEER_TIMEOUT} ends the run with an exception.
+ * status, a message of the wrong shape, or none within {@link #PEER_TIMEOUT} ends the run with an exception. In
+ * {@link PingPong.Mode#WRITE} a message is known to have arrived by its last byte, which carries the round's marker,
+ * as in perftest's {@code ib_write_lat}.
  */
 final class PingPongSide implements AutoCloseable {
     /** How long to wait for any completion before declaring the peer gone. */
@@ -32,9 +37,12 @@ final class PingPongSide implements AutoCloseable {
     private static final int RECEIVES = 3;
     private static final Duration EVENT_WAIT = Duration.ofMillis(200);
     private static final QpCapabilities CAPABILITIES = QpCapabilities.DEFAULT;
+    /** Reads the polled byte with acquire semantics: a plain read in a spin loop may be hoisted out of it. */
+    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
 
     private final String role;
     private final PingPong.Settings settings;
+    private final PingPong.Mode mode;
     private final ProtectionDomain pd;
     private final CompletionQueue cq;
     private final QueuePair qp;
@@ -47,29 +55,35 @@ final class PingPongSide implements AutoCloseable {
     PingPongSide(String role, DeviceContext context, Arena arena, PingPong.Settings settings) {
         this.role = role;
         this.settings = settings;
+        this.mode = settings.mode();
         this.pd = context.allocateProtectionDomain();
         this.cq = context.createCompletionQueue(CAPABILITIES.maxSendWr() + RECEIVES);
         this.qp = pd.createQueuePair(cq, cq, CAPABILITIES);
         int size = settings.size();
         this.buffer = pd.register(arena.allocate(2L * size, 64), EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
         boolean inline = size <= CAPABILITIES.maxInlineData(); // as perftest does for small messages
-        this.send = (settings.write() ? WorkRequest.write(buffer, 0, size) : WorkRequest.send(buffer, 0, size))
+        this.send = (mode == PingPong.Mode.SEND ? WorkRequest.send(buffer, 0, size) : WorkRequest.write(buffer, 0, size))
                 .inline(inline);
         // A WRITE with immediate lands in the buffer; its receive only carries the immediate, so it needs no buffer.
-        this.receive = settings.write() ? new ReceiveRequest() : ReceiveRequest.into(buffer, size, size);
+        // A plain WRITE consumes no receive at all.
+        this.receive = switch (mode) {
+            case SEND -> ReceiveRequest.into(buffer, size, size);
+            case WRITE_IMM -> new ReceiveRequest();
+            case WRITE -> null;
+        };
     }
 
     /** RESET → INIT, and the receives posted, so that the peer's first message finds one. */
     void init() {
         qp.init(ConnectOptions.DEFAULT);
-        for (int i = 0; i < RECEIVES; i++) qp.post(receive);
+        if (receive != null) for (int i = 0; i < RECEIVES; i++) qp.post(receive);
     }
 
     QpInfo info() {
         return qp.info(ConnectOptions.DEFAULT);
     }
 
-    /** Where the peer writes to in write mode: the receive half of the buffer. */
+    /** Where the peer writes to in the write modes: the receive half of the buffer. */
     long receiveAddress() {
         return buffer.address() + settings.size();
     }
@@ -78,33 +92,74 @@ final class PingPongSide implements AutoCloseable {
         return buffer.rkey();
     }
 
-    /** INIT → RTR → RTS towards the peer; in write mode its messages go to {@code address} under {@code rkey}. */
+    /** INIT → RTR → RTS towards the peer; in the write modes messages go to {@code address} under {@code rkey}. */
     void connect(QpInfo peer, long address, int rkey) {
         qp.readyToReceive(peer, ConnectOptions.DEFAULT);
         qp.readyToSend(ConnectOptions.DEFAULT);
-        if (settings.write()) send.remote(address, rkey).immediate(0);
+        if (mode != PingPong.Mode.SEND) send.remote(address, rkey);
+        if (mode == PingPong.Mode.WRITE_IMM) send.immediate(0);
     }
 
-    /** Sends message {@code seq} (write mode: writes it, with {@code seq} as the immediate). */
+    /** Sends message {@code seq}: a SEND, a WRITE whose last byte is the round's marker, or a WRITE with immediate. */
     void send(int seq) {
-        if (settings.write()) send.immediate(seq);
+        switch (mode) {
+            case SEND -> { }
+            case WRITE -> buffer.segment().set(ValueLayout.JAVA_BYTE, settings.size() - 1L, marker(seq));
+            case WRITE_IMM -> send.immediate(seq);
+        }
         qp.post(send.wrId(seq));
+    }
+
+    /** The last byte of message {@code seq} in write mode: never the previous round's, nor the buffer's initial 0. */
+    private static byte marker(int seq) {
+        return (byte) (seq % 255 + 1);
     }
 
     /** Waits for message {@code seq} from the peer, checks it and posts a receive in its place. */
     void awaitReceive(int seq) throws InterruptedException {
+        if (mode == PingPong.Mode.WRITE) {
+            awaitWritten(seq);
+            return;
+        }
         while (true) {
             WorkCompletion wc = next(seq);
             if (!wc.opcode().isReceive()) continue; // one of our sends completed: checked in next()
-            boolean expected = settings.write()
+            boolean expected = mode == PingPong.Mode.WRITE_IMM
                     ? wc.opcode() == WcOpcode.RECV_RDMA_WITH_IMM && wc.immediate() == seq
                     : wc.opcode() == WcOpcode.RECV && wc.byteLength() == settings.size();
             if (!expected) {
                 throw new IllegalStateException(role + " side: message " + seq + " arrived as " + wc + ", expected "
-                        + (settings.write() ? "a WRITE with immediate " + seq : "a " + settings.size() + "-byte SEND"));
+                        + (mode == PingPong.Mode.WRITE_IMM ? "a WRITE with immediate " + seq
+                        : "a " + settings.size() + "-byte SEND"));
             }
             qp.post(receive);
             return;
+        }
+    }
+
+    /**
+     * Spins on the last byte of the receive half until the peer's WRITE of message {@code seq} has landed, taking the
+     * completions of this side's own WRITEs meanwhile (each is checked, and the CQ never fills).
+     */
+    private void awaitWritten(int seq) {
+        MemorySegment memory = buffer.segment();
+        long last = 2L * settings.size() - 1;
+        byte expected = marker(seq);
+        long deadline = System.nanoTime() + PEER_TIMEOUT.toNanos();
+        for (int spins = 0; ; spins++) {
+            while (cq.poll(one) == 1) { // every completion there is, so the send queue drains even when nothing waits
+                if (!one[0].isSuccess()) throw new WorkCompletionException(qp + " (" + role + " side)", one[0].copy());
+            }
+            if ((byte) BYTE.getAcquire(memory, last) == expected) return;
+            if ((spins & 0xfff) == 0 && System.nanoTime() - deadline > 0) {
+                throw new VerbsException("ibv_poll_cq", Errno.ETIMEDOUT.number(), "the buffer of the " + role + " side",
+                        "message " + seq + " did not land within " + PEER_TIMEOUT.toSeconds()
+                                + " s: the peer stopped answering");
+            }
+            // Now and then give the core away: over the soft provider's TCP fabric a reader thread of this JVM must
+            // run for the peer's WRITE to land at all, and a small machine may have no other core for it.
+            if ((spins & 0x3ff) == 0x3ff) Thread.yield();
+            else Thread.onSpinWait();
         }
     }
 

@@ -22,19 +22,21 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A listening side in a second JVM, the pinging side in this one: the QPs meet over the bootstrap and the soft
- * provider's TCP fabric. The listener sleeps on completion events, so that two spinning JVMs do not fight over a
- * small machine; the poll mode is each side's own choice.
+ * provider's TCP fabric. The listener sleeps on completion events where the mode has them, so that two spinning
+ * JVMs do not fight over a small machine; the poll mode is each side's own choice.
  */
 @Timeout(180)
 class PingPongTwoProcessTest {
     private static final Pattern LISTENING = Pattern.compile("listening on (\\d+)");
 
     @ParameterizedTest
-    @ValueSource(strings = {"send", "write"})
+    @ValueSource(strings = {"send", "write", "write-imm"})
     void twoProcessesPingPongOverTheBootstrap(String mode, @TempDir Path dir) throws Exception {
         Path childErr = dir.resolve("listener.err");
+        // The write mode's receiver polls memory (there is no event to sleep on), so its listener spins too.
+        String listenerPoll = mode.equals("write") ? "busy" : "events";
         Process child = new ProcessBuilder(Main.command("pingpong", "--listen", "0", "--mode", mode,
-                "--poll", "events", "--iters", "200", "--warmup", "20"))
+                "--poll", listenerPoll, "--iters", "200", "--warmup", "20"))
                 .redirectError(childErr.toFile()).start();
         try {
             var childOut = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
