@@ -67,9 +67,10 @@ class DevicesTest {
 
     @Test
     void autoTakesTheFirstIbvDeviceWhenThereIsOne() {
-        var rxe = new DeviceInfo("ibv", "rxe0", new DeviceAttributes(-1L, 1, 2, 3, 4, 5, 6, 7, false,
-                Set.of(MwType.TYPE_2), 8, 1), List.of(new PortAttributes(1, false, Mtu.MTU_1024, 0, "Ethernet",
-                List.of(new Gid(0xfe80_0000_0000_0000L, 1), Gid.of(InetAddress.getLoopbackAddress())))));
+        var rxe = new DeviceInfo("ibv", "rxe0", DeviceAttributes.builder().maxMrSize(-1L).maxQp(1).maxQpWr(2)
+                .maxSge(3).maxCq(4).maxCqe(5).maxMr(6).maxMw(7).windowTypes(Set.of(MwType.TYPE_2)).maxInlineData(8)
+                .ports(1).build(), List.of(new PortAttributes(1, false, Mtu.MTU_1024, 0, "Ethernet",
+                List.of(new Gid(0xfe80_0000_0000_0000L, 1), Gid.of(InetAddress.getLoopbackAddress())), 1)));
         var choice = withIbv(() -> List.of(rxe));
         String out = print(choice);
         assertTrue(out.startsWith("hca_id: rxe0\n"), out);

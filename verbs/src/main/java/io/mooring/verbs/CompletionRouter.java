@@ -74,8 +74,8 @@ final class CompletionRouter implements CompletionSink {
     }
 
     @Override
-    public void completion(long wrId, int status, int opcode, int byteLength, int immediate, boolean hasImmediate,
-                           int qpNumber) {
+    public void completion(long wrId, int status, int opcode, int vendorError, int byteLength, int immediate,
+                           int flags, int qpNumber) {
         QpQueues qp = qps.get(qpNumber);
         if (qp == null) return; // its QP was destroyed: nobody waits for it any more
         boolean receive = InFlight.isReceive(wrId);
@@ -86,11 +86,11 @@ final class CompletionRouter implements CompletionSink {
         WcOpcode op = receive && st == WcStatus.SUCCESS ? WcOpcode.of(opcode) : done.opcode();
         if (done.future() != null) {
             var wc = new WorkCompletion();
-            wc.set(done.userWrId(), st, op, byteLength, immediate, hasImmediate, qpNumber);
+            wc.set(done.userWrId(), st, op, vendorError, byteLength, immediate, flags, qpNumber);
             if (st == WcStatus.SUCCESS) done.future().complete(wc);
             else done.future().completeExceptionally(new WorkCompletionException("qpn " + qpNumber, wc));
             return;
         }
-        target[filled++].set(done.userWrId(), st, op, byteLength, immediate, hasImmediate, qpNumber);
+        target[filled++].set(done.userWrId(), st, op, vendorError, byteLength, immediate, flags, qpNumber);
     }
 }

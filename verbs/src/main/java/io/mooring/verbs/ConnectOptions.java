@@ -1,67 +1,248 @@
 package io.mooring.verbs;
 
-import java.util.EnumSet;
+import java.util.OptionalInt;
 import java.util.Set;
 
 /**
- * How {@link QueuePair#connect} moves a queue pair through INIT, RTR and RTS. The defaults are what perftest
- * and most RC applications use.
- *
- * @param port          local port number (INIT)
- * @param gidIndex      local GID index used as source GID (RTR); -1 picks the port's first IPv4-mapped GID (the
- *                      RoCE v2 one, index 1 on rxe), else index 0
- * @param access        what the peer may do through this QP: REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC (INIT)
- * @param minRnrTimer   how long the peer is told to wait before retrying a SEND that found no receive,
- *                      as the 5-bit IB code (12 ≈ 0.64 ms) (RTR)
- * @param timeout       local ACK timeout, 4.096 µs × 2^timeout (14 ≈ 67 ms) (RTS)
- * @param retryCount    transport retries before RETRY_EXC_ERR (RTS)
- * @param rnrRetry      RNR retries before RNR_RETRY_EXC_ERR; 7 means retry forever (RTS)
- * @param maxRdAtomic   outstanding READs/atomics this QP may issue (RTS)
- * @param maxDestRdAtomic outstanding READs/atomics it accepts (RTR)
+ * How {@link QueuePair#connect} moves a queue pair through INIT, RTR and RTS, built by name with
+ * {@link #builder()} or from other options with {@link #toBuilder()}. Immutable. The defaults are what perftest and
+ * most RC applications use. Each setter checks its value's range (the same checks as {@link QpAttributes}, which
+ * holds the values); {@link QueuePair} checks the rest against the device before the first transition, so refused
+ * options leave the QP where it was.
  */
-public record ConnectOptions(int port, int gidIndex, Set<Access> access, int minRnrTimer, int timeout,
-                             int retryCount, int rnrRetry, int maxRdAtomic, int maxDestRdAtomic) {
+public final class ConnectOptions {
+    /** Port 1, automatic GID, remote read/write/atomic allowed, a fresh random PSN, perftest's timers and retries. */
+    public static final ConnectOptions DEFAULT = builder().build();
 
-    /** Port 1, automatic GID, remote read/write/atomic allowed, perftest's timers and retries. */
-    public static final ConnectOptions DEFAULT = new ConnectOptions(1, -1,
-            EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC),
-            12, 14, 7, 7, 1, 1);
+    /** The chosen values; never handed out, so never changed after construction. */
+    private final QpAttributes values;
+    private final int gidIndex;
 
-    public ConnectOptions {
-        access = Set.copyOf(access);
-        range(port, 1, 255, "port");
-        range(gidIndex, -1, 255, "gidIndex");
-        range(minRnrTimer, 0, 31, "minRnrTimer");
-        range(timeout, 0, 31, "timeout");
-        range(retryCount, 0, 7, "retryCount");
-        range(rnrRetry, 0, 7, "rnrRetry");
-        range(maxRdAtomic, 0, 255, "maxRdAtomic");
-        range(maxDestRdAtomic, 0, 255, "maxDestRdAtomic");
+    private ConnectOptions(Builder b) {
+        this.values = b.values.copy();
+        this.gidIndex = b.gidIndex;
     }
 
-    private static void range(int value, int min, int max, String name) {
-        if (value < min || value > max) {
-            throw new IllegalArgumentException(name + " must be in [" + min + ", " + max + "], was " + value);
+    /** The {@link #DEFAULT} options, to change by name. */
+    public static Builder builder() {
+        return new Builder(new QpAttributes().port(1).access(Access.REMOTE).pkeyIndex(0).minRnrTimer(12).timeout(14)
+                .retryCount(7).rnrRetry(7).maxRdAtomic(1).maxDestRdAtomic(1).trafficClass(0).serviceLevel(0)
+                .hopLimit(64), -1);
+    }
+
+    /** These options, to change by name. */
+    public Builder toBuilder() {
+        return new Builder(values.copy(), gidIndex);
+    }
+
+    /** The local port (INIT). Default 1. */
+    public int port() {
+        return values.port();
+    }
+
+    /**
+     * The local GID to send from, by index (RTR); -1 (the default) picks the port's first IPv4-mapped GID (the RoCE v2
+     * one, index 1 on rxe), else index 0.
+     */
+    public int gidIndex() {
+        return gidIndex;
+    }
+
+    /** What the peer may do through this QP: REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC (INIT). Default all three. */
+    public Set<Access> access() {
+        return values.access();
+    }
+
+    /**
+     * The PSN this QP starts sending with (RTS), which {@link QueuePair#info} hands the peer; empty (the default)
+     * for the random one the QP draws anew at creation and at every reset, so that packets of an earlier
+     * connection cannot pass for this one's.
+     */
+    public OptionalInt sendPsn() {
+        return values.isSet(QpAttribute.SQ_PSN) ? OptionalInt.of(values.sendPsn()) : OptionalInt.empty();
+    }
+
+    /** The partition: an index into the port's P_Key table (INIT). Default 0. */
+    public int pkeyIndex() {
+        return values.pkeyIndex();
+    }
+
+    /**
+     * How long the peer is told to wait before retrying a SEND that found no receive, as the 5-bit IB code (RTR).
+     * Default 12 (≈ 0.64 ms).
+     */
+    public int minRnrTimer() {
+        return values.minRnrTimer();
+    }
+
+    /** The local ACK timeout, 4.096 µs × 2^timeout (RTS). Default 14 (≈ 67 ms). */
+    public int timeout() {
+        return values.timeout();
+    }
+
+    /** Transport retries before RETRY_EXC_ERR (RTS). Default 7. */
+    public int retryCount() {
+        return values.retryCount();
+    }
+
+    /** RNR retries before RNR_RETRY_EXC_ERR; 7 (the default) retries forever (RTS). */
+    public int rnrRetry() {
+        return values.rnrRetry();
+    }
+
+    /**
+     * READs and atomics this QP may have outstanding as requester (RTS), at most the device's
+     * {@link DeviceAttributes#maxQpInitRdAtom()}. Default 1.
+     */
+    public int maxRdAtomic() {
+        return values.maxRdAtomic();
+    }
+
+    /**
+     * Incoming READs and atomics this QP accepts at once as responder (RTR), at most the device's
+     * {@link DeviceAttributes#maxQpRdAtom()}. Default 1.
+     */
+    public int maxDestRdAtomic() {
+        return values.maxDestRdAtomic();
+    }
+
+    /** The traffic class of the global route header (RoCE v2: the IP TOS byte) (RTR). Default 0. */
+    public int trafficClass() {
+        return values.trafficClass();
+    }
+
+    /** The InfiniBand service level, 0–15 (RTR). Default 0. */
+    public int serviceLevel() {
+        return values.serviceLevel();
+    }
+
+    /** The hop limit of the global route header (RTR); on RoCE the kernel uses its route's instead. Default 64. */
+    public int hopLimit() {
+        return values.hopLimit();
+    }
+
+    /**
+     * Checks what depends on the device: the port, the GID and P_Key indexes, the READ/atomic depths.
+     *
+     * @throws IllegalArgumentException naming the option, its value and the device's limit
+     */
+    void requireSupportedBy(DeviceContext context) {
+        PortAttributes p = context.port(port());
+        context.gid(port(), gidIndex);
+        if (pkeyIndex() >= p.pkeyTableLength()) {
+            throw new IllegalArgumentException("pkeyIndex " + pkeyIndex() + " is outside the " + p.pkeyTableLength()
+                    + "-entry P_Key table of port " + port() + " of " + context.device());
         }
+        DeviceAttributes device = context.device().attributes();
+        QpCapabilities.within(maxRdAtomic(), device.maxQpInitRdAtom(), "maxRdAtomic", "max_qp_init_rd_atom");
+        QpCapabilities.within(maxDestRdAtomic(), device.maxQpRdAtom(), "maxDestRdAtomic", "max_qp_rd_atom");
     }
 
-    public ConnectOptions withGidIndex(int index) {
-        return new ConnectOptions(port, index, access, minRnrTimer, timeout, retryCount, rnrRetry, maxRdAtomic,
-                maxDestRdAtomic);
+    @Override
+    public String toString() {
+        return "ConnectOptions" + values + (gidIndex < 0 ? "" : " gidIndex " + gidIndex);
     }
 
-    public ConnectOptions withAccess(Set<Access> rights) {
-        return new ConnectOptions(port, gidIndex, rights, minRnrTimer, timeout, retryCount, rnrRetry, maxRdAtomic,
-                maxDestRdAtomic);
-    }
+    /** Collects options by name; each setter checks its value's range. */
+    public static final class Builder {
+        private final QpAttributes values;
+        private int gidIndex;
 
-    public ConnectOptions withRetries(int timeoutCode, int retries, int rnrRetries) {
-        return new ConnectOptions(port, gidIndex, access, minRnrTimer, timeoutCode, retries, rnrRetries,
-                maxRdAtomic, maxDestRdAtomic);
-    }
+        private Builder(QpAttributes values, int gidIndex) {
+            this.values = values;
+            this.gidIndex = gidIndex;
+        }
 
-    public ConnectOptions withMinRnrTimer(int code) {
-        return new ConnectOptions(port, gidIndex, access, code, timeout, retryCount, rnrRetry, maxRdAtomic,
-                maxDestRdAtomic);
+        /** See {@link ConnectOptions#port()}. */
+        public Builder port(int number) {
+            values.port(number);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#gidIndex()}. */
+        public Builder gidIndex(int index) {
+            this.gidIndex = QpAttributes.inRange(index, -1, 0xff, "gidIndex");
+            return this;
+        }
+
+        /** See {@link ConnectOptions#access()}. */
+        public Builder access(Set<Access> rights) {
+            values.access(rights);
+            return this;
+        }
+
+        /**
+         * Starts sending with {@code psn} instead of a random PSN; see {@link ConnectOptions#sendPsn()}.
+         *
+         * @throws IllegalArgumentException if it does not fit in 24 bits
+         */
+        public Builder sendPsn(int psn) {
+            values.sendPsn(psn);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#pkeyIndex()}. */
+        public Builder pkeyIndex(int index) {
+            values.pkeyIndex(index);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#minRnrTimer()}. */
+        public Builder minRnrTimer(int code) {
+            values.minRnrTimer(code);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#timeout()}. */
+        public Builder timeout(int code) {
+            values.timeout(code);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#retryCount()}. */
+        public Builder retryCount(int retries) {
+            values.retryCount(retries);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#rnrRetry()}. */
+        public Builder rnrRetry(int retries) {
+            values.rnrRetry(retries);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#maxRdAtomic()}. */
+        public Builder maxRdAtomic(int depth) {
+            values.maxRdAtomic(depth);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#maxDestRdAtomic()}. */
+        public Builder maxDestRdAtomic(int depth) {
+            values.maxDestRdAtomic(depth);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#trafficClass()}. */
+        public Builder trafficClass(int value) {
+            values.trafficClass(value);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#serviceLevel()}. */
+        public Builder serviceLevel(int level) {
+            values.serviceLevel(level);
+            return this;
+        }
+
+        /** See {@link ConnectOptions#hopLimit()}. */
+        public Builder hopLimit(int hops) {
+            values.hopLimit(hops);
+            return this;
+        }
+
+        public ConnectOptions build() {
+            return new ConnectOptions(this);
+        }
     }
 }

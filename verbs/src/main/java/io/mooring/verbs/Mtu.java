@@ -20,8 +20,19 @@ public enum Mtu {
         return bytes;
     }
 
+    /** The MTU of verbs code {@code code} ({@code IBV_MTU_*}). */
     public static Mtu of(int code) {
         for (Mtu m : values()) if (m.code == code) return m;
         throw new IllegalArgumentException("no MTU has verbs code " + code);
+    }
+
+    /**
+     * The MTU of {@code bytes} bytes, as a configuration or {@code ibv_devinfo} states it.
+     *
+     * @throws IllegalArgumentException if {@code bytes} is not one of 256, 512, 1024, 2048, 4096
+     */
+    public static Mtu ofBytes(int bytes) {
+        for (Mtu m : values()) if (m.bytes == bytes) return m;
+        throw new IllegalArgumentException("no MTU is " + bytes + " bytes; path MTUs are 256, 512, 1024, 2048 or 4096");
     }
 }

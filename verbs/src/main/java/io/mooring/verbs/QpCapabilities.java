@@ -34,7 +34,8 @@ public record QpCapabilities(int maxSendWr, int maxRecvWr, int maxSendSge, int m
         within(maxInlineData, device.maxInlineData(), "maxInlineData", "max_inline_data");
     }
 
-    private static void within(int value, int limit, String name, String deviceLimit) {
+    /** Refuses {@code value} above a device limit, naming both. */
+    static void within(int value, int limit, String name, String deviceLimit) {
         if (value > limit) {
             throw new IllegalArgumentException(name + " " + value + " exceeds the device's " + deviceLimit + " of " + limit);
         }

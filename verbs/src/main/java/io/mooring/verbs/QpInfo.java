@@ -21,7 +21,7 @@ public record QpInfo(int qpn, int psn, Gid gid, int lid, Mtu mtu, long token) {
     public static final int BYTES = 4 + 4 + Gid.BYTES + 4 + 4 + 8;
 
     public QpInfo {
-        if ((psn & ~0xff_ffff) != 0) throw new IllegalArgumentException("psn is 24 bits, was " + psn);
+        QpAttributes.inRange(psn, 0, QpAttributes.MAX_PSN, "psn");
     }
 
     /** Writes the fixed {@value #BYTES}-byte big-endian encoding. */

@@ -4,7 +4,6 @@ import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.spi.QpOps;
-import io.mooring.verbs.spi.QpTransition;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -26,7 +25,7 @@ public final class QueuePair extends VerbsObject {
     private final CompletionQueue recvCq;
     private final QpCapabilities capabilities;
     private final CompletionRouter.QpQueues queues;
-    private final int psn = ThreadLocalRandom.current().nextInt(1 << 24);
+    private volatile int psn = freshPsn(-1); // the next connection's send PSN, unless one is chosen; new at reset
     private final Object modifyLock = new Object();
 
     QueuePair(ProtectionDomain pd, QpOps ops, Resource resource, CompletionQueue sendCq, CompletionQueue recvCq,
@@ -87,12 +86,12 @@ public final class QueuePair extends VerbsObject {
     // ---- connection ------------------------------------------------------------------------------------------
 
     /**
-     * What the peer needs to connect to this QP, for the port and GID index of {@code options}. Take it after the
-     * last {@link #reset}, which changes its {@link QpInfo#token token}.
+     * What the peer needs to connect to this QP, for the port, GID index and send PSN of {@code options}. Take it
+     * after the last {@link #reset}, which draws a new PSN and changes the {@link QpInfo#token token}.
      */
     public QpInfo info(ConnectOptions options) {
         PortAttributes port = pd.context().port(options.port());
-        return new QpInfo(number(), psn, pd.context().gid(options.port(), options.gidIndex()), port.lid(),
+        return new QpInfo(number(), sendPsn(options), pd.context().gid(options.port(), options.gidIndex()), port.lid(),
                 port.activeMtu(), ops.token());
     }
 
@@ -101,26 +100,43 @@ public final class QueuePair extends VerbsObject {
         return info(ConnectOptions.DEFAULT);
     }
 
-    /** RESET → INIT, allowing the peer {@code options.access()}. */
+    /** The PSN this QP sends from when connected with {@code options}: the chosen one, else the one drawn at reset. */
+    private int sendPsn(ConnectOptions options) {
+        return options.sendPsn().orElse(psn);
+    }
+
+    /**
+     * RESET → INIT, allowing the peer {@code options.access()}. All of {@code options} is checked against the device
+     * first (also what RTR and RTS will use), so that refused options leave the QP in RESET.
+     *
+     * @throws IllegalArgumentException naming an option the device cannot do, its value and the device's limit
+     */
     public void init(ConnectOptions options) {
-        int remoteRights = Access.mask(options.access()) & Access.mask(Access.REMOTE);
-        modify(new QpTransition(QpState.INIT, options.port(), remoteRights, null, null, 0, null, 0, 0, 0, 0, 0, 0, 0));
+        options.requireSupportedBy(pd.context());
+        modify(new QpAttributes().state(QpState.INIT).port(options.port()).pkeyIndex(options.pkeyIndex())
+                .access(options.access()));
     }
 
     /** INIT → RTR: ready to receive from {@code remote}. */
     public void readyToReceive(QpInfo remote, ConnectOptions options) {
+        options.requireSupportedBy(pd.context());
         PortAttributes port = pd.context().port(options.port());
         Mtu path = remote.mtu().bytes() < port.activeMtu().bytes() ? remote.mtu() : port.activeMtu();
         Gid source = pd.context().gid(options.port(), options.gidIndex());
         int gidIndex = options.gidIndex() >= 0 ? options.gidIndex() : port.gids().indexOf(source);
-        modify(new QpTransition(QpState.RTR, options.port(), 0, remote, source, Math.max(gidIndex, 0), path,
-                options.minRnrTimer(), options.maxDestRdAtomic(), 0, 0, 0, 0, 0));
+        modify(new QpAttributes().state(QpState.RTR).pathMtu(path).destQpNumber(remote.qpn())
+                .receivePsn(remote.psn()).maxDestRdAtomic(options.maxDestRdAtomic()).minRnrTimer(options.minRnrTimer())
+                // RoCE v2 needs a global route: the peer's GID as destination, ours by table index as source
+                .destGid(remote.gid()).destLid(remote.lid()).destToken(remote.token())
+                .sourceGidIndex(Math.max(gidIndex, 0)).hopLimit(options.hopLimit())
+                .trafficClass(options.trafficClass()).serviceLevel(options.serviceLevel()));
     }
 
-    /** RTR → RTS: ready to send. */
+    /** RTR → RTS: ready to send, from the PSN {@link #info(ConnectOptions)} gave the peer. */
     public void readyToSend(ConnectOptions options) {
-        modify(new QpTransition(QpState.RTS, options.port(), 0, null, null, 0, null, 0, 0, psn, options.timeout(),
-                options.retryCount(), options.rnrRetry(), options.maxRdAtomic()));
+        options.requireSupportedBy(pd.context());
+        modify(new QpAttributes().state(QpState.RTS).sendPsn(sendPsn(options)).timeout(options.timeout())
+                .retryCount(options.retryCount()).rnrRetry(options.rnrRetry()).maxRdAtomic(options.maxRdAtomic()));
     }
 
     /** RESET → INIT → RTR → RTS towards {@code remote}. */
@@ -137,12 +153,19 @@ public final class QueuePair extends VerbsObject {
 
     /** Any state → ERROR: every outstanding request completes with WR_FLUSH_ERR. */
     public void moveToError() {
-        modify(QpTransition.to(QpState.ERROR));
+        modify(new QpAttributes().state(QpState.ERROR));
     }
 
-    /** Any state → RESET: outstanding requests are discarded without completions (their futures fail). */
+    /**
+     * Any state → RESET: outstanding requests are discarded without completions (their futures fail), and the QP
+     * draws a new random PSN for its next connection, so that packets of the old one still in the fabric do not
+     * fall into the new one's sequence.
+     */
     public void reset() {
-        modify(QpTransition.to(QpState.RESET));
+        synchronized (modifyLock) {
+            modify(new QpAttributes().state(QpState.RESET));
+            psn = freshPsn(psn);
+        }
         String reason = "qpn " + number() + " was reset before this request completed";
         queues.send().discardAll(reason, false);
         queues.receive().discardAll(reason, false);
@@ -150,18 +173,37 @@ public final class QueuePair extends VerbsObject {
 
     /** RTS → SQD: the send queue stops taking new requests from the queue once in-flight ones finish. */
     public void drainSendQueue() {
-        modify(QpTransition.to(QpState.SQD));
+        modify(new QpAttributes().state(QpState.SQD));
     }
 
-    private void modify(QpTransition t) {
+    /**
+     * The QP's attributes as the device reports them ({@code ibv_query_qp}): its state, what the connection set (a
+     * device may have granted more than asked, e.g. rxe rounds READ/atomic depths up to a power of 2), and the PSNs
+     * as they are now — the next one to send and the next one expected, which move with the traffic.
+     */
+    public QpAttributes query() {
+        resource.checkOpen();
+        return ops.query();
+    }
+
+    private void modify(QpAttributes a) {
         resource.checkOpen();
         synchronized (modifyLock) {
             QpState now = ops.state();
-            if (!now.canMoveTo(t.target())) {
-                throw new QpStateException("ibv_modify_qp", toString(), now, "moving to " + t.target());
+            if (!now.canMoveTo(a.state())) {
+                throw new QpStateException("ibv_modify_qp", toString(), now, "moving to " + a.state());
             }
-            ops.modify(t);
+            ops.modify(a);
         }
+    }
+
+    /** A random 24-bit PSN other than {@code previous}. */
+    private static int freshPsn(int previous) {
+        int next;
+        do {
+            next = ThreadLocalRandom.current().nextInt(QpAttributes.MAX_PSN + 1);
+        } while (next == previous);
+        return next;
     }
 
     // ---- posting ---------------------------------------------------------------------------------------------

@@ -11,21 +11,23 @@ public final class WorkCompletion {
     private long wrId;
     private WcStatus status = WcStatus.SUCCESS;
     private WcOpcode opcode = WcOpcode.SEND;
+    private int vendorError;
     private int byteLength;
     private int immediate;
-    private boolean hasImmediate;
+    private int flags;
     private int qpNumber;
 
     public WorkCompletion() {}
 
-    void set(long wrId, WcStatus status, WcOpcode opcode, int byteLength, int immediate, boolean hasImmediate,
+    void set(long wrId, WcStatus status, WcOpcode opcode, int vendorError, int byteLength, int immediate, int flags,
              int qpNumber) {
         this.wrId = wrId;
         this.status = status;
         this.opcode = opcode;
+        this.vendorError = vendorError;
         this.byteLength = byteLength;
         this.immediate = immediate;
-        this.hasImmediate = hasImmediate;
+        this.flags = flags;
         this.qpNumber = qpNumber;
     }
 
@@ -47,6 +49,14 @@ public final class WorkCompletion {
         return opcode;
     }
 
+    /**
+     * The device's own error syndrome ({@code vendor_err}) of a failed request, for its vendor's documentation; 0 on
+     * success (where devices leave it undefined), and always 0 on {@code soft} and rxe.
+     */
+    public int vendorError() {
+        return vendorError;
+    }
+
     /** Bytes received (receives) or read (READ, atomics). */
     public int byteLength() {
         return byteLength;
@@ -54,12 +64,24 @@ public final class WorkCompletion {
 
     /** Immediate data of a SEND_WITH_IMM or RDMA_WRITE_WITH_IMM, in host order. */
     public int immediate() {
-        if (!hasImmediate) throw new IllegalStateException("completion of wr " + wrId + " carries no immediate data");
+        if (!hasImmediate()) throw new IllegalStateException("completion of wr " + wrId + " carries no immediate data");
         return immediate;
     }
 
     public boolean hasImmediate() {
-        return hasImmediate;
+        return has(WcFlag.WITH_IMM);
+    }
+
+    /**
+     * The {@code IBV_WC_*} flags ({@code wc_flags}, see {@link WcFlag}); 0 on a failed request, where devices leave
+     * them undefined.
+     */
+    public int flags() {
+        return flags;
+    }
+
+    public boolean has(WcFlag flag) {
+        return (flags & flag.bit()) != 0;
     }
 
     /** The local queue pair it belongs to. */
@@ -69,13 +91,16 @@ public final class WorkCompletion {
 
     public WorkCompletion copy() {
         var c = new WorkCompletion();
-        c.set(wrId, status, opcode, byteLength, immediate, hasImmediate, qpNumber);
+        c.set(wrId, status, opcode, vendorError, byteLength, immediate, flags, qpNumber);
         return c;
     }
 
     @Override
     public String toString() {
         return "WorkCompletion[wr " + wrId + " " + opcode + " " + status + ", " + byteLength + " bytes"
-                + (hasImmediate ? ", imm 0x" + Integer.toHexString(immediate) : "") + ", qp " + qpNumber + "]";
+                + (hasImmediate() ? ", imm 0x" + Integer.toHexString(immediate) : "")
+                + (flags != 0 ? ", flags 0x" + Integer.toHexString(flags) : "")
+                + (vendorError != 0 ? ", vendor_err 0x" + Integer.toHexString(vendorError) : "")
+                + ", qp " + qpNumber + "]";
     }
 }

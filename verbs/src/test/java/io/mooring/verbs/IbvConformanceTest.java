@@ -50,6 +50,15 @@ class IbvConformanceTest extends VerbsConformance {
         return IbvDevice.isRxe();
     }
 
+    /**
+     * On RoCE the kernel replaces the hop limit with its route's when it resolves the peer's address
+     * ({@code ib_resolve_eth_dmac}), and rxe keeps no service level in its address vector ({@code struct rxe_av}).
+     */
+    @Override
+    boolean keepsServiceLevelAndHopLimit() {
+        return false;
+    }
+
     /** rxe checks an access through a window's rkey against the whole region (mainline kernels still do). */
     @Override
     boolean enforcesWindowBounds() {

@@ -65,7 +65,7 @@ final class SoftTwoProcessTest {
      * ACK timeout ≈ 0.27 s, 7 retries: a fabric connection still coming up on a loaded host gets seconds, and a
      * vanished peer is reported within seconds too.
      */
-    private static final ConnectOptions OPTIONS = ConnectOptions.DEFAULT.withRetries(16, 7, 7);
+    private static final ConnectOptions OPTIONS = ConnectOptions.builder().timeout(16).build();
 
     private ResourceGraph graph;
     private Arena arena;
@@ -271,7 +271,7 @@ final class SoftTwoProcessTest {
     @Test
     @Order(7)
     void aSendWithoutAReceiveFailsWithRnrOnceItsRetriesRunOut() {
-        regions = child.connect(me.qp, OPTIONS.withRetries(16, 7, 1));
+        regions = child.connect(me.qp, OPTIONS.toBuilder().rnrRetry(1).build());
         byte[] before = child.dump(INBOX);
         MemoryRegion out = local(16, 0x77);
         me.qp.post(WorkRequest.send(out, 0, 16).wrId(4));

@@ -3,6 +3,7 @@ package io.mooring.verbs;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -31,7 +32,7 @@ import org.junit.jupiter.api.Test;
  */
 abstract class VerbsConformance {
     /** Short transport timeouts so that "no answer" cases finish quickly. */
-    static final ConnectOptions FAST = ConnectOptions.DEFAULT.withRetries(10, 2, 7).withMinRnrTimer(1);
+    static final ConnectOptions FAST = ConnectOptions.builder().timeout(10).retryCount(2).minRnrTimer(1).build();
 
     ResourceGraph graph;
     Arena arena;
@@ -76,6 +77,11 @@ abstract class VerbsConformance {
      */
     boolean refusesMisalignedAtomicsAtPost() {
         return false;
+    }
+
+    /** Whether a query reports the service level and hop limit the QP was connected with. */
+    boolean keepsServiceLevelAndHopLimit() {
+        return true;
     }
 
     @BeforeEach
@@ -157,9 +163,12 @@ abstract class VerbsConformance {
         assertEquals(WcOpcode.RECV, first.opcode());
         assertEquals(100, first.byteLength());
         assertFalse(first.hasImmediate());
+        assertFalse(first.has(WcFlag.WITH_IMM), first::toString);
+        assertEquals(0, first.vendorError());
         WorkCompletion second = b.expect(WcStatus.SUCCESS);
         assertEquals(11, second.wrId());
         assertEquals(200, second.byteLength());
+        assertTrue(second.has(WcFlag.WITH_IMM), second::toString);
         assertEquals(0xC0FFEE, second.immediate());
         assertEquals(-1, in.segment().asSlice(256, 200).mismatch(out.segment().asSlice(0, 200)));
         assertEquals(0, in.segment().get(ValueLayout.JAVA_BYTE, 100), "nothing written past the message");
@@ -176,6 +185,7 @@ abstract class VerbsConformance {
         WorkCompletion wc = b.expect(WcStatus.SUCCESS);
         assertEquals(77, wc.wrId());
         assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, wc.opcode());
+        assertTrue(wc.has(WcFlag.WITH_IMM), wc::toString);
         assertEquals(7, wc.immediate());
         assertEquals(-1, src.segment().mismatch(dst.segment()));
     }
@@ -243,6 +253,7 @@ abstract class VerbsConformance {
         WorkCompletion wc = a.expect(WcStatus.REM_ACCESS_ERR);
         assertEquals(5, wc.wrId());
         assertEquals(WcOpcode.RDMA_WRITE, wc.opcode(), "the opcode of a failed request is what was posted");
+        assertEquals(0, wc.flags(), "a failed completion's flags are undefined in verbs: reported as none");
         assertUnchanged(dst, 0x22);
         assertEquals(QpState.ERROR, a.qp.state());
         assertEquals(QpState.ERROR, b.qp.state());
@@ -288,7 +299,7 @@ abstract class VerbsConformance {
     void aQpThatGrantsNoRemoteWriteRefusesWritesThroughIt() {
         b.qp.reset();
         a.qp.reset();
-        var readOnly = FAST.withAccess(EnumSet.of(Access.REMOTE_READ));
+        var readOnly = FAST.toBuilder().access(EnumSet.of(Access.REMOTE_READ)).build();
         QpInfo ia = a.qp.info(FAST);
         QpInfo ib = b.qp.info(FAST);
         a.qp.connect(ib, FAST);
@@ -357,7 +368,7 @@ abstract class VerbsConformance {
     void aSendWithoutAReceiveRetriesThenFailsWithRnr() {
         a.qp.reset();
         b.qp.reset();
-        connect(FAST.withRetries(10, 2, 1));
+        connect(FAST.toBuilder().rnrRetry(1).build());
         MemoryRegion out = a.open(16, 1);
         a.qp.post(WorkRequest.send(out, 0, 16));
         a.expect(WcStatus.RNR_RETRY_EXC_ERR);
@@ -690,6 +701,133 @@ abstract class VerbsConformance {
         a.expect(WcStatus.SUCCESS);
         b.expect(WcStatus.SUCCESS);
         assertEquals(io.mooring.lifecycle.ResourceState.DESTROYED, in.resource().state());
+    }
+
+    // ---- attributes and PSNs --------------------------------------------------------------------------------
+
+    /**
+     * A QP reused after a reset must not start from its old PSN: packets of the old connection still in the fabric
+     * would fall into the new one's sequence (the PSN was drawn once at creation, so a reset QP reused it).
+     */
+    @Test
+    void aQpResetAndReconnectedSendsFromANewPsn() {
+        int first = a.qp.info(FAST).psn();
+        assertEquals(first, a.qp.query().sendPsn(), "connected from the PSN its info gave the peer");
+        assertEquals(first, b.qp.query().receivePsn(), "which the peer expects");
+        assertAWriteLands();
+
+        a.qp.reset();
+        b.qp.reset();
+        int second = a.qp.info(FAST).psn();
+        assertNotEquals(first, second, "a reset draws a new PSN");
+        connect(FAST);
+        assertEquals(second, a.qp.query().sendPsn());
+        assertEquals(second, b.qp.query().receivePsn());
+        assertAWriteLands();
+    }
+
+    /** A chosen PSN goes to the peer in QpInfo and is where sending starts; sequences wrap at 24 bits. */
+    @Test
+    void aChosenPsnIsHandedToThePeerAndSequencesWrapAt24Bits() {
+        a.qp.reset();
+        b.qp.reset();
+        int nearTheEnd = QpAttributes.MAX_PSN - 1;
+        ConnectOptions fromA = FAST.toBuilder().sendPsn(nearTheEnd).build();
+        ConnectOptions fromB = FAST.toBuilder().sendPsn(7).build();
+        QpInfo ia = a.qp.info(fromA);
+        QpInfo ib = b.qp.info(fromB);
+        assertEquals(nearTheEnd, ia.psn());
+        assertEquals(7, ib.psn());
+        a.qp.connect(ib, fromA);
+        b.qp.connect(ia, fromB);
+        assertEquals(nearTheEnd, a.qp.query().sendPsn());
+        assertEquals(nearTheEnd, b.qp.query().receivePsn());
+        assertEquals(7, b.qp.query().sendPsn());
+        assertEquals(7, a.qp.query().receivePsn());
+
+        MemoryRegion src = a.open(8, 0);
+        MemoryRegion dst = b.open(8, 0);
+        for (int i = 1; i <= 4; i++) { // one packet each: PSNs 0xfffffe, 0xffffff, 0, 1
+            src.segment().fill((byte) i);
+            a.qp.post(WorkRequest.write(src, 0, 8).remote(dst.address(), dst.rkey()).wrId(i));
+            assertEquals(i, a.expect(WcStatus.SUCCESS).wrId());
+        }
+        assertEquals(2, a.qp.query().sendPsn(), "the next PSN, past the wrap");
+        assertEquals(2, b.qp.query().receivePsn());
+        assertEquals(-1, src.segment().mismatch(dst.segment()), "the last write landed");
+    }
+
+    @Test
+    void queryReportsWhatTheConnectionSet() {
+        a.qp.reset();
+        b.qp.reset();
+        // READ/atomic depths are powers of 2: rxe and mlx5 round them up
+        ConnectOptions options = FAST.toBuilder().access(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE))
+                .timeout(12).retryCount(3).rnrRetry(5).minRnrTimer(2).maxRdAtomic(4).maxDestRdAtomic(8)
+                .trafficClass(32).serviceLevel(3).hopLimit(17).build();
+        QpInfo ia = a.qp.info(options);
+        QpInfo ib = b.qp.info(options);
+        a.qp.connect(ib, options);
+        b.qp.connect(ia, options);
+
+        QpAttributes q = a.qp.query();
+        assertEquals(QpState.RTS, q.state());
+        assertEquals(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE), q.access());
+        assertEquals(1, q.port());
+        assertEquals(0, q.pkeyIndex());
+        assertEquals(ia.mtu().bytes() < ib.mtu().bytes() ? ia.mtu() : ib.mtu(), q.pathMtu());
+        assertEquals(b.qp.number(), q.destQpNumber());
+        assertEquals(ib.psn(), q.receivePsn());
+        assertEquals(ia.psn(), q.sendPsn());
+        assertEquals(4, q.maxRdAtomic());
+        assertEquals(8, q.maxDestRdAtomic());
+        assertEquals(2, q.minRnrTimer());
+        assertEquals(12, q.timeout());
+        assertEquals(3, q.retryCount());
+        assertEquals(5, q.rnrRetry());
+        assertEquals(ib.gid(), q.destGid());
+        assertEquals(a.context.port(1).gids().indexOf(ia.gid()), q.sourceGidIndex());
+        assertEquals(32, q.trafficClass());
+        if (keepsServiceLevelAndHopLimit()) {
+            assertEquals(3, q.serviceLevel());
+            assertEquals(17, q.hopLimit());
+        }
+        assertAWriteLands();
+    }
+
+    /** Options the device cannot do are refused naming the value and the limit, before the QP leaves RESET. */
+    @Test
+    void optionsTheDeviceCannotDoAreRefusedAndLeaveTheQpInReset() {
+        a.qp.reset();
+        b.qp.reset();
+        DeviceAttributes device = a.context.device().attributes();
+        PortAttributes port = a.context.port(1);
+        QpInfo peer = b.qp.info(FAST);
+        assertRefused(FAST.toBuilder().maxRdAtomic(device.maxQpInitRdAtom() + 1).build(), peer,
+                "maxRdAtomic " + (device.maxQpInitRdAtom() + 1), "max_qp_init_rd_atom of " + device.maxQpInitRdAtom());
+        assertRefused(FAST.toBuilder().maxDestRdAtomic(device.maxQpRdAtom() + 1).build(), peer,
+                "maxDestRdAtomic " + (device.maxQpRdAtom() + 1), "max_qp_rd_atom of " + device.maxQpRdAtom());
+        assertRefused(FAST.toBuilder().pkeyIndex(port.pkeyTableLength()).build(), peer,
+                "pkeyIndex " + port.pkeyTableLength(), port.pkeyTableLength() + "-entry P_Key table");
+        assertRefused(FAST.toBuilder().gidIndex(port.gids().size()).build(), peer,
+                "GID index " + port.gids().size(), port.gids().size() + "-entry GID table");
+        connect(FAST); // nothing was left half-done
+        assertAWriteLands();
+    }
+
+    /** A WRITE from a to b arrives intact: the connection works. */
+    private void assertAWriteLands() {
+        MemoryRegion src = a.open(8, 0x5c);
+        MemoryRegion dst = b.open(8, 0);
+        a.qp.post(WorkRequest.write(src, 0, 8).remote(dst.address(), dst.rkey()));
+        a.expect(WcStatus.SUCCESS);
+        assertEquals(-1, src.segment().mismatch(dst.segment()));
+    }
+
+    private void assertRefused(ConnectOptions options, QpInfo peer, String value, String limit) {
+        var e = assertThrows(IllegalArgumentException.class, () -> a.qp.connect(peer, options));
+        assertTrue(e.getMessage().contains(value) && e.getMessage().contains(limit), e::getMessage);
+        assertEquals(QpState.RESET, a.qp.state(), "a refused connect leaves the QP in RESET");
     }
 
     // ---- bad input -------------------------------------------------------------------------------------------

@@ -147,12 +147,17 @@ final class IbvContext implements ContextOps {
                 }
             }
             long maxMr = attr.get(JAVA_LONG, offsetOf(IbvStructs.DEVICE_ATTR, "max_mr_size"));
-            attributes = new DeviceAttributes(maxMr < 0 ? Long.MAX_VALUE : maxMr, deviceInt(attr, "max_qp"),
-                    deviceInt(attr, "max_qp_wr"), deviceInt(attr, "max_sge"), deviceInt(attr, "max_cq"),
-                    deviceInt(attr, "max_cqe"), deviceInt(attr, "max_mr"), deviceInt(attr, "max_mw"),
-                    deviceInt(attr, "atomic_cap") != IbvStructs.IBV_ATOMIC_NONE, windows,
-                    MAX_INLINE.computeIfAbsent(name, n -> probeMaxInline(ctx, n)),
-                    Byte.toUnsignedInt(attr.get(JAVA_BYTE, offsetOf(IbvStructs.DEVICE_ATTR, "phys_port_cnt"))));
+            attributes = DeviceAttributes.builder().maxMrSize(maxMr < 0 ? Long.MAX_VALUE : maxMr)
+                    .maxQp(deviceInt(attr, "max_qp")).maxQpWr(deviceInt(attr, "max_qp_wr"))
+                    .maxSge(deviceInt(attr, "max_sge")).maxCq(deviceInt(attr, "max_cq"))
+                    .maxCqe(deviceInt(attr, "max_cqe")).maxMr(deviceInt(attr, "max_mr"))
+                    .maxMw(deviceInt(attr, "max_mw"))
+                    .maxQpRdAtom(deviceInt(attr, "max_qp_rd_atom"))
+                    .maxQpInitRdAtom(deviceInt(attr, "max_qp_init_rd_atom"))
+                    .atomics(deviceInt(attr, "atomic_cap") != IbvStructs.IBV_ATOMIC_NONE).windowTypes(windows)
+                    .maxInlineData(MAX_INLINE.computeIfAbsent(name, n -> probeMaxInline(ctx, n)))
+                    .ports(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offsetOf(IbvStructs.DEVICE_ATTR, "phys_port_cnt"))))
+                    .build();
         }
         List<PortAttributes> ports = new ArrayList<>();
         for (int p = 1; p <= attributes.ports(); p++) ports.add(queryPort(ctx, name, p));
@@ -186,9 +191,10 @@ final class IbvContext implements ContextOps {
             int lid = Short.toUnsignedInt(attr.get(JAVA_SHORT, offsetOf(IbvStructs.PORT_ATTR, "lid")));
             int linkLayer = attr.get(JAVA_BYTE, offsetOf(IbvStructs.PORT_ATTR, "link_layer"));
             int gidCount = Math.min(attr.get(JAVA_INT, offsetOf(IbvStructs.PORT_ATTR, "gid_tbl_len")), MAX_GIDS);
+            int pkeys = Short.toUnsignedInt(attr.get(JAVA_SHORT, offsetOf(IbvStructs.PORT_ATTR, "pkey_tbl_len")));
             return new PortAttributes(port, state == IbvStructs.IBV_PORT_ACTIVE, Mtu.of(mtu), lid,
                     linkLayer == IbvStructs.IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand",
-                    gids(ctx, name, port, gidCount, arena));
+                    gids(ctx, name, port, gidCount, arena), pkeys);
         }
     }
 

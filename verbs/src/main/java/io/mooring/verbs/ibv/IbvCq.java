@@ -96,19 +96,34 @@ final class IbvCq implements CqOps {
         }
     }
 
-    /** Hands the {@code ibv_wc} at {@code base} to the sink; immediate data comes out of big-endian. */
+    /** Hands the {@code ibv_wc} at {@code base} to the sink, telling its QP first if it failed. */
     private void deliver(MemorySegment wcs, long base, CompletionSink sink) {
-        int status = wcs.get(JAVA_INT, base + IbvStructs.WC_STATUS);
-        if (status != IbvStructs.IBV_WC_SUCCESS) {
+        if (wcs.get(JAVA_INT, base + IbvStructs.WC_STATUS) != IbvStructs.IBV_WC_SUCCESS) {
             IbvQp qp = context.qps.get(wcs.get(JAVA_INT, base + IbvStructs.WC_QP_NUM));
             if (qp != null) qp.nicError();
         }
+        decode(wcs, base, sink);
+    }
+
+    /**
+     * Hands one {@code ibv_wc} to the sink. Only {@code wr_id}, {@code status}, {@code qp_num} and
+     * {@code vendor_err} are valid in a failed one (ibv_poll_cq(3)), and {@code vendor_err} only there: the rest is
+     * passed as 0, as a driver may leave what an earlier completion wrote in this array slot. Immediate data comes
+     * out of big-endian.
+     */
+    static void decode(MemorySegment wcs, long base, CompletionSink sink) {
+        long wrId = wcs.get(JAVA_LONG, base + IbvStructs.WC_WR_ID);
+        int status = wcs.get(JAVA_INT, base + IbvStructs.WC_STATUS);
+        int qpn = wcs.get(JAVA_INT, base + IbvStructs.WC_QP_NUM);
+        if (status != IbvStructs.IBV_WC_SUCCESS) {
+            sink.completion(wrId, status, 0, wcs.get(JAVA_INT, base + IbvStructs.WC_VENDOR_ERR), 0, 0, 0, qpn);
+            return;
+        }
         int flags = wcs.get(JAVA_INT, base + IbvStructs.WC_WC_FLAGS);
-        boolean imm = (flags & IbvStructs.IBV_WC_WITH_IMM) != 0;
-        sink.completion(wcs.get(JAVA_LONG, base + IbvStructs.WC_WR_ID), status,
-                wcs.get(JAVA_INT, base + IbvStructs.WC_OPCODE), wcs.get(JAVA_INT, base + IbvStructs.WC_BYTE_LEN),
-                imm ? wcs.get(IbvStructs.BE32, base + IbvStructs.WC_IMM_DATA) : 0, imm,
-                wcs.get(JAVA_INT, base + IbvStructs.WC_QP_NUM));
+        boolean withImm = (flags & IbvStructs.IBV_WC_WITH_IMM) != 0;
+        int imm = withImm ? wcs.get(IbvStructs.BE32, base + IbvStructs.WC_IMM_DATA) : 0;
+        sink.completion(wrId, status, wcs.get(JAVA_INT, base + IbvStructs.WC_OPCODE), 0,
+                wcs.get(JAVA_INT, base + IbvStructs.WC_BYTE_LEN), imm, flags, qpn);
     }
 
     @Override

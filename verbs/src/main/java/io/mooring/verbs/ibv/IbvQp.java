@@ -9,8 +9,13 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
+import io.mooring.verbs.Access;
 import io.mooring.verbs.Errno;
+import io.mooring.verbs.Gid;
+import io.mooring.verbs.Mtu;
 import io.mooring.verbs.MwType;
+import io.mooring.verbs.QpAttribute;
+import io.mooring.verbs.QpAttributes;
 import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpState;
 import io.mooring.verbs.QpStateException;
@@ -21,7 +26,6 @@ import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.QpOps;
-import io.mooring.verbs.spi.QpTransition;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -39,9 +43,6 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 @SuppressWarnings("restricted") // reads structs at the pointers libibverbs returns; native access is this module's
 final class IbvQp implements QpOps {
-    /** Hop limit of the global route header (RoCE v2: the IP TTL). */
-    static final int HOP_LIMIT = 64;
-
     private static final long SGE_SIZE = IbvStructs.SGE.byteSize();
     private static final long ATTR_QP_STATE = offsetOf(IbvStructs.QP_ATTR, "qp_state");
     private static final long ATTR_PATH_MTU = offsetOf(IbvStructs.QP_ATTR, "path_mtu");
@@ -52,6 +53,8 @@ final class IbvQp implements QpOps {
     private static final long ATTR_DGID = offsetOf(IbvStructs.QP_ATTR, "ah_attr.grh.dgid");
     private static final long ATTR_SGID_INDEX = offsetOf(IbvStructs.QP_ATTR, "ah_attr.grh.sgid_index");
     private static final long ATTR_HOP_LIMIT = offsetOf(IbvStructs.QP_ATTR, "ah_attr.grh.hop_limit");
+    private static final long ATTR_TRAFFIC_CLASS = offsetOf(IbvStructs.QP_ATTR, "ah_attr.grh.traffic_class");
+    private static final long ATTR_SL = offsetOf(IbvStructs.QP_ATTR, "ah_attr.sl");
     private static final long ATTR_DLID = offsetOf(IbvStructs.QP_ATTR, "ah_attr.dlid");
     private static final long ATTR_IS_GLOBAL = offsetOf(IbvStructs.QP_ATTR, "ah_attr.is_global");
     private static final long ATTR_AH_PORT_NUM = offsetOf(IbvStructs.QP_ATTR, "ah_attr.port_num");
@@ -63,6 +66,12 @@ final class IbvQp implements QpOps {
     private static final long ATTR_TIMEOUT = offsetOf(IbvStructs.QP_ATTR, "timeout");
     private static final long ATTR_RETRY_CNT = offsetOf(IbvStructs.QP_ATTR, "retry_cnt");
     private static final long ATTR_RNR_RETRY = offsetOf(IbvStructs.QP_ATTR, "rnr_retry");
+    /** Everything {@link #query} reads (the kernel fills the whole struct whatever the mask says). */
+    private static final int QUERY_MASK = IbvStructs.IBV_QP_STATE | IbvStructs.IBV_QP_ACCESS_FLAGS
+            | IbvStructs.IBV_QP_PKEY_INDEX | IbvStructs.IBV_QP_PORT | IbvStructs.IBV_QP_AV | IbvStructs.IBV_QP_PATH_MTU
+            | IbvStructs.IBV_QP_TIMEOUT | IbvStructs.IBV_QP_RETRY_CNT | IbvStructs.IBV_QP_RNR_RETRY
+            | IbvStructs.IBV_QP_RQ_PSN | IbvStructs.IBV_QP_MAX_QP_RD_ATOMIC | IbvStructs.IBV_QP_MIN_RNR_TIMER
+            | IbvStructs.IBV_QP_SQ_PSN | IbvStructs.IBV_QP_MAX_DEST_RD_ATOMIC | IbvStructs.IBV_QP_DEST_QPN;
     private static final long INIT_SEND_CQ = offsetOf(IbvStructs.QP_INIT_ATTR, "send_cq");
     private static final long INIT_RECV_CQ = offsetOf(IbvStructs.QP_INIT_ATTR, "recv_cq");
     private static final long INIT_MAX_SEND_WR = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_send_wr");
@@ -103,6 +112,7 @@ final class IbvQp implements QpOps {
     private final Object control = new Object();
     private final MemorySegment attr;
     private final MemorySegment initAttr;
+    private int port;                  // guarded by control: set at INIT, the port of the address vector
     private volatile QpState knownState = QpState.RESET;
     /** An error completion was polled since the last modify: the NIC may have moved the QP to ERROR. */
     private volatile boolean maybeInError;
@@ -183,71 +193,113 @@ final class IbvQp implements QpOps {
                 throw rethrow(t);
             }
             if (rc != 0) throw IbvErrors.fail("ibv_query_qp", errnoOf(rc), name);
-            int code = attr.get(JAVA_INT, ATTR_QP_STATE);
-            return code >= 0 && code <= IbvStructs.IBV_QPS_ERR ? QpState.of(code) : QpState.ERROR;
+            return stateOf(attr.get(JAVA_INT, ATTR_QP_STATE));
         }
     }
 
     @Override
-    public void modify(QpTransition t) {
+    public void modify(QpAttributes a) {
         synchronized (control) {
             checkNotDestroyed();
             attr.fill((byte) 0);
-            attr.set(JAVA_INT, ATTR_QP_STATE, t.target().code());
-            int mask = IbvStructs.IBV_QP_STATE;
-            switch (t.target()) {
-                case INIT -> {
-                    attr.set(JAVA_SHORT, ATTR_PKEY_INDEX, (short) 0);
-                    attr.set(JAVA_BYTE, ATTR_PORT_NUM, (byte) t.port());
-                    attr.set(JAVA_INT, ATTR_QP_ACCESS_FLAGS, t.access());
-                    mask |= IbvStructs.IBV_QP_PKEY_INDEX | IbvStructs.IBV_QP_PORT | IbvStructs.IBV_QP_ACCESS_FLAGS;
-                }
-                case RTR -> {
-                    attr.set(JAVA_INT, ATTR_PATH_MTU, t.pathMtu().code());
-                    attr.set(JAVA_INT, ATTR_DEST_QP_NUM, t.remote().qpn());
-                    attr.set(JAVA_INT, ATTR_RQ_PSN, t.remote().psn());
-                    attr.set(JAVA_BYTE, ATTR_MAX_DEST_RD_ATOMIC, (byte) t.maxDestRdAtomic());
-                    attr.set(JAVA_BYTE, ATTR_MIN_RNR_TIMER, (byte) t.minRnrTimer());
-                    // RoCE v2 needs a global route: the peer's GID as destination, ours by table index as source
-                    attr.set(JAVA_BYTE, ATTR_IS_GLOBAL, (byte) 1);
-                    MemorySegment.copy(MemorySegment.ofArray(t.remote().gid().bytes()), 0, attr, ATTR_DGID,
-                            IbvStructs.GID.byteSize());
-                    attr.set(JAVA_BYTE, ATTR_SGID_INDEX, (byte) t.gidIndex());
-                    attr.set(JAVA_BYTE, ATTR_HOP_LIMIT, (byte) HOP_LIMIT);
-                    attr.set(JAVA_SHORT, ATTR_DLID, (short) t.remote().lid());
-                    attr.set(JAVA_BYTE, ATTR_AH_PORT_NUM, (byte) t.port());
-                    mask |= IbvStructs.IBV_QP_AV | IbvStructs.IBV_QP_PATH_MTU | IbvStructs.IBV_QP_DEST_QPN
-                            | IbvStructs.IBV_QP_RQ_PSN | IbvStructs.IBV_QP_MAX_DEST_RD_ATOMIC
-                            | IbvStructs.IBV_QP_MIN_RNR_TIMER;
-                }
-                case RTS -> {
-                    attr.set(JAVA_INT, ATTR_SQ_PSN, t.sendPsn());
-                    attr.set(JAVA_BYTE, ATTR_TIMEOUT, (byte) t.timeout());
-                    attr.set(JAVA_BYTE, ATTR_RETRY_CNT, (byte) t.retryCount());
-                    attr.set(JAVA_BYTE, ATTR_RNR_RETRY, (byte) t.rnrRetry());
-                    attr.set(JAVA_BYTE, ATTR_MAX_RD_ATOMIC, (byte) t.maxRdAtomic());
-                    mask |= IbvStructs.IBV_QP_SQ_PSN | IbvStructs.IBV_QP_TIMEOUT | IbvStructs.IBV_QP_RETRY_CNT
-                            | IbvStructs.IBV_QP_RNR_RETRY | IbvStructs.IBV_QP_MAX_QP_RD_ATOMIC;
-                }
-                default -> { } // RESET, ERROR, SQD: the state alone
+            if (a.isSet(QpAttribute.STATE)) attr.set(JAVA_INT, ATTR_QP_STATE, a.state().code());
+            if (a.isSet(QpAttribute.ACCESS_FLAGS)) attr.set(JAVA_INT, ATTR_QP_ACCESS_FLAGS, Access.mask(a.access()));
+            if (a.isSet(QpAttribute.PKEY_INDEX)) attr.set(JAVA_SHORT, ATTR_PKEY_INDEX, (short) a.pkeyIndex());
+            if (a.isSet(QpAttribute.PORT)) attr.set(JAVA_BYTE, ATTR_PORT_NUM, (byte) a.port());
+            if (a.isSet(QpAttribute.PATH_MTU)) attr.set(JAVA_INT, ATTR_PATH_MTU, a.pathMtu().code());
+            if (a.isSet(QpAttribute.DEST_QPN)) attr.set(JAVA_INT, ATTR_DEST_QP_NUM, a.destQpNumber());
+            if (a.isSet(QpAttribute.RQ_PSN)) attr.set(JAVA_INT, ATTR_RQ_PSN, a.receivePsn());
+            if (a.isSet(QpAttribute.SQ_PSN)) attr.set(JAVA_INT, ATTR_SQ_PSN, a.sendPsn());
+            if (a.isSet(QpAttribute.MAX_RD_ATOMIC)) attr.set(JAVA_BYTE, ATTR_MAX_RD_ATOMIC, (byte) a.maxRdAtomic());
+            if (a.isSet(QpAttribute.MAX_DEST_RD_ATOMIC)) {
+                attr.set(JAVA_BYTE, ATTR_MAX_DEST_RD_ATOMIC, (byte) a.maxDestRdAtomic());
             }
+            if (a.isSet(QpAttribute.MIN_RNR_TIMER)) attr.set(JAVA_BYTE, ATTR_MIN_RNR_TIMER, (byte) a.minRnrTimer());
+            if (a.isSet(QpAttribute.TIMEOUT)) attr.set(JAVA_BYTE, ATTR_TIMEOUT, (byte) a.timeout());
+            if (a.isSet(QpAttribute.RETRY_COUNT)) attr.set(JAVA_BYTE, ATTR_RETRY_CNT, (byte) a.retryCount());
+            if (a.isSet(QpAttribute.RNR_RETRY)) attr.set(JAVA_BYTE, ATTR_RNR_RETRY, (byte) a.rnrRetry());
+            if (a.isSet(QpAttribute.ADDRESS_VECTOR)) writeAddressVector(a);
             int rc;
             try {
-                rc = (int) Ibv.MODIFY_QP.invokeExact(Ibv.errnoState(), qp, attr, mask);
+                rc = (int) Ibv.MODIFY_QP.invokeExact(Ibv.errnoState(), qp, attr, a.mask());
             } catch (Throwable x) {
                 throw rethrow(x);
             }
             if (rc != 0) {
                 int errno = errnoOf(rc);
                 QpState now = state();
-                if (errno == Errno.EINVAL.number() && !now.canMoveTo(t.target())) {
-                    throw new QpStateException("ibv_modify_qp", name, now, "moving to " + t.target());
+                if (errno == Errno.EINVAL.number() && !now.canMoveTo(a.state())) {
+                    throw new QpStateException("ibv_modify_qp", name, now, "moving to " + a.state());
                 }
-                throw IbvErrors.fail("ibv_modify_qp", errno, name, "moving from " + now + " to " + t.target());
+                throw IbvErrors.fail("ibv_modify_qp", errno, name,
+                        "moving from " + now + " to " + a.state() + " with " + a);
             }
-            knownState = t.target();
+            if (a.isSet(QpAttribute.PORT)) port = a.port();
+            knownState = a.state();
             maybeInError = false;
         }
+    }
+
+    /**
+     * The primary path ({@code ah_attr}), from the port the QP was initialised on: the kernel resolves the source
+     * GID through that port, and only RESET → INIT can change it. A destination GID makes the route global, which
+     * RoCE needs.
+     */
+    private void writeAddressVector(QpAttributes a) {
+        if (a.destGid() != null) {
+            attr.set(JAVA_BYTE, ATTR_IS_GLOBAL, (byte) 1);
+            MemorySegment.copy(MemorySegment.ofArray(a.destGid().bytes()), 0, attr, ATTR_DGID,
+                    IbvStructs.GID.byteSize());
+        }
+        attr.set(JAVA_BYTE, ATTR_SGID_INDEX, (byte) a.sourceGidIndex());
+        attr.set(JAVA_BYTE, ATTR_HOP_LIMIT, (byte) a.hopLimit());
+        attr.set(JAVA_BYTE, ATTR_TRAFFIC_CLASS, (byte) a.trafficClass());
+        attr.set(JAVA_BYTE, ATTR_SL, (byte) a.serviceLevel());
+        attr.set(JAVA_SHORT, ATTR_DLID, (short) a.destLid());
+        attr.set(JAVA_BYTE, ATTR_AH_PORT_NUM, (byte) port);
+    }
+
+    @Override
+    public QpAttributes query() {
+        synchronized (control) {
+            checkNotDestroyed();
+            int rc;
+            try {
+                rc = (int) Ibv.QUERY_QP.invokeExact(Ibv.errnoState(), qp, attr, QUERY_MASK, initAttr);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            if (rc != 0) throw IbvErrors.fail("ibv_query_qp", errnoOf(rc), name);
+            var q = new QpAttributes().state(stateOf(attr.get(JAVA_INT, ATTR_QP_STATE)))
+                    .access(Access.of(attr.get(JAVA_INT, ATTR_QP_ACCESS_FLAGS) & Access.mask(Access.REMOTE)))
+                    .pkeyIndex(Short.toUnsignedInt(attr.get(JAVA_SHORT, ATTR_PKEY_INDEX)))
+                    .port(Byte.toUnsignedInt(attr.get(JAVA_BYTE, ATTR_PORT_NUM)))
+                    .destQpNumber(attr.get(JAVA_INT, ATTR_DEST_QP_NUM))
+                    .receivePsn(attr.get(JAVA_INT, ATTR_RQ_PSN) & QpAttributes.MAX_PSN)
+                    .sendPsn(attr.get(JAVA_INT, ATTR_SQ_PSN) & QpAttributes.MAX_PSN)
+                    .maxRdAtomic(Byte.toUnsignedInt(attr.get(JAVA_BYTE, ATTR_MAX_RD_ATOMIC)))
+                    .maxDestRdAtomic(Byte.toUnsignedInt(attr.get(JAVA_BYTE, ATTR_MAX_DEST_RD_ATOMIC)))
+                    .minRnrTimer(attr.get(JAVA_BYTE, ATTR_MIN_RNR_TIMER) & 31)
+                    .timeout(attr.get(JAVA_BYTE, ATTR_TIMEOUT) & 31)
+                    .retryCount(attr.get(JAVA_BYTE, ATTR_RETRY_CNT) & 7)
+                    .rnrRetry(attr.get(JAVA_BYTE, ATTR_RNR_RETRY) & 7)
+                    .destLid(Short.toUnsignedInt(attr.get(JAVA_SHORT, ATTR_DLID)))
+                    .sourceGidIndex(Byte.toUnsignedInt(attr.get(JAVA_BYTE, ATTR_SGID_INDEX)))
+                    .hopLimit(Byte.toUnsignedInt(attr.get(JAVA_BYTE, ATTR_HOP_LIMIT)))
+                    .trafficClass(Byte.toUnsignedInt(attr.get(JAVA_BYTE, ATTR_TRAFFIC_CLASS)))
+                    .serviceLevel(attr.get(JAVA_BYTE, ATTR_SL) & 15);
+            if (attr.get(JAVA_BYTE, ATTR_IS_GLOBAL) != 0) {
+                q.destGid(Gid.of(attr.asSlice(ATTR_DGID, IbvStructs.GID.byteSize()).toArray(JAVA_BYTE)));
+            }
+            int mtu = attr.get(JAVA_INT, ATTR_PATH_MTU);
+            if (mtu >= IbvStructs.IBV_MTU_256 && mtu <= IbvStructs.IBV_MTU_4096) q.pathMtu(Mtu.of(mtu));
+            return q;
+        }
+    }
+
+    /** A queried state code; one this API does not know (IBV_QPS_UNKNOWN) reads as ERROR. */
+    private static QpState stateOf(int code) {
+        return code >= 0 && code <= IbvStructs.IBV_QPS_ERR ? QpState.of(code) : QpState.ERROR;
     }
 
     /** A work request of this QP completed with an error (called by the CQ's poll). */

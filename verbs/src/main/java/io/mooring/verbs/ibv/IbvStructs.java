@@ -595,6 +595,7 @@ final class IbvStructs {
     // enum ibv_wc_flags
     static final int IBV_WC_GRH = 1;
     static final int IBV_WC_WITH_IMM = 1 << 1;
+    static final int IBV_WC_IP_CSUM_OK = 1 << 2;
     static final int IBV_WC_WITH_INV = 1 << 3;
 
     // enum ibv_access_flags

@@ -14,8 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * and polling says so (size a CQ for the queue depths of every QP on it).
  */
 final class SoftCq implements CqOps {
-    private record Entry(long wrId, int status, int opcode, int byteLength, int immediate, boolean hasImmediate,
-                         int qpNumber) {}
+    private record Entry(long wrId, int status, int opcode, int byteLength, int immediate, int flags, int qpNumber) {}
 
     final SoftContext context;
     final int id;
@@ -32,13 +31,14 @@ final class SoftCq implements CqOps {
         this.capacity = capacity;
     }
 
-    void push(long wrId, int status, int opcode, int byteLength, int immediate, boolean hasImmediate, int qpNumber) {
+    /** Adds a completion; {@code flags} are {@code IBV_WC_*} flags. The soft NIC has no vendor syndromes: 0. */
+    void push(long wrId, int status, int opcode, int byteLength, int immediate, int flags, int qpNumber) {
         synchronized (this) {
             if (entries.size() == capacity) {
                 overrun = true;
                 return;
             }
-            entries.add(new Entry(wrId, status, opcode, byteLength, immediate, hasImmediate, qpNumber));
+            entries.add(new Entry(wrId, status, opcode, byteLength, immediate, flags, qpNumber));
             if (!armed) return;
             armed = false;
         }
@@ -59,7 +59,7 @@ final class SoftCq implements CqOps {
                 e = entries.poll();
             }
             if (e == null) break;
-            sink.completion(e.wrId, e.status, e.opcode, e.byteLength, e.immediate, e.hasImmediate, e.qpNumber);
+            sink.completion(e.wrId, e.status, e.opcode, 0, e.byteLength, e.immediate, e.flags, e.qpNumber);
             n++;
         }
         return n;

@@ -25,9 +25,11 @@ import java.util.function.IntFunction;
  * tells a peer how to reach a QP. A device lives as long as the JVM, like a NIC in a machine.
  */
 final class SoftDevice {
-    static final DeviceAttributes ATTRIBUTES = new DeviceAttributes(Long.MAX_VALUE, 1 << 16, 1 << 14,
-            ScatterGatherList.CAPACITY, 1 << 16, 1 << 20, 1 << 20, 1 << 16, true, Set.of(MwType.TYPE_1, MwType.TYPE_2),
-            256, 1);
+    /** Limits of the size a NIC has; READ/atomic depths as rxe's (the requester runs one request at a time anyway). */
+    static final DeviceAttributes ATTRIBUTES = DeviceAttributes.builder().maxMrSize(Long.MAX_VALUE).maxQp(1 << 16)
+            .maxQpWr(1 << 14).maxSge(ScatterGatherList.CAPACITY).maxCq(1 << 16).maxCqe(1 << 20).maxMr(1 << 20)
+            .maxMw(1 << 16).maxQpRdAtom(128).maxQpInitRdAtom(128).atomics(true)
+            .windowTypes(Set.of(MwType.TYPE_1, MwType.TYPE_2)).maxInlineData(256).ports(1).build();
     private static final Map<String, SoftDevice> DEVICES = new ConcurrentHashMap<>();
     /** Bytes registered by all soft devices: what the locked-memory limit counts, per process as the kernel does. */
     private static final AtomicLong PINNED = new AtomicLong();
@@ -63,7 +65,7 @@ final class SoftDevice {
     }
 
     PortAttributes port() {
-        return new PortAttributes(1, true, Mtu.MTU_4096, lid(), "TCP", List.of(gid()));
+        return new PortAttributes(1, true, Mtu.MTU_4096, lid(), "TCP", List.of(gid()), 1); // P_Key 0xffff only
     }
 
     DeviceInfo info() {

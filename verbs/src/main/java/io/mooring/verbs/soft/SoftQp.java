@@ -3,19 +3,21 @@ package io.mooring.verbs.soft;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.MwType;
 import io.mooring.verbs.Opcode;
+import io.mooring.verbs.QpAttribute;
+import io.mooring.verbs.QpAttributes;
 import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QpState;
 import io.mooring.verbs.QpStateException;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.ScatterGatherList;
+import io.mooring.verbs.WcFlag;
 import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.QpOps;
-import io.mooring.verbs.spi.QpTransition;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -88,14 +90,15 @@ final class SoftQp implements QpOps {
     // Connection attributes, written by modify under lock before the state that uses them is published.
     private volatile int access;
     private volatile QpInfo remote;
+    private QpAttributes attributes = new QpAttributes(); // guarded by lock: what modify set, for query
     private volatile int minRnrTimer;
     private volatile int timeout;
     private volatile int retryCount;
     private volatile int rnrRetry;
-    private int sendPsn;           // requester only: the PSN of the next new request
+    private volatile int sendPsn;  // written by the requester: the PSN of the next new request
     private volatile int resets;   // written under lock: a request taken before a reset is never sent after it
     private int takenAt;           // requester only: resets when the request in hand was taken
-    private int expectedPsn;       // guarded by responding: the PSN of the next new incoming request
+    private volatile int expectedPsn; // written under responding: the PSN of the next new incoming request
     private int lastAtomicPsn = -1; // guarded by responding: a duplicated atomic is answered, not executed again
     private long lastAtomicOriginal;
     private volatile boolean linkExpected; // a TCP connection to the peer is being set up
@@ -148,28 +151,29 @@ final class SoftQp implements QpOps {
     // ---- control ---------------------------------------------------------------------------------------------
 
     @Override
-    public void modify(QpTransition t) {
+    public void modify(QpAttributes a) {
         boolean overTcp = false;
+        QpState target = a.state();
         lock.lock();
         try {
             QpState from = state;
-            if (!from.canMoveTo(t.target())) {
-                throw new QpStateException("ibv_modify_qp", name(), from, "moving to " + t.target());
+            if (!from.canMoveTo(target)) {
+                throw new QpStateException("ibv_modify_qp", name(), from, "moving to " + target);
             }
-            switch (t.target()) {
-                case INIT -> access = t.access();
+            if (a.isSet(QpAttribute.ACCESS_FLAGS)) access = Access.mask(a.access());
+            if (a.isSet(QpAttribute.MIN_RNR_TIMER)) minRnrTimer = a.minRnrTimer();
+            if (a.isSet(QpAttribute.RQ_PSN)) setExpectedPsn(a.receivePsn());
+            if (a.isSet(QpAttribute.SQ_PSN)) sendPsn = a.sendPsn();
+            if (a.isSet(QpAttribute.TIMEOUT)) timeout = a.timeout();
+            if (a.isSet(QpAttribute.RETRY_COUNT)) retryCount = a.retryCount();
+            if (a.isSet(QpAttribute.RNR_RETRY)) rnrRetry = a.rnrRetry();
+            attributes.apply(a);
+            switch (target) {
                 case RTR -> {
-                    remote = t.remote();
-                    setExpectedPsn(t.remote().psn());
-                    minRnrTimer = t.minRnrTimer();
+                    remote = new QpInfo(a.destQpNumber(), a.receivePsn(), a.destGid(), a.destLid(), a.pathMtu(),
+                            a.destToken());
                     overTcp = !device.isSelf(remote.gid(), remote.lid());
                     linkExpected = overTcp;
-                }
-                case RTS -> {
-                    sendPsn = t.sendPsn();
-                    timeout = t.timeout();
-                    retryCount = t.retryCount();
-                    rnrRetry = t.rnrRetry();
                 }
                 case ERROR -> enterErrorLocked();
                 case RESET -> {
@@ -177,11 +181,12 @@ final class SoftQp implements QpOps {
                     sendQueue.clear();
                     recvQueue.clear();
                     remote = null;
+                    attributes = new QpAttributes();
                     dropLink();
                 }
                 default -> { }
             }
-            state = t.target();
+            state = target;
             workToDo.signalAll();
         } finally {
             lock.unlock();
@@ -189,11 +194,22 @@ final class SoftQp implements QpOps {
         if (overTcp) device.fabric.connect(this, remote);
     }
 
+    /** {@code ibv_query_qp}: what was set since the last reset, with the state and PSNs as they are now. */
+    @Override
+    public QpAttributes query() {
+        lock.lock();
+        try {
+            return attributes.copy().state(state).sendPsn(sendPsn).receivePsn(expectedPsn);
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** ERROR: receives flush now; the requester flushes the send queue in order. Caller holds the lock. */
     private void enterErrorLocked() {
         state = QpState.ERROR;
         for (RecvWork r; (r = recvQueue.poll()) != null; ) {
-            recvCq.push(r.wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, false, qpn);
+            recvCq.push(r.wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
         }
         workToDo.signalAll();
     }
@@ -211,7 +227,7 @@ final class SoftQp implements QpOps {
         try {
             if (state == QpState.RESET || destroyed) return;
             state = QpState.ERROR;
-            if (cq != null) cq.push(wrId, status.code(), opcode, 0, 0, false, qpn);
+            if (cq != null) cq.push(wrId, status.code(), opcode, 0, 0, 0, qpn);
             enterErrorLocked();
         } finally {
             lock.unlock();
@@ -360,7 +376,7 @@ final class SoftQp implements QpOps {
             checkNotDestroyed();
             if (!state.acceptsReceives()) throw new QpStateException("ibv_post_recv", name(), state, "posting a receive");
             if (state == QpState.ERROR) {
-                recvCq.push(wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, false, qpn);
+                recvCq.push(wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
             } else {
                 recvQueue.add(new RecvWork(wrId, sges));
             }
@@ -438,7 +454,7 @@ final class SoftQp implements QpOps {
 
     private void complete(SendWork w, WcStatus status, int byteLength) {
         if (status == WcStatus.SUCCESS && !w.signaled) return;
-        sendCq.push(w.wrId, status.code(), w.opcode.completion().code(), byteLength, 0, false, qpn);
+        sendCq.push(w.wrId, status.code(), w.opcode.completion().code(), byteLength, 0, 0, qpn);
     }
 
     /** Runs one request; pushes its success completion itself and returns SUCCESS, or returns the error. */
@@ -676,7 +692,8 @@ final class SoftQp implements QpOps {
             return Wire.Response.OPERATION_ERROR;
         }
         boolean imm = op == Opcode.SEND_WITH_IMM;
-        recvCq.push(rw.wrId, WcStatus.SUCCESS.code(), WcOpcode.RECV.code(), r.length(), imm ? r.immediate() : 0, imm, qpn);
+        recvCq.push(rw.wrId, WcStatus.SUCCESS.code(), WcOpcode.RECV.code(), r.length(), imm ? r.immediate() : 0,
+                imm ? WcFlag.WITH_IMM.bit() : 0, qpn);
         return Wire.Response.ACK;
     }
 
@@ -691,7 +708,7 @@ final class SoftQp implements QpOps {
         }
         if (rw != null) {
             recvCq.push(rw.wrId, WcStatus.SUCCESS.code(), WcOpcode.RECV_RDMA_WITH_IMM.code(), r.length(), r.immediate(),
-                    true, qpn);
+                    WcFlag.WITH_IMM.bit(), qpn);
         }
         return Wire.Response.ACK;
     }

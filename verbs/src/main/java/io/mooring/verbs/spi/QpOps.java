@@ -1,5 +1,6 @@
 package io.mooring.verbs.spi;
 
+import io.mooring.verbs.QpAttributes;
 import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpState;
 import io.mooring.verbs.ReceiveRequest;
@@ -23,8 +24,17 @@ public interface QpOps {
         return 0;
     }
 
-    /** {@code ibv_modify_qp}. */
-    void modify(QpTransition transition);
+    /**
+     * {@code ibv_modify_qp} with the fields {@code attributes} sets (always a state); the public API has already
+     * checked that the transition is allowed from the current state and that the values suit the device.
+     */
+    void modify(QpAttributes attributes);
+
+    /**
+     * {@code ibv_query_qp}: the state, the attributes set since the last reset as the device keeps them (it may
+     * have granted more than asked), and the PSNs as they are now: the next to send and the next expected.
+     */
+    QpAttributes query();
 
     /** {@code ibv_post_send} of one request, with {@code wrId} instead of the request's own id. */
     void postSend(WorkRequest request, long wrId);

@@ -6,7 +6,9 @@ import io.mooring.verbs.Access;
 import io.mooring.verbs.Mtu;
 import io.mooring.verbs.MwType;
 import io.mooring.verbs.Opcode;
+import io.mooring.verbs.QpAttribute;
 import io.mooring.verbs.QpState;
+import io.mooring.verbs.WcFlag;
 import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkRequest;
@@ -44,6 +46,29 @@ class IbvEncodingTest {
         for (WcStatus s : WcStatus.values()) {
             assertEquals("IBV_WC_" + s.name(), IbvStructs.wcStatusName(s.code()));
         }
+    }
+
+    @Test
+    void qpAttributeMaskBitsAndCompletionFlags() {
+        assertEquals(IbvStructs.IBV_QP_STATE, QpAttribute.STATE.bit());
+        assertEquals(IbvStructs.IBV_QP_ACCESS_FLAGS, QpAttribute.ACCESS_FLAGS.bit());
+        assertEquals(IbvStructs.IBV_QP_PKEY_INDEX, QpAttribute.PKEY_INDEX.bit());
+        assertEquals(IbvStructs.IBV_QP_PORT, QpAttribute.PORT.bit());
+        assertEquals(IbvStructs.IBV_QP_AV, QpAttribute.ADDRESS_VECTOR.bit());
+        assertEquals(IbvStructs.IBV_QP_PATH_MTU, QpAttribute.PATH_MTU.bit());
+        assertEquals(IbvStructs.IBV_QP_TIMEOUT, QpAttribute.TIMEOUT.bit());
+        assertEquals(IbvStructs.IBV_QP_RETRY_CNT, QpAttribute.RETRY_COUNT.bit());
+        assertEquals(IbvStructs.IBV_QP_RNR_RETRY, QpAttribute.RNR_RETRY.bit());
+        assertEquals(IbvStructs.IBV_QP_RQ_PSN, QpAttribute.RQ_PSN.bit());
+        assertEquals(IbvStructs.IBV_QP_MAX_QP_RD_ATOMIC, QpAttribute.MAX_RD_ATOMIC.bit());
+        assertEquals(IbvStructs.IBV_QP_MIN_RNR_TIMER, QpAttribute.MIN_RNR_TIMER.bit());
+        assertEquals(IbvStructs.IBV_QP_SQ_PSN, QpAttribute.SQ_PSN.bit());
+        assertEquals(IbvStructs.IBV_QP_MAX_DEST_RD_ATOMIC, QpAttribute.MAX_DEST_RD_ATOMIC.bit());
+        assertEquals(IbvStructs.IBV_QP_DEST_QPN, QpAttribute.DEST_QPN.bit());
+        assertEquals(IbvStructs.IBV_WC_GRH, WcFlag.GRH.bit());
+        assertEquals(IbvStructs.IBV_WC_WITH_IMM, WcFlag.WITH_IMM.bit());
+        assertEquals(IbvStructs.IBV_WC_IP_CSUM_OK, WcFlag.IP_CSUM_OK.bit());
+        assertEquals(IbvStructs.IBV_WC_WITH_INV, WcFlag.WITH_INV.bit());
     }
 
     @Test
