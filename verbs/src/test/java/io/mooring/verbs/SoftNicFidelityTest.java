@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.soft.SoftInternals;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
@@ -17,12 +18,14 @@ import java.net.Socket;
 import java.net.SocketException;
 import java.util.Arrays;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -36,6 +39,8 @@ class SoftNicFidelityTest {
     private static final ConnectOptions FAST = VerbsConformance.FAST;
     private static final int SIZE = 1 << 20;
 
+    @RegisterExtension
+    final CapturedLog log = new CapturedLog("io.mooring.verbs.soft");
     private final ResourceGraph graph = ResourceGraph.builder().name(getClass().getSimpleName()).build();
     private final Arena arena = Arena.ofShared();
     private Endpoint a;
@@ -250,6 +255,40 @@ class SoftNicFidelityTest {
             assertEquals(0, in.readByte(), "an ACK");
         }
         assertFilled(target, 0x66, "the write of a dial with the token");
+    }
+
+    /**
+     * A dial the previous peer started before a reset arrives late, with the token of that connection: it is refused
+     * like any other without the current token, but quietly, since nobody forged it. Any other token still warns.
+     */
+    @Test
+    void aLateDialWithThePreviousTokenIsRefusedQuietly() throws Exception {
+        open("soft1");
+        QpInfo ia = a.qp.info(FAST);
+        QpInfo ib = b.qp.info(FAST);
+        boolean aDials = ia.lid() != ib.lid() ? ia.lid() < ib.lid() : ia.qpn() < ib.qpn();
+        Endpoint listener = aDials ? b : a;
+        QpInfo from = aDials ? ia : ib;
+        QpInfo previous = aDials ? ib : ia;
+        a.qp.reset();
+        b.qp.reset();
+        Endpoint.connect(a, b, FAST);
+        assertNotEquals(previous.token(), listener.qp.info(FAST).token(), "a reset draws a new token");
+
+        for (long token : new long[] {previous.token(), previous.token() ^ 1}) {
+            try (Socket late = new Socket(previous.gid().address(), previous.lid())) {
+                late.setSoTimeout((int) Endpoint.WAIT.toMillis());
+                var out = new DataOutputStream(new BufferedOutputStream(late.getOutputStream()));
+                writeHello(out, from, previous, token);
+                out.flush();
+                assertTrue(closedByPeer(late), "a dial with an old or a made-up token was let in");
+            }
+        }
+        assertEquals(List.of("WARNING: " + listener.context.device().name() + ": refused a connection"),
+                log.entries().stream()
+                .filter(e -> e.level().compareTo(System.Logger.Level.INFO) > 0)
+                .map(e -> e.level() + ": " + e.message().substring(0, e.message().indexOf(" from "))).toList(),
+                "only the made-up token warns");
     }
 
     /** A HELLO frame as TcpLink lays it out, claiming to be a newer dial of {@code from} than any before. */

@@ -87,6 +87,7 @@ final class SoftQp implements QpOps {
     private int connection;            // guarded by linkChanged: bumped by every reset and every dial of ours
     private TcpLink.Hello newestDial;  // guarded by linkChanged: of the last connection attached; survives resets
     private volatile long token = TOKENS.nextLong(); // written under linkChanged: what the peer's dial presents
+    private volatile long previousToken; // the token before the last reset: a late dial of the old peer presents it
     // Connection attributes, written by modify under lock before the state that uses them is published.
     private volatile int access;
     private volatile QpInfo remote;
@@ -142,6 +143,14 @@ final class SoftQp implements QpOps {
      */
     boolean admits(TcpLink.Hello dial) {
         return dial.token() == token;
+    }
+
+    /**
+     * Whether a refused {@code dial} is only late: a dial the previous peer started before this QP was reset, which
+     * presents the token of that connection. Refused all the same, but not worth a warning.
+     */
+    boolean isStale(TcpLink.Hello dial) {
+        return dial.token() == previousToken;
     }
 
     private String name() {
@@ -297,6 +306,7 @@ final class SoftQp implements QpOps {
         Link l;
         synchronized (linkChanged) {
             connection++; // a dial of ours still under way was for the connection dropped here
+            previousToken = token;
             token = TOKENS.nextLong(); // and the peer of the next connection gets a new one
             l = link;
             link = null;

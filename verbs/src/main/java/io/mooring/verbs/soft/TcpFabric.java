@@ -73,7 +73,8 @@ final class TcpFabric {
 
     /**
      * Reads the dialer's hello and hands the connection to the QP it names, if the dialer presents that QP's
-     * token (a wrong one is refused and logged: someone on this host tried to act as the QP's peer).
+     * token. Another token is refused: the one of the QP's previous connection quietly (a late dial of the old
+     * peer, started before a reset), any other with a warning (someone on this host tried to act as the peer).
      */
     private void handshake(Socket s) {
         try {
@@ -88,7 +89,7 @@ final class TcpFabric {
                 return;
             }
             if (!qp.admits(hello)) {
-                LOG.log(Level.WARNING, device.name + ": refused a connection from " + s.getRemoteSocketAddress()
+                LOG.log(qp.isStale(hello) ? Level.DEBUG : Level.WARNING, device.name + ": refused a connection from " + s.getRemoteSocketAddress()
                         + " for qpn " + hello.targetQpn() + " claiming to be qpn " + hello.sourceQpn() + " at "
                         + hello.sourceGid() + " port " + hello.sourceLid() + ": it did not present the QP's token,"
                         + " which only the QP's peer got (with its QpInfo)");
