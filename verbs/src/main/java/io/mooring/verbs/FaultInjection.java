@@ -45,7 +45,7 @@ public final class FaultInjection implements AutoCloseable {
 
     public Counts counts() {
         var faults = new EnumMap<FaultPlan.Fault, Long>(FaultPlan.Fault.class);
-        for (FaultPlan.Fault f : FaultPlan.Fault.values()) faults.put(f, ops.count(f.ordinal()));
+        for (FaultPlan.Fault f : FaultPlan.Fault.values()) faults.put(f, ops.count(f));
         return new Counts(ops.packets(), faults);
     }
 
@@ -62,7 +62,10 @@ public final class FaultInjection implements AutoCloseable {
         ops.killPeer();
     }
 
-    /** Stops injecting faults: packets flow untouched again, but a cut link stays cut and a killed peer dead. */
+    /**
+     * Stops injecting faults: from the next packet on the traffic flows untouched, over a link cut by the plan too;
+     * a killed peer's TCP connection stays closed (requests fail until the queue pairs reconnect).
+     */
     @Override
     public void close() {
         ops.stop();

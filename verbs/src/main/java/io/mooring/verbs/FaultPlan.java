@@ -40,7 +40,10 @@ import java.util.TreeMap;
  * a SEND is retried).
  */
 public final class FaultPlan {
-    /** The faults a plan can inject, and the keys of {@link FaultInjection.Counts}. */
+    /**
+     * The faults a plan can inject, and the keys of {@link FaultInjection.Counts}. The first six are drawn with a
+     * probability each; in this order their probabilities partition [0, 1).
+     */
     public enum Fault {
         DROP_REQUEST, DROP_RESPONSE, DUPLICATE, REORDER, CORRUPT, DELAY,
         /** A packet lost to a cut link or a killed peer (counted in both directions). */
@@ -49,14 +52,13 @@ public final class FaultPlan {
         STALL
     }
 
-    /** The faults drawn with a probability, in the order their probabilities partition [0, 1). */
-    private static final Fault[] DRAWN = {Fault.DROP_REQUEST, Fault.DROP_RESPONSE, Fault.DUPLICATE, Fault.REORDER,
-        Fault.CORRUPT, Fault.DELAY};
+    /** How many faults, from the first, are drawn with a probability. */
+    private static final int DRAWN = Fault.DELAY.ordinal() + 1;
     private static final Duration MAX_DELAY = Duration.ofMinutes(1);
     private static final Duration MAX_STALL = Duration.ofDays(1);
 
     private final long seed;
-    private final double[] probability; // by DRAWN index
+    private final double[] probability; // by ordinal, of the drawn faults
     private final Duration delayBy;
     private final Duration stallReceives;
     private final Map<Long, Fault> schedule;
@@ -72,7 +74,7 @@ public final class FaultPlan {
 
     /** A plan that injects nothing yet, drawing from a generator seeded with {@code seed}. */
     public static FaultPlan seeded(long seed) {
-        return new FaultPlan(seed, new double[DRAWN.length], Duration.ofMillis(1), Duration.ZERO, Map.of());
+        return new FaultPlan(seed, new double[DRAWN], Duration.ofMillis(1), Duration.ZERO, Map.of());
     }
 
     /** Each request packet is lost with probability {@code p}. */
@@ -143,15 +145,15 @@ public final class FaultPlan {
 
     /** The probability with which {@code fault} is drawn for a packet (0 for CUT and STALL). */
     public double probability(Fault fault) {
-        int i = drawnIndex(fault);
-        return i < 0 ? 0 : probability[i];
+        return fault.ordinal() < DRAWN ? probability[fault.ordinal()] : 0;
     }
 
     public Duration delayBy() {
         return delayBy;
     }
 
-    public Duration stallReceives() {
+    /** How long the responder's receives are stalled for once the plan is attached. */
+    public Duration receiveStall() {
         return stallReceives;
     }
 
@@ -166,9 +168,10 @@ public final class FaultPlan {
      */
     public Fault drawn(double draw) {
         double upTo = 0;
-        for (int i = 0; i < DRAWN.length; i++) {
+        Fault[] faults = Fault.values();
+        for (int i = 0; i < DRAWN; i++) {
             upTo += probability[i];
-            if (draw < upTo) return DRAWN[i];
+            if (draw < upTo) return faults[i];
         }
         return null;
     }
@@ -176,7 +179,7 @@ public final class FaultPlan {
     private FaultPlan withProbability(Fault fault, double p) {
         if (!(p >= 0 && p <= 1)) throw new IllegalArgumentException(fault + " probability must be in [0, 1], was " + p);
         double[] next = probability.clone();
-        next[drawnIndex(fault)] = p;
+        next[fault.ordinal()] = p;
         double sum = 0;
         for (double q : next) sum += q;
         if (sum > 1) {
@@ -190,16 +193,11 @@ public final class FaultPlan {
         return new FaultPlan(seed, probability, delay, stall, Map.copyOf(nextSchedule));
     }
 
-    private static int drawnIndex(Fault fault) {
-        for (int i = 0; i < DRAWN.length; i++) if (DRAWN[i] == fault) return i;
-        return -1;
-    }
-
     @Override
     public String toString() {
         var s = new StringBuilder("FaultPlan[seed=").append(seed);
-        for (int i = 0; i < DRAWN.length; i++) {
-            if (probability[i] > 0) s.append(", ").append(DRAWN[i]).append('=').append(probability[i]);
+        for (Fault f : Fault.values()) {
+            if (probability(f) > 0) s.append(", ").append(f).append('=').append(probability(f));
         }
         if (probability(Fault.DELAY) > 0 || schedule.containsValue(Fault.DELAY)) s.append(", delayBy=").append(delayBy);
         if (!stallReceives.isZero()) s.append(", stallReceives=").append(stallReceives);

@@ -42,9 +42,9 @@ final class DeviceFaults implements FaultOps {
     }
 
     @Override
-    public synchronized long count(int faultOrdinal) {
+    public synchronized long count(FaultPlan.Fault fault) {
         long sum = 0;
-        for (FaultInjector f : injectors) sum += f.count(faultOrdinal);
+        for (FaultInjector f : injectors) sum += f.count(fault);
         return sum;
     }
 

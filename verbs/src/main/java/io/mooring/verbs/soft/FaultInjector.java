@@ -34,7 +34,7 @@ final class FaultInjector implements FaultOps {
         this.plan = plan;
         this.qp = qp;
         this.random = random;
-        this.stallEnds = System.nanoTime() + plan.stallReceives().toNanos();
+        this.stallEnds = System.nanoTime() + plan.receiveStall().toNanos();
     }
 
     FaultPlan plan() {
@@ -128,8 +128,8 @@ final class FaultInjector implements FaultOps {
     }
 
     @Override
-    public long count(int faultOrdinal) {
-        return counts.get(faultOrdinal);
+    public long count(Fault fault) {
+        return counts.get(fault.ordinal());
     }
 
     @Override
