@@ -78,8 +78,8 @@ public final class DeviceContext extends VerbsObject {
 
     /**
      * Injects faults per {@code plan} into the traffic of every queue pair of this device context, those that exist
-     * (in the order of their numbers) and those created later, each drawing from its own generator split in that
-     * order from the plan's seed. Soft provider only.
+     * (in the order of their numbers) and those created later, each numbering its own packets and drawing from its
+     * own generator, split in that order from the plan's seed. Soft provider only.
      *
      * @throws UnsupportedOperationException on a provider other than soft
      * @throws IllegalStateException if faults are injected into one of its queue pairs already

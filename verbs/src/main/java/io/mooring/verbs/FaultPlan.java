@@ -24,7 +24,8 @@ import java.util.TreeMap;
  *   <li>{@link Fault#DUPLICATE}: arrives twice; executed once, both acknowledged.
  *   <li>{@link Fault#REORDER}: held back and delivered behind the next packet the link carries (never, if none
  *       follows); meanwhile the requester times out and retransmits, so execution stays in order and the late
- *       copy is a duplicate.
+ *       copy is a duplicate. (The soft requester has one request in flight, so the packet behind is its own
+ *       retransmission: the PSN gap that makes a pipelining NIC's responder NAK out of sequence does not arise.)
  *   <li>{@link Fault#DELAY}: delivered {@link #delayBy} later; a delay of at least the ACK timeout makes it late,
  *       as {@link Fault#REORDER}.
  *   <li>{@link Fault#CUT}: from that packet on the link carries nothing in either direction: requests end in
@@ -48,7 +49,7 @@ public final class FaultPlan {
         DROP_REQUEST, DROP_RESPONSE, DUPLICATE, REORDER, CORRUPT, DELAY,
         /** A packet lost to a cut link or a killed peer (counted in both directions). */
         CUT,
-        /** An RNR NAK answered by a stalled responder; cannot be {@linkplain #at scheduled} per packet. */
+        /** An RNR NAK answered by a stalled responder; cannot be {@linkplain FaultPlan#at scheduled} per packet. */
         STALL
     }
 
