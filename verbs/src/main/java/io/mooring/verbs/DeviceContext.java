@@ -3,6 +3,7 @@ package io.mooring.verbs;
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.ContextOps;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -73,6 +74,20 @@ public final class DeviceContext extends VerbsObject {
             cq.destroy();
         }, resource);
         return new CompletionQueue(this, made.ops(), made.resource(), capacity, dispatcher);
+    }
+
+    /**
+     * Injects faults per {@code plan} into the traffic of every queue pair of this device context, those that exist
+     * (in the order of their numbers) and those created later, each numbering its own packets and drawing from its
+     * own generator, split in that order from the plan's seed. Soft provider only.
+     *
+     * @throws UnsupportedOperationException on a provider other than soft
+     * @throws IllegalStateException if faults are injected into one of its queue pairs already
+     */
+    public FaultInjection injectFaults(FaultPlan plan) {
+        Objects.requireNonNull(plan, "plan");
+        resource.checkOpen();
+        return new FaultInjection(ops.injectFaults(plan), plan, toString());
     }
 
     @Override

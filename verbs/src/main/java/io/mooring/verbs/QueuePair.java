@@ -4,6 +4,7 @@ import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.spi.QpOps;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -369,6 +370,19 @@ public final class QueuePair extends VerbsObject {
     /** Outstanding requests on the receive queue. */
     public int outstandingReceives() {
         return queues.receive().outstanding();
+    }
+
+    /**
+     * Injects faults per {@code plan} into this queue pair's traffic: the request packets it sends and their
+     * answers, and its responder's receives. Soft provider only.
+     *
+     * @throws UnsupportedOperationException on a provider other than soft
+     * @throws IllegalStateException if faults are injected into it already (its own or its device's)
+     */
+    public FaultInjection injectFaults(FaultPlan plan) {
+        Objects.requireNonNull(plan, "plan");
+        resource.checkOpen();
+        return new FaultInjection(ops.injectFaults(plan), plan, toString());
     }
 
     @Override

@@ -1,7 +1,11 @@
 package io.mooring.verbs;
 
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.mooring.lifecycle.ResourceGraph;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 /**
  * The conformance suite against the first ibv device (rxe0 in the VM), opened twice: two contexts on one
@@ -57,6 +61,15 @@ class IbvConformanceTest extends VerbsConformance {
     @Override
     boolean keepsServiceLevelAndHopLimit() {
         return false;
+    }
+
+    /** A real NIC's faults cannot be scheduled: injecting them is refused with a pointer to the soft provider. */
+    @Test
+    void faultInjectionIsRefused() {
+        var refused = assertThrows(UnsupportedOperationException.class,
+                () -> a.context.injectFaults(FaultPlan.seeded(1)));
+        assertTrue(refused.getMessage().contains("soft provider"), refused::getMessage);
+        assertThrows(UnsupportedOperationException.class, () -> a.qp.injectFaults(FaultPlan.seeded(1)));
     }
 
     /** rxe checks an access through a window's rkey against the whole region (mainline kernels still do). */

@@ -2,11 +2,15 @@ package io.mooring.verbs.soft;
 
 import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.Errno;
+import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.CqOps;
+import io.mooring.verbs.spi.FaultOps;
 import io.mooring.verbs.spi.PdOps;
+import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** An open soft device. */
@@ -15,6 +19,7 @@ final class SoftContext implements ContextOps {
     private final DeviceInfo info;
     /** Live PDs and CQs; closing with any left fails with EBUSY. */
     final AtomicInteger children = new AtomicInteger();
+    private DeviceFaults faults; // guarded by this
 
     SoftContext(SoftDevice device) {
         this.device = device;
@@ -44,6 +49,33 @@ final class SoftContext implements ContextOps {
     public CqOps createCq(int capacity) {
         children.incrementAndGet();
         return new SoftCq(this, device.newObjectId(), capacity);
+    }
+
+    /**
+     * Injects {@code plan} into this context's QPs, in the order of their numbers, and into those it creates later.
+     * Nothing is injected if one of them has faults already.
+     */
+    @Override
+    public synchronized FaultOps injectFaults(FaultPlan plan) {
+        if (faults != null && !faults.isStopped()) {
+            throw new IllegalStateException(device.name + " has faults injected already; close that FaultInjection first");
+        }
+        List<SoftQp> qps = device.qps().stream().filter(qp -> qp.belongsTo(this))
+                .sorted(Comparator.comparingInt(SoftQp::qpNumber)).toList();
+        var injection = new DeviceFaults(plan);
+        try {
+            for (SoftQp qp : qps) injection.adopt(qp);
+        } catch (IllegalStateException e) {
+            injection.stop();
+            throw e;
+        }
+        faults = injection;
+        return injection;
+    }
+
+    /** A QP created on this context gets the faults injected into it, if any. */
+    synchronized void created(SoftQp qp) {
+        if (faults != null) faults.adopt(qp);
     }
 
     @Override

@@ -9,6 +9,7 @@ import io.mooring.verbs.MwType;
 import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.ScatterGatherList;
 import io.mooring.verbs.VerbsException;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -135,6 +136,10 @@ final class SoftDevice {
 
     void unregister(SoftQp qp) {
         qps.remove(qp.qpNumber(), qp);
+    }
+
+    Collection<SoftQp> qps() {
+        return qps.values();
     }
 
     SoftQp qp(int qpn) {

@@ -47,6 +47,7 @@ final class SoftPd implements PdOps {
     public QpOps createQp(CqOps sendCq, CqOps recvCq, QpCapabilities capabilities) {
         var qp = new SoftQp(context.device, this, (SoftCq) sendCq, (SoftCq) recvCq, capabilities);
         children.incrementAndGet();
+        context.created(qp);
         return qp;
     }
 

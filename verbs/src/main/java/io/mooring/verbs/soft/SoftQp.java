@@ -1,6 +1,7 @@
 package io.mooring.verbs.soft;
 
 import io.mooring.verbs.Access;
+import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.MwType;
 import io.mooring.verbs.Opcode;
 import io.mooring.verbs.QpAttribute;
@@ -15,6 +16,7 @@ import io.mooring.verbs.WcFlag;
 import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.spi.FaultOps;
 import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.QpOps;
@@ -23,6 +25,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.security.SecureRandom;
 import java.util.ArrayDeque;
+import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
@@ -103,6 +106,7 @@ final class SoftQp implements QpOps {
     private int lastAtomicPsn = -1; // guarded by responding: a duplicated atomic is answered, not executed again
     private long lastAtomicOriginal;
     private volatile boolean linkExpected; // a TCP connection to the peer is being set up
+    private volatile FaultInjector faults; // written under lock; null: none injected
 
     SoftQp(SoftDevice device, SoftPd pd, SoftCq sendCq, SoftCq recvCq, QpCapabilities capabilities) {
         this.device = device;
@@ -311,6 +315,53 @@ final class SoftQp implements QpOps {
             l = link;
             link = null;
         }
+        if (l != null) l.close();
+    }
+
+    // ---- fault injection -------------------------------------------------------------------------------------
+
+    @Override
+    public FaultOps injectFaults(FaultPlan plan) {
+        var injector = new FaultInjector(plan, this, new SplittableRandom(plan.seed()));
+        adopt(injector);
+        return injector;
+    }
+
+    /** From now on {@code injector} decides the faults of this QP's traffic; a QP has at most one. */
+    void adopt(FaultInjector injector) {
+        lock.lock();
+        try {
+            if (faults != null) {
+                throw new IllegalStateException(name() + " has faults injected already (" + faults.plan()
+                        + "); close that FaultInjection first");
+            }
+            faults = injector;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void dropFaults(FaultInjector injector) {
+        lock.lock();
+        try {
+            if (faults == injector) faults = null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    boolean belongsTo(SoftContext context) {
+        return pd.context == context;
+    }
+
+    /** Whether {@code l} is the connection this QP uses now (not one a reset or a newer dial replaced). */
+    boolean carries(Link l) {
+        return link == l;
+    }
+
+    /** Closes the connection to the peer, as the death of the peer's process does. */
+    void closeLink() {
+        Link l = link;
         if (l != null) l.close();
     }
 
@@ -562,8 +613,11 @@ final class SoftQp implements QpOps {
         while (true) {
             if (requestStopped()) return null;
             Link l = currentLink();
-            Wire.Response r = l == null ? Wire.Response.DROPPED : l.exchange(request, ackTimeoutNanos);
-            if (r.kind() == Wire.Kind.DROPPED && l == null && awaitLink()) continue; // connecting: not a retry
+            FaultInjector f = faults;
+            Wire.Response r = f != null ? f.exchange(l, request, ackTimeoutNanos)
+                    : l == null ? Wire.Response.DROPPED : l.exchange(request, ackTimeoutNanos);
+            boolean connecting = l == null && (f == null || !f.isCut());
+            if (r.kind() == Wire.Kind.DROPPED && connecting && awaitLink()) continue; // not a retry
             switch (r.kind()) {
                 case DROPPED -> {
                     if (retries-- == 0) return r;
@@ -632,6 +686,8 @@ final class SoftQp implements QpOps {
                     || peer == null || peer.qpn() != r.srcQpn() || (via != null && via != link)) {
                 return Wire.Response.DROPPED; // not connected to that peer: as if the packet never arrived
             }
+            FaultInjector f = faults;
+            if (f != null && f.severs()) return Wire.Response.DROPPED;
             Opcode op = Opcode.of(r.opcode());
             int distance = Wire.psnDistance(r.psn(), expectedPsn);
             if (distance > 0) return Wire.Response.DROPPED; // a gap: the requester retransmits in order
@@ -671,7 +727,10 @@ final class SoftQp implements QpOps {
         return Wire.Response.ACK;
     }
 
+    /** The next receive, or null if none is posted (or injected faults stall the receives). */
     private RecvWork takeReceive() {
+        FaultInjector f = faults;
+        if (f != null && f.stallsReceive()) return null;
         lock.lock();
         try {
             return recvQueue.poll();

@@ -1,5 +1,6 @@
 package io.mooring.verbs.spi;
 
+import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.QpAttributes;
 import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpState;
@@ -50,6 +51,16 @@ public interface QpOps {
      */
     int bindWindow(MwOps window, MrOps region, long address, long length, int access, int newRkey, long wrId,
                    boolean signaled);
+
+    /**
+     * Injects faults per {@code plan} into this QP's traffic; only the soft provider can.
+     *
+     * @throws UnsupportedOperationException if the provider cannot
+     * @throws IllegalStateException if this QP has faults injected already (its own or its device's)
+     */
+    default FaultOps injectFaults(FaultPlan plan) {
+        throw new UnsupportedOperationException(ContextOps.NO_FAULTS + "qpn " + qpNumber());
+    }
 
     /** {@code ibv_destroy_qp}. Once it returns, the NIC touches no memory on this QP's behalf. */
     void destroy();
