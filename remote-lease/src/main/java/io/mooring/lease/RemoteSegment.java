@@ -115,7 +115,7 @@ public final class RemoteSegment implements AutoCloseable {
 
     public CompletableFuture<WorkCompletion> writeAsync(Block src, long offset) {
         check(Access.REMOTE_WRITE, offset, src.size());
-        return session.qp().postAsync(WorkRequest.write(src.region(), src.regionOffset(), (int) src.size())
+        return session.qp().postAsync(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
                 .remote(address + offset, rkey));
     }
 
@@ -126,7 +126,8 @@ public final class RemoteSegment implements AutoCloseable {
 
     public CompletableFuture<WorkCompletion> readAsync(Block dst, long offset) {
         check(Access.REMOTE_READ, offset, dst.size());
-        return session.qp().postAsync(WorkRequest.read(dst.region(), dst.regionOffset(), (int) dst.size())
+        checkLocallyWritable(dst, dst.size(), "a READ's destination");
+        return session.qp().postAsync(WorkRequest.read(dst.region(), dst.regionOffset(), messageLength(dst))
                 .remote(address + offset, rkey));
     }
 
@@ -135,7 +136,7 @@ public final class RemoteSegment implements AutoCloseable {
      * value found. {@code result} (at least 8 bytes, in memory the local NIC may write) receives it too.
      */
     public long compareAndSwap(Block result, long offset, long expected, long swap) {
-        check(Access.REMOTE_ATOMIC, offset, Long.BYTES);
+        checkAtomic(result, offset);
         join(session.qp().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
                 address + offset, rkey, expected, swap)));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
@@ -143,7 +144,7 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** Adds {@code add} to the 8 bytes at {@code offset}; returns the value before. */
     public long fetchAndAdd(Block result, long offset, long add) {
-        check(Access.REMOTE_ATOMIC, offset, Long.BYTES);
+        checkAtomic(result, offset);
         join(session.qp().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
                 address + offset, rkey, add)));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
@@ -160,6 +161,41 @@ public final class RemoteSegment implements AutoCloseable {
         if (offset < 0 || bytes < 0 || offset > length - bytes) {
             throw new IndexOutOfBoundsException("[" + offset + ", +" + bytes + ") is outside the " + length + "-byte lease " + state.leaseId);
         }
+    }
+
+    /*
+     * The checks below refuse locally what the NIC would refuse with an error completion: an error moves the session's
+     * QP to ERROR, which ends the session and every lease on it, so one bad call must never reach the NIC.
+     */
+
+    /** An atomic targets 8 aligned bytes (else REM_INV_REQ_ERR) and writes its result into 8 local bytes. */
+    private void checkAtomic(Block result, long offset) {
+        check(Access.REMOTE_ATOMIC, offset, Long.BYTES);
+        if ((address + offset) % Long.BYTES != 0) {
+            throw new IllegalArgumentException("an atomic needs an 8-byte aligned target: offset " + offset
+                    + " of lease " + state.leaseId + " is address 0x" + Long.toHexString(address + offset));
+        }
+        checkLocallyWritable(result, Long.BYTES, "an atomic's result");
+    }
+
+    /** The local NIC writes {@code bytes} into {@code block} (else LOC_PROT_ERR). */
+    private static void checkLocallyWritable(Block block, long bytes, String what) {
+        if (block.size() < bytes) {
+            throw new IllegalArgumentException(what + " needs " + bytes + " bytes, " + block + " has " + block.size());
+        }
+        if (!block.region().access().contains(Access.LOCAL_WRITE)) {
+            throw new IllegalArgumentException(what + " must be locally writable: " + block + " is in a region with "
+                    + block.region().access());
+        }
+    }
+
+    /** One work request carries at most 2^31 - 1 bytes (its length is a 32-bit field). */
+    private static int messageLength(Block block) {
+        if (block.size() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("one READ or WRITE moves at most " + Integer.MAX_VALUE + " bytes, "
+                    + block + " has " + block.size() + ": split it");
+        }
+        return (int) block.size();
     }
 
     private static void join(CompletableFuture<WorkCompletion> f) {

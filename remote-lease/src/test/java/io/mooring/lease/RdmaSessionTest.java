@@ -91,6 +91,35 @@ class RdmaSessionTest {
         assertEquals(0, graph.liveCount(), graph::dump);
     }
 
+    /**
+     * What the NIC would fail with an error completion — which moves the session's QP to ERROR and so ends the
+     * session and every lease on it — is refused before posting: a misaligned atomic, a result or READ destination
+     * the local NIC may not write, a result smaller than 8 bytes. The lease and the session go on.
+     */
+    @Test
+    void aRequestTheNicWouldFailIsRefusedLocallyAndTheSessionGoesOn() {
+        RemoteSegment remote = requester.requestRemote(4096, Duration.ofSeconds(30), RW);
+        try (RdmaArena unwritable = RdmaArena.builder(pdOf(requesterArena)).chunkSize(1 << 20).shards(1)
+                     .access(EnumSet.noneOf(Access.class)).build();
+             Block result = requesterArena.allocate(8); Block small = requesterArena.allocate(4);
+             Block readOnly = unwritable.allocate(64)) {
+            var misaligned = assertThrows(IllegalArgumentException.class, () -> remote.compareAndSwap(result, 4, 0, 1));
+            assertTrue(misaligned.getMessage().contains("an atomic needs an 8-byte aligned target: offset 4"),
+                    misaligned.getMessage());
+            var tooSmall = assertThrows(IllegalArgumentException.class, () -> remote.fetchAndAdd(small, 0, 1));
+            assertTrue(tooSmall.getMessage().contains("needs 8 bytes"), tooSmall.getMessage());
+            var notWritable = assertThrows(IllegalArgumentException.class, () -> remote.read(readOnly, 0));
+            assertTrue(notWritable.getMessage().contains("must be locally writable"), notWritable.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> remote.fetchAndAdd(readOnly, 0, 1));
+
+            assertEquals(null, requester.lostReason(), "nothing reached the NIC");
+            long before = remote.fetchAndAdd(result, 8, 1);
+            assertEquals(before + 1, remote.fetchAndAdd(result, 8, 1));
+        }
+        remote.close();
+        assertEquals(1, owner.leases().stats().released());
+    }
+
     @Test
     void aRemoteSegmentIsWrittenReadAndReleased() {
         RemoteSegment remote = requester.requestRemote(4096, Duration.ofSeconds(30), RW);
