@@ -728,6 +728,11 @@ public final class RdmaArena implements AutoCloseable {
         return resource;
     }
 
+    /** The rights every chunk region of this arena is registered with. */
+    public Set<Access> access() {
+        return access;
+    }
+
     public String name() {
         return name;
     }

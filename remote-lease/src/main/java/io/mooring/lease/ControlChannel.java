@@ -31,13 +31,19 @@ final class ControlChannel implements AutoCloseable {
     private final BlockingQueue<Block> sendBuffers = new ArrayBlockingQueue<>(SENDS);
     private final List<Block> allSendBuffers = new ArrayList<>();
 
+    /** @throws RuntimeException if the arena cannot serve the buffers (memlock): none is kept then */
     ControlChannel(QueuePair qp, RdmaArena arena) {
         this.qp = qp;
-        for (int i = 0; i < RECEIVES; i++) receiveBuffers.add(arena.allocateShared(MessageCodec.MAX_MESSAGE, 8));
-        for (int i = 0; i < SENDS; i++) {
-            Block b = arena.allocateShared(MessageCodec.MAX_MESSAGE, 8);
-            allSendBuffers.add(b);
-            sendBuffers.add(b);
+        try {
+            for (int i = 0; i < RECEIVES; i++) receiveBuffers.add(arena.allocateShared(MessageCodec.MAX_MESSAGE, 8));
+            for (int i = 0; i < SENDS; i++) {
+                Block b = arena.allocateShared(MessageCodec.MAX_MESSAGE, 8);
+                allSendBuffers.add(b);
+                sendBuffers.add(b);
+            }
+        } catch (RuntimeException | OutOfMemoryError e) {
+            close();
+            throw e;
         }
     }
 

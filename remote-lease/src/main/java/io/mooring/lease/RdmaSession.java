@@ -66,29 +66,59 @@ public final class RdmaSession implements AutoCloseable {
     private volatile String lostReason;
     private volatile boolean closing;
 
+    /**
+     * Sets the session up over a connected {@code socket}, which it then owns. Every step that can fail — a peer
+     * that stays silent (bounded by the request timeout), speaks another version, breaks off the bootstrap, or a
+     * QP, buffer or probe this side cannot make — throws with everything made so far freed and the socket closed.
+     */
     private RdmaSession(Socket socket, SessionConfig config) throws IOException {
         this.socket = socket;
         this.config = config;
-        this.cq = config.pd().context().createCompletionQueue(1024);
-        this.qp = config.pd().createQueuePair(cq, cq, QpCapabilities.DEFAULT);
-        this.channel = new ControlChannel(qp, config.arena());
-        var bootstrap = Bootstrap.of(socket);
-        var peer = bootstrap.exchange(qp.info(config.connect()), ByteBuffer.allocate(4).putInt(0, PROTOCOL_VERSION));
-        int peerVersion = peer.data().getInt(0);
-        if (peerVersion != PROTOCOL_VERSION) {
-            throw new IOException("peer speaks lease protocol " + peerVersion + ", this side " + PROTOCOL_VERSION);
+        CompletionQueue madeCq = null;
+        QueuePair madeQp = null;
+        ControlChannel madeChannel = null;
+        LeaseManager madeLeases = null;
+        ExecutorService madeAgent = null;
+        boolean done = false;
+        try {
+            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, config.requestTimeout().toMillis()));
+            var bootstrap = Bootstrap.of(socket);
+            this.cq = madeCq = config.pd().context().createCompletionQueue(1024);
+            this.qp = madeQp = config.pd().createQueuePair(cq, cq, QpCapabilities.DEFAULT);
+            var peer = bootstrap.exchange(qp.info(config.connect()), ByteBuffer.allocate(4).putInt(0, PROTOCOL_VERSION));
+            int peerVersion = peer.data().getInt(0);
+            if (peerVersion != PROTOCOL_VERSION) {
+                throw new IOException("peer speaks lease protocol " + peerVersion + ", this side " + PROTOCOL_VERSION);
+            }
+            // Buffers and threads only for a peer that passed the bootstrap.
+            this.channel = madeChannel = new ControlChannel(qp, config.arena());
+            qp.connect(peer.qp(), config.connect());
+            channel.start();
+            cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, this::onCompletion);
+            this.leases = madeLeases = config.isolation() == null ? LeaseManager.create(qp, config.limits())
+                    : LeaseManager.create(qp, config.limits(), config.isolation());
+            this.agent = madeAgent = Executors.newSingleThreadExecutor(
+                    Thread.ofPlatform().daemon().name("mooring-lease-agent").factory());
+            bootstrap.barrier(); // both sides have receives posted before either sends a control message
+            socket.setSoTimeout(0); // from now on the connection only signals liveness: watchPeer blocks on it
+            Thread.ofPlatform().daemon().name("mooring-session-watch").start(this::watchPeer);
+            done = true;
+        } finally {
+            if (!done) {
+                if (madeAgent != null) madeAgent.shutdownNow();
+                if (madeLeases != null) madeLeases.close();
+                closeQuietly(socket);
+                if (madeQp != null) madeQp.close();
+                if (madeCq != null) madeCq.close();
+                if (madeChannel != null) madeChannel.close();
+            }
         }
-        qp.connect(peer.qp(), config.connect());
-        channel.start();
-        cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, this::onCompletion);
-        this.leases = config.isolation() == null ? LeaseManager.create(qp, config.limits())
-                : LeaseManager.create(qp, config.limits(), config.isolation());
-        this.agent = Executors.newSingleThreadExecutor(Thread.ofPlatform().daemon().name("mooring-lease-agent").factory());
-        bootstrap.barrier(); // both sides have receives posted before either sends a control message
-        Thread.ofPlatform().daemon().name("mooring-session-watch").start(this::watchPeer);
     }
 
-    /** Accepts one peer on {@code server} and sets the session up. */
+    /**
+     * Accepts one peer on {@code server} and sets the session up; a peer that does not complete the bootstrap within
+     * the request timeout is dropped with an exception, having cost nothing that stays.
+     */
     public static RdmaSession accept(ServerSocket server, SessionConfig config) throws IOException {
         return new RdmaSession(server.accept(), config);
     }
@@ -96,8 +126,21 @@ public final class RdmaSession implements AutoCloseable {
     /** Connects to a peer waiting in {@link #accept}. */
     public static RdmaSession connect(InetSocketAddress peer, SessionConfig config) throws IOException {
         var s = new Socket();
-        s.connect(peer, 10_000);
+        try {
+            s.connect(peer, 10_000);
+        } catch (IOException e) {
+            closeQuietly(s);
+            throw e;
+        }
         return new RdmaSession(s, config);
+    }
+
+    private static void closeQuietly(Socket s) {
+        try {
+            s.close();
+        } catch (IOException e) {
+            LOG.log(Level.DEBUG, "closing a session socket: " + e.getMessage());
+        }
     }
 
     /** This side's leases to the peer (grant blocks explicitly, inspect or end them). */
@@ -394,11 +437,7 @@ public final class RdmaSession implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        try {
-            socket.close();
-        } catch (IOException e) {
-            LOG.log(Level.DEBUG, "closing the session socket: " + e.getMessage());
-        }
+        closeQuietly(socket);
         qp.close();
         cq.close();
         channel.close();

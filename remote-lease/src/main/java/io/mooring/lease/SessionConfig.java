@@ -1,10 +1,12 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.RdmaArena;
+import io.mooring.verbs.Access;
 import io.mooring.verbs.ConnectOptions;
 import io.mooring.verbs.ProtectionDomain;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * What a {@link RdmaSession} runs on and with.
@@ -25,6 +27,17 @@ public record SessionConfig(ProtectionDomain pd, RdmaArena arena, LeaseLimits li
         Objects.requireNonNull(limits, "limits");
         Objects.requireNonNull(requestTimeout, "requestTimeout");
         Objects.requireNonNull(connect, "connect");
+        // Checked here, not at the first grant, where a missing right would fail on the NIC and end the session.
+        Set<Access> rights = arena.access();
+        if (!rights.contains(Access.LOCAL_WRITE)) {
+            throw new IllegalArgumentException("a session's arena needs LOCAL_WRITE (the NIC writes received control"
+                    + " messages and what peers write), but it registers its chunks with " + rights);
+        }
+        if ((isolation == null || isolation == Isolation.WINDOW) && !rights.contains(Access.MW_BIND)) {
+            throw new IllegalArgumentException("a session's arena needs MW_BIND to lease blocks through memory"
+                    + " windows, but it registers its chunks with " + rights + ": add MW_BIND to its access, or use"
+                    + " Isolation.DEDICATED_REGISTRATION");
+        }
     }
 
     /** Default limits, probed isolation, 10 s request timeout, default connection options. */
