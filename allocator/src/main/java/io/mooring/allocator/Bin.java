@@ -104,7 +104,7 @@ final class Bin {
     private Slab returnRegion(Shard shard, Slab s, long address) {
         s.free(address);
         if (!s.listed) link(s);
-        if (s.free() == s.regions && (slabs > 1 || shard.arena.isClosing())) {
+        if (s.free() == s.regions && (slabs > 1 || shard.chunks.isClosing())) {
             unlink(s);
             slabs--;
             return s;

@@ -85,7 +85,7 @@ public final class Block implements AutoCloseable {
             // only posted (address and keys) never needs a scope at all.
             if (scope == null) scope = Arena.ofConfined();
         }
-        return RdmaArena.view(address, size, scope);
+        return NativeMemory.segment(address, size, scope);
     }
 
     private WrongThreadException confinedElsewhere() {

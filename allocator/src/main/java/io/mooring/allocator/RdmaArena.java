@@ -3,11 +3,9 @@ package io.mooring.allocator;
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.Access;
-import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
-import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.WeakReference;
@@ -18,14 +16,11 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import jdk.jfr.FlightRecorder;
 
 /**
  * A jemalloc-style allocator of registered memory: a few large chunks are registered once with the protection
@@ -55,8 +50,6 @@ public final class RdmaArena implements AutoCloseable {
         RESERVED
     }
 
-    private static final ScheduledExecutorService PURGER = Executors.newSingleThreadScheduledExecutor(
-            Thread.ofPlatform().daemon().name("mooring-arena-purger").factory());
     private static final AtomicInteger NAMES = new AtomicInteger();
     private static final System.Logger LOG = System.getLogger(RdmaArena.class.getName());
     /** Platform threads found by thread id before falling back to the ThreadLocal (a power of two). */
@@ -67,18 +60,14 @@ public final class RdmaArena implements AutoCloseable {
     /** How long after a block is closed by another thread than its owner the arena's collector runs. */
     static final long COLLECTION_DELAY_MILLIS = 20;
 
-    private final ProtectionDomain pd;
-    private final Set<Access> access;
     private final long chunkSize;
     private final long hugeThreshold;
     private final long cachedMax; // the largest request thread caches serve
-    private final HugePages hugePages;
     private final boolean checked;
-    private final Duration decay;
-    private final long retainedBytes;
     private final String name;
     private final long maxMrSize;
     private final Resource resource;
+    private final ChunkSource chunks;
     private final Shard[] shards;
     private final AtomicInteger nextShard = new AtomicInteger();
     private final long cacheBytesPerClass;
@@ -99,38 +88,29 @@ public final class RdmaArena implements AutoCloseable {
     private final CacheCounters deadCaches = new CacheCounters();
     private final AtomicBoolean collectionScheduled = new AtomicBoolean();
     private final Runnable scheduledCollection;
-    private final AtomicLong registrations = new AtomicLong();
-    private final AtomicLong deregistrations = new AtomicLong();
-    private final AtomicLong registeredBytes = new AtomicLong();
-    private final AtomicLong chunkCount = new AtomicLong();
     private final AtomicLong hugeAllocations = new AtomicLong();
     private final AtomicLong hugeFrees = new AtomicLong();
     private final AtomicLong hugeBytes = new AtomicLong();
     private final ScheduledFuture<?> purging;
-    private volatile boolean closing;
 
     private RdmaArena(Builder b) {
-        this.pd = b.pd;
-        this.access = Set.copyOf(b.access);
         this.chunkSize = b.chunkSize;
         this.hugeThreshold = b.hugeThreshold > 0 ? b.hugeThreshold : b.chunkSize / 2;
         this.cachedMax = Math.min(ThreadCache.LARGE_MAX, hugeThreshold - 1);
-        this.hugePages = b.hugePages;
         this.checked = b.checked;
-        this.decay = b.decay;
-        this.retainedBytes = b.retainedBytes;
         this.cacheBytesPerClass = b.cacheBytesPerClass;
         this.name = b.name != null ? b.name : "arena-" + NAMES.incrementAndGet();
-        this.maxMrSize = pd.context().device().attributes().maxMrSize();
+        this.maxMrSize = b.pd.context().device().attributes().maxMrSize();
+        this.resource = b.pd.resource().createChild("arena", name, () -> {});
+        this.chunks = new ChunkSource(b.pd, b.access, chunkSize, b.hugePages, b.decay.toNanos(), b.retainedBytes, name,
+                resource);
         this.shards = new Shard[b.shards];
-        for (int i = 0; i < shards.length; i++) shards[i] = new Shard(this, i);
-        this.resource = pd.resource().createChild("arena", name, () -> {});
+        for (int i = 0; i < shards.length; i++) shards[i] = new Shard(this, chunks);
         var self = new WeakReference<>(this); // the scheduler must not keep a dropped arena alive
-        long period = Math.max(10, decay.toMillis() / 2);
-        this.purging = PURGER.scheduleWithFixedDelay(() -> {
+        this.purging = chunks.scheduleDecayPurges(() -> {
             RdmaArena arena = self.get();
             if (arena != null) arena.purgeExpired();
-        }, period, period, TimeUnit.MILLISECONDS);
+        });
         this.scheduledCollection = () -> {
             RdmaArena arena = self.get();
             if (arena != null) arena.runScheduledCollection();
@@ -184,13 +164,13 @@ public final class RdmaArena implements AutoCloseable {
 
     /**
      * A thread's state. Only a platform thread's cache is registered (to be flushed when the thread dies or the
-     * arena closes): a virtual thread leaves nothing behind when it ends. The epoch is read before {@link #closing}:
+     * arena closes): a virtual thread leaves nothing behind when it ends. The epoch is read before the closing flag:
      * a cache made while the arena closes sees a stale epoch at once, so is given back unused.
      */
     private Caller newCaller(Thread t) {
         Shard shard = shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)];
         int epoch = flushEpoch.get();
-        ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 || closing ? null
+        ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 || chunks.isClosing() ? null
                 : new ThreadCache(shard, cacheBytesPerClass);
         var caller = new Caller(t, shard, cache);
         if (cache != null) {
@@ -248,7 +228,7 @@ public final class RdmaArena implements AutoCloseable {
 
     private Block allocate(long size, long alignment, Scoping scoping) {
         checkRequest(size, alignment);
-        if (closing) giveBackWhatTheCallerHolds();
+        if (chunks.isClosing()) giveBackWhatTheCallerHolds();
         resource.checkOpen();
         Caller caller = caller();
         if (!caller.inboxIsEmpty()) drain(caller, true);
@@ -313,7 +293,7 @@ public final class RdmaArena implements AutoCloseable {
         if (cache != null) {
             int epoch = flushEpoch.get();
             if (cache.epoch != epoch) {
-                if (closing) {
+                if (chunks.isClosing()) {
                     if (cache.claimRelease()) cache.flushAll();
                     return null;
                 }
@@ -326,17 +306,10 @@ public final class RdmaArena implements AutoCloseable {
 
     private Block allocateHuge(long size, long alignment, Arena scope, Caller caller, boolean confined) {
         long bytes = (size + SizeClasses.PAGE_SIZE - 1) & -(long) SizeClasses.PAGE_SIZE;
-        Chunk c = newChunk(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE), true);
+        Chunk c = chunks.mapHuge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE));
         hugeAllocations.incrementAndGet();
         hugeBytes.addAndGet(bytes);
         return new Block(caller, null, c, c.base, size, scope, confined);
-    }
-
-    /** A segment over a block's memory: confined or shared to {@code scope}, or global when unchecked. */
-    @SuppressWarnings("restricted") // the arena owns this memory: it registered and mapped it
-    static MemorySegment view(long address, long size, Arena scope) {
-        MemorySegment raw = MemorySegment.ofAddress(address);
-        return scope == null ? raw.reinterpret(size) : raw.reinterpret(size, scope, null);
     }
 
     // ---- freeing ---------------------------------------------------------------------------------------------
@@ -357,7 +330,7 @@ public final class RdmaArena implements AutoCloseable {
         } else if (b.chunk.huge) {
             hugeFrees.incrementAndGet();
             hugeBytes.addAndGet(-b.chunk.size);
-            releaseChunk(b.chunk);
+            chunks.release(b.chunk);
         } else {
             shard.freeLarge(b.chunk, b.firstPage(), b.pages());
         }
@@ -432,7 +405,7 @@ public final class RdmaArena implements AutoCloseable {
 
     private void scheduleCollection() {
         if (!collectionScheduled.get() && collectionScheduled.compareAndSet(false, true)) {
-            PURGER.schedule(scheduledCollection, COLLECTION_DELAY_MILLIS, TimeUnit.MILLISECONDS);
+            ChunkSource.PURGER.schedule(scheduledCollection, COLLECTION_DELAY_MILLIS, TimeUnit.MILLISECONDS);
         }
     }
 
@@ -463,7 +436,7 @@ public final class RdmaArena implements AutoCloseable {
         for (Caller c : callersWithCache) {
             if (!c.thread.isAlive()) {
                 sweepDead(c);
-            } else if (closing && !c.cache.isReleased()) {
+            } else if (chunks.isClosing() && !c.cache.isReleased()) {
                 if (c.thread == Thread.currentThread() || c.isBetweenCalls()) {
                     if (c.cache.claimRelease()) c.cache.flushAll();
                 } else {
@@ -523,111 +496,20 @@ public final class RdmaArena implements AutoCloseable {
         if (collect()) scheduleCollection();
     }
 
-    // ---- chunks ----------------------------------------------------------------------------------------------
-
-    long chunkSize() {
-        return chunkSize;
-    }
-
-    boolean isClosing() {
-        return closing;
-    }
-
-    /**
-     * Maps and registers a chunk. The mapping is a lifecycle resource under the arena and the region a child of
-     * both the PD and the mapping, so teardown runs dereg before munmap whatever order things are closed in.
-     */
-    Chunk newChunk(long size, long alignment, boolean huge) {
-        long base = NativeMemory.map(size, alignment, hugePages == HugePages.RESERVED);
-        if (hugePages == HugePages.TRANSPARENT) NativeMemory.adviseHugePages(base, size);
-        Resource memory = resource.createChild("chunk-memory", "addr=0x" + Long.toHexString(base) + " len=" + size,
-                () -> NativeMemory.unmap(base, size));
-        var event = recording() ? ChunkEvent.begun() : null;
-        MemoryRegion region;
-        try {
-            region = pd.register(view(base, size, null), access, memory);
-        } catch (RuntimeException e) {
-            memory.close();
-            throw e;
-        }
-        registrations.incrementAndGet();
-        registeredBytes.addAndGet(size);
-        chunkCount.incrementAndGet();
-        commit(event, "register", base, size, huge);
-        return new Chunk(base, size, region, memory, huge);
-    }
-
-    Chunk newChunk(long size, boolean huge) {
-        return newChunk(size, chunkSize, huge);
-    }
-
-    void releaseChunk(Chunk c) {
-        var event = recording() ? ChunkEvent.begun() : null;
-        c.release();
-        deregistrations.incrementAndGet();
-        registeredBytes.addAndGet(-c.size);
-        chunkCount.decrementAndGet();
-        commit(event, "release", c.base, c.size, c.huge);
-    }
-
-    /**
-     * Whether JFR is initialized. Checked before an event class is touched: initializing one registers it, which
-     * initializes JFR — about half a second for a JVM that records nothing.
-     */
-    private static boolean recording() {
-        return FlightRecorder.isInitialized();
-    }
-
-    private void commit(ChunkEvent event, String action, long address, long size, boolean huge) {
-        if (event == null || !event.shouldCommit()) return;
-        event.arena = name;
-        event.action = action;
-        event.address = address;
-        event.size = size;
-        event.huge = huge;
-        event.commit();
-    }
-
     // ---- purging ---------------------------------------------------------------------------------------------
 
     /** Releases every wholly free chunk beyond the retained amount now, whatever the decay time. */
     public void purge() {
-        purge(0);
+        purge(false);
     }
 
     private void purgeExpired() {
-        if (!closing) purge(decay.toNanos());
+        if (!chunks.isClosing()) purge(true);
     }
 
-    private synchronized void purge(long minEmptyNanos) {
+    private synchronized void purge(boolean expiredOnly) {
         if (collect()) scheduleCollection();
-        for (Shard s : shards) for (Bin bin : s.bins) bin.trim(s);
-        long now = System.nanoTime();
-        long[] keep = {retainedBytes};
-        List<Chunk> released = new ArrayList<>();
-        for (Shard s : shards) {
-            released.addAll(s.takeEmptyChunks(c -> {
-                if (now - c.emptySinceNanos < minEmptyNanos) return false;
-                if (keep[0] >= c.size) {
-                    keep[0] -= c.size;
-                    return false;
-                }
-                return true;
-            }));
-        }
-        if (released.isEmpty()) return;
-        var event = recording() ? PurgeEvent.begun() : null;
-        long bytes = 0;
-        for (Chunk c : released) {
-            releaseChunk(c);
-            bytes += c.size;
-        }
-        if (event != null && event.shouldCommit()) {
-            event.arena = name;
-            event.chunks = released.size();
-            event.bytes = bytes;
-            event.commit();
-        }
+        chunks.purge(shards, expiredOnly);
     }
 
     // ---- stats and closing -----------------------------------------------------------------------------------
@@ -719,8 +601,8 @@ public final class RdmaArena implements AutoCloseable {
         long dirty = ((chunkPages - usedPages) << SizeClasses.LOG2_PAGE) - emptyChunkBytes;
         active += (usedPages << SizeClasses.LOG2_PAGE) - slabBytes - cachedLargeBytes;
         return new ArenaStats(classes, largeAllocated, largeFreed, hugeAllocated, hugeFreed, active,
-                registeredBytes.get(), emptyChunkBytes, dirty, chunkCount.get(), registrations.get(),
-                deregistrations.get(), quarantined, cacheHits, misses, cached);
+                chunks.registeredBytes(), emptyChunkBytes, dirty, chunks.chunkCount(), chunks.registrations(),
+                chunks.deregistrations(), quarantined, cacheHits, misses, cached);
     }
 
     /** The arena's place in the lifecycle graph (a child of its PD; its chunks' memory are its children). */
@@ -746,21 +628,18 @@ public final class RdmaArena implements AutoCloseable {
      */
     @Override
     public synchronized void close() {
-        if (closing) return;
+        if (chunks.isClosing()) return;
         collect(); // blocks closed elsewhere that are free to go are not live: free them before counting
         if (resource.graph().policy() == ClosePolicy.STRICT) {
             ArenaStats s = stats();
             if (s.liveBlocks() > 0) throw new ArenaBusyException(name, s);
         }
-        closing = true;
+        chunks.beginClose();
         flushEpoch.incrementAndGet(); // after closing: an owner that sees the new epoch sees closing too
         purging.cancel(false);
         giveBackWhatTheCallerHolds();
         boolean ownerBusy = collect(); // the caches of owners between calls come back now, before the chunks go
-        for (Shard s : shards) {
-            for (Bin bin : s.bins) bin.trim(s);
-            s.takeEmptyChunks(c -> true).forEach(this::releaseChunk);
-        }
+        chunks.releaseEmpty(shards);
         resource.close();
         if (ownerBusy) scheduleCollection();
     }

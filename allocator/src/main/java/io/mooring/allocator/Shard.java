@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 
 /**
  * One of the arena's independent allocators (jemalloc's "arena"): its own chunks, page runs and bins, so
@@ -12,16 +13,16 @@ import java.util.function.LongSupplier;
  */
 final class Shard {
     final RdmaArena arena;
-    final int index;
+    final ChunkSource chunks;
     final Bin[] bins = new Bin[SizeClasses.SMALL_CLASSES];
     private final ReentrantLock lock = new ReentrantLock();
-    private final List<Chunk> chunks = new ArrayList<>(); // guarded by lock
+    private final List<Chunk> ownChunks = new ArrayList<>(); // guarded by lock
     private long largeAllocations;                        // guarded by lock
     private long largeFrees;                              // guarded by lock
 
-    Shard(RdmaArena arena, int index) {
+    Shard(RdmaArena arena, ChunkSource chunks) {
         this.arena = arena;
-        this.index = index;
+        this.chunks = chunks;
         for (int i = 0; i < bins.length; i++) bins[i] = new Bin(i);
     }
 
@@ -29,12 +30,12 @@ final class Shard {
 
     /** A page run from an existing chunk, or from a new one if none has room. Caller holds the lock. */
     private Run takeRun(int pages, long alignment) {
-        for (Chunk c : chunks) {
+        for (Chunk c : ownChunks) {
             int page = c.allocate(pages, alignment);
             if (page >= 0) return new Run(c, page);
         }
-        Chunk c = arena.newChunk(arena.chunkSize(), false);
-        chunks.add(c);
+        Chunk c = chunks.map();
+        ownChunks.add(c);
         return new Run(c, c.allocate(pages, alignment));
     }
 
@@ -75,12 +76,12 @@ final class Shard {
     }
 
     /** One page run of {@code pages} for a thread cache (not counted as a large allocation: the cache counts). */
-    int refillRun(int pages, long[] addresses, Object[] chunks) {
+    int refillRun(int pages, long[] addresses, Object[] homes) {
         lock.lock();
         try {
             Run r = takeRun(pages, SizeClasses.PAGE_SIZE);
             addresses[0] = r.chunk.address(r.page);
-            chunks[0] = r.chunk;
+            homes[0] = r.chunk;
             return 1;
         } finally {
             lock.unlock();
@@ -88,18 +89,18 @@ final class Shard {
     }
 
     /** Takes back the first {@code n} page runs of a thread cache's arrays in one locked step. */
-    void giveBackRuns(int pages, long[] addresses, Object[] chunks, int n) {
+    void giveBackRuns(int pages, long[] addresses, Object[] homes, int n) {
         List<Chunk> released = new ArrayList<>(0);
         lock.lock();
         try {
             for (int i = 0; i < n; i++) {
-                Chunk c = (Chunk) chunks[i];
+                Chunk c = (Chunk) homes[i];
                 if (returnRun(c, c.page(addresses[i]), pages)) released.add(c);
             }
         } finally {
             lock.unlock();
         }
-        released.forEach(arena::releaseChunk);
+        released.forEach(chunks::release);
     }
 
     private void freeRun(Chunk c, int page, int pages, boolean large) {
@@ -111,7 +112,7 @@ final class Shard {
         } finally {
             lock.unlock();
         }
-        if (release) arena.releaseChunk(c);
+        if (release) chunks.release(c);
     }
 
     /** Frees a run; true if its chunk became empty while the arena closes, so must be released. Under the lock. */
@@ -119,19 +120,24 @@ final class Shard {
         c.free(page, pages);
         if (!c.isEmpty()) return false;
         c.emptySinceNanos = System.nanoTime();
-        if (!arena.isClosing()) return false;
-        chunks.remove(c);
+        if (!chunks.isClosing()) return false;
+        ownChunks.remove(c);
         return true;
+    }
+
+    /** Lets each bin go of the slab it keeps for reuse if that is wholly free (purging, closing). */
+    void trimBins() {
+        for (Bin bin : bins) bin.trim(this);
     }
 
     /**
      * Removes and returns the chunks that are wholly free and pass {@code shouldRelease} (purging, closing).
      */
-    List<Chunk> takeEmptyChunks(java.util.function.Predicate<Chunk> shouldRelease) {
+    List<Chunk> takeEmptyChunks(Predicate<Chunk> shouldRelease) {
         List<Chunk> taken = new ArrayList<>();
         lock.lock();
         try {
-            for (var it = chunks.iterator(); it.hasNext(); ) {
+            for (var it = ownChunks.iterator(); it.hasNext(); ) {
                 Chunk c = it.next();
                 if (c.isEmpty() && shouldRelease.test(c)) {
                     it.remove();
@@ -148,9 +154,9 @@ final class Shard {
     long[] chunkCounters() {
         lock.lock();
         try {
-            long empty = chunks.stream().filter(Chunk::isEmpty).count();
-            long used = chunks.stream().mapToLong(Chunk::usedPages).sum();
-            return new long[] {chunks.size(), empty, used};
+            long empty = ownChunks.stream().filter(Chunk::isEmpty).count();
+            long used = ownChunks.stream().mapToLong(Chunk::usedPages).sum();
+            return new long[] {ownChunks.size(), empty, used};
         } finally {
             lock.unlock();
         }
