@@ -20,7 +20,6 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A jemalloc-style allocator of registered memory: a few large chunks are registered once with the protection
@@ -61,7 +60,6 @@ public final class RdmaArena implements AutoCloseable {
     static final long COLLECTION_DELAY_MILLIS = 20;
 
     private final long chunkSize;
-    private final long hugeThreshold;
     private final long cachedMax; // the largest request thread caches serve
     private final boolean checked;
     private final String name;
@@ -88,14 +86,11 @@ public final class RdmaArena implements AutoCloseable {
     private final CacheCounters deadCaches = new CacheCounters();
     private final AtomicBoolean collectionScheduled = new AtomicBoolean();
     private final Runnable scheduledCollection;
-    private final AtomicLong hugeAllocations = new AtomicLong();
-    private final AtomicLong hugeFrees = new AtomicLong();
-    private final AtomicLong hugeBytes = new AtomicLong();
     private final ScheduledFuture<?> purging;
 
     private RdmaArena(Builder b) {
         this.chunkSize = b.chunkSize;
-        this.hugeThreshold = b.hugeThreshold > 0 ? b.hugeThreshold : b.chunkSize / 2;
+        long hugeThreshold = b.hugeThreshold > 0 ? b.hugeThreshold : b.chunkSize / 2;
         this.cachedMax = Math.min(ThreadCache.LARGE_MAX, hugeThreshold - 1);
         this.checked = b.checked;
         this.cacheBytesPerClass = b.cacheBytesPerClass;
@@ -105,7 +100,7 @@ public final class RdmaArena implements AutoCloseable {
         this.chunks = new ChunkSource(b.pd, b.access, chunkSize, b.hugePages, b.decay.toNanos(), b.retainedBytes, name,
                 resource);
         this.shards = new Shard[b.shards];
-        for (int i = 0; i < shards.length; i++) shards[i] = new Shard(this, chunks);
+        for (int i = 0; i < shards.length; i++) shards[i] = new Shard(this, chunks, hugeThreshold);
         var self = new WeakReference<>(this); // the scheduler must not keep a dropped arena alive
         this.purging = chunks.scheduleDecayPurges(() -> {
             RdmaArena arena = self.get();
@@ -171,7 +166,7 @@ public final class RdmaArena implements AutoCloseable {
         Shard shard = shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)];
         int epoch = flushEpoch.get();
         ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 || chunks.isClosing() ? null
-                : new ThreadCache(shard, cacheBytesPerClass);
+                : new ThreadCache(shard, cacheBytesPerClass, cachedMax);
         var caller = new Caller(t, shard, cache);
         if (cache != null) {
             cache.epoch = epoch;
@@ -199,14 +194,12 @@ public final class RdmaArena implements AutoCloseable {
         // registers.
         Caller caller = caller();
         ThreadCache cache = caller.cache;
-        if (cache != null && Long.compareUnsigned(size - 1, cachedMax) < 0 // 0 < size <= cachedMax
+        if (cache != null && Long.compareUnsigned(size - 1, cache.maxSize) < 0 // 0 < size <= cache.maxSize
                 && Long.compareUnsigned(alignment, SizeClasses.QUANTUM) <= 0
                 && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0
                 && cache.epoch == flushEpoch.get() && caller.inboxIsEmpty()) {
             resource.checkOpen();
-            int c = SizeClasses.indexOf(size);
-            long address = cache.pop(c);
-            return cached(caller, c, cache.poppedHome, address, size, null, checked);
+            return cache.allocate(caller, SizeClasses.indexOf(size), size, null, checked);
         }
         return allocate(size, alignment, checked ? Scoping.CONFINED : Scoping.UNCHECKED);
     }
@@ -235,39 +228,11 @@ public final class RdmaArena implements AutoCloseable {
         Arena scope = scoping == Scoping.SHARED ? Arena.ofShared() : null; // a confined one comes with segment()
         boolean confined = scoping == Scoping.CONFINED;
         try {
-            Shard shard = caller.shard;
-            // A small class's regions are aligned to the largest power of two dividing its size (up to a page);
-            // every page run is page aligned.
-            long aligned = alignment > SizeClasses.QUANTUM ? (size + alignment - 1) & -alignment : size;
-            boolean small = aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE;
-            if (small || (size <= cachedMax && alignment <= SizeClasses.PAGE_SIZE)) {
-                int c = SizeClasses.indexOf(small ? aligned : size);
-                ThreadCache cache = current(caller.cache);
-                if (cache != null) {
-                    long address = cache.pop(c);
-                    return cached(caller, c, cache.poppedHome, address, size, scope, confined);
-                }
-                if (small) {
-                    return shard.bins[c].allocate(shard, (slab, address) ->
-                            new Block(caller, slab, slab.chunk, address, size, scope, confined));
-                }
-            }
-            if (size >= hugeThreshold) return allocateHuge(size, alignment, scope, caller, confined);
-            long bytes = SizeClasses.largeSize(size);
-            return shard.allocateLarge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE),
-                    (chunk, page) -> new Block(caller, null, chunk, chunk.address(page), size, scope, confined));
+            return caller.shard.allocate(caller, size, alignment, scope, confined);
         } catch (RuntimeException | Error e) {
             if (scope != null) scope.close();
             throw e;
         }
-    }
-
-    /** A block of a region from a thread cache: its home is a slab for a small class, a chunk for a large one. */
-    private static Block cached(Caller caller, int c, Object home, long address, long size, Arena sharedScope,
-                                boolean confined) {
-        Slab slab = ThreadCache.isSmall(c) ? (Slab) home : null;
-        return new Block(caller, slab, slab != null ? slab.chunk : (Chunk) home, address, size, sharedScope,
-                confined);
     }
 
     private void checkRequest(long size, long alignment) {
@@ -289,7 +254,7 @@ public final class RdmaArena implements AutoCloseable {
      * closing: the cache is then flushed a last time by whoever claims it first (here, or a collector) and its epoch
      * is left stale, so that the fast paths never touch it again.
      */
-    private ThreadCache current(ThreadCache cache) {
+    ThreadCache current(ThreadCache cache) {
         if (cache != null) {
             int epoch = flushEpoch.get();
             if (cache.epoch != epoch) {
@@ -304,51 +269,18 @@ public final class RdmaArena implements AutoCloseable {
         return cache;
     }
 
-    private Block allocateHuge(long size, long alignment, Arena scope, Caller caller, boolean confined) {
-        long bytes = (size + SizeClasses.PAGE_SIZE - 1) & -(long) SizeClasses.PAGE_SIZE;
-        Chunk c = chunks.mapHuge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE));
-        hugeAllocations.incrementAndGet();
-        hugeBytes.addAndGet(bytes);
-        return new Block(caller, null, c, c.base, size, scope, confined);
-    }
-
     // ---- freeing ---------------------------------------------------------------------------------------------
 
     /** Frees a block closed by its owner, into the owner's cache when it can (kept small, to be inlined). */
     void freeByOwner(Block b) {
         ThreadCache cache = b.owner.cache;
         // close() bumps the epoch after setting closing: a closing arena's frees all take the general path.
-        if (cache == null || cache.epoch != flushEpoch.get() || !freeToCache(cache, b)) free(b);
+        if (cache == null || cache.epoch != flushEpoch.get() || !cache.free(b)) free(b);
     }
 
     void free(Block b) {
         ThreadCache cache = b.owner.thread == Thread.currentThread() ? current(b.owner.cache) : null;
-        if (cache != null && freeToCache(cache, b)) return;
-        Shard shard = b.owner.shard;
-        if (b.slab != null) {
-            shard.bins[b.slab.classIndex].free(shard, b.slab, b.address());
-        } else if (b.chunk.huge) {
-            hugeFrees.incrementAndGet();
-            hugeBytes.addAndGet(-b.chunk.size);
-            chunks.release(b.chunk);
-        } else {
-            shard.freeLarge(b.chunk, b.firstPage(), b.pages());
-        }
-    }
-
-    /**
-     * Keeps a freed block's region or page run in its owner's cache, if its class is cached. A page run serving a
-     * small request with a large alignment has no large class: it goes back to its chunk.
-     */
-    private boolean freeToCache(ThreadCache cache, Block b) {
-        if (b.slab != null) {
-            cache.free(b.slab.classIndex, b.slab, b.address());
-        } else if (b.size() > SizeClasses.SMALL_MAX && b.size() <= cachedMax) {
-            cache.free(SizeClasses.indexOf(b.size()), b.chunk, b.address());
-        } else {
-            return false;
-        }
-        return true;
+        if (cache == null || !cache.free(b)) b.owner.shard.free(b);
     }
 
     /**
@@ -533,13 +465,15 @@ public final class RdmaArena implements AutoCloseable {
             addBinCounts(allocated, true);
             long largeAllocated = 0;
             for (Shard s : shards) largeAllocated += s.largeAllocations();
-            long hugeAllocated = hugeAllocations.get();
+            long hugeAllocated = 0;
+            for (Shard s : shards) hugeAllocated += s.hugeAllocations();
 
             long[] freed = cacheCounts(caches, false);
             addBinCounts(freed, false);
             long largeFreed = 0;
             for (Shard s : shards) largeFreed += s.largeFrees();
-            long hugeFreed = hugeFrees.get();
+            long hugeFreed = 0;
+            for (Shard s : shards) hugeFreed += s.hugeFrees();
             return snapshot(caches, allocated, freed, largeAllocated, largeFreed, hugeAllocated, hugeFreed,
                     cacheHits, misses);
         }
@@ -576,7 +510,8 @@ public final class RdmaArena implements AutoCloseable {
             cachedLargeBytes += c.cachedLargeBytes();
         }
         List<ArenaStats.ClassStats> classes = new ArrayList<>();
-        long active = hugeBytes.get();
+        long active = 0;
+        for (Shard s : shards) active += s.hugeBytes();
         long slabBytes = 0;
         for (int i = 0; i < SizeClasses.SMALL_CLASSES; i++) {
             long slabs = 0;

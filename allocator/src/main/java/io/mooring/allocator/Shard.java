@@ -1,30 +1,101 @@
 package io.mooring.allocator;
 
+import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 
 /**
- * One of the arena's independent allocators (jemalloc's "arena"): its own chunks, page runs and bins, so
- * threads assigned to different shards never contend. Page runs and the chunk list are guarded by
+ * The arena core (jemalloc's "arena", Netty's {@code PoolArena}): one of the independent allocators threads are
+ * spread over, with its own chunks, page runs and bins, so threads assigned to different shards never contend. It
+ * serves a request from the caller's thread cache when the class is cached, else from a bin (small), a page run
+ * (large) or a chunk of its own (huge), and takes every kind back. Page runs and the chunk list are guarded by
  * {@link #lock}; each bin has its own lock.
  */
 final class Shard {
     final RdmaArena arena;
     final ChunkSource chunks;
     final Bin[] bins = new Bin[SizeClasses.SMALL_CLASSES];
+    /** Requests of at least this many bytes get a chunk of their own. */
+    private final long hugeThreshold;
     private final ReentrantLock lock = new ReentrantLock();
     private final List<Chunk> ownChunks = new ArrayList<>(); // guarded by lock
-    private long largeAllocations;                        // guarded by lock
-    private long largeFrees;                              // guarded by lock
+    private long largeAllocations;                           // guarded by lock
+    private long largeFrees;                                 // guarded by lock
+    private final AtomicLong hugeAllocations = new AtomicLong();
+    private final AtomicLong hugeFrees = new AtomicLong();
+    private final AtomicLong hugeBytes = new AtomicLong();
 
-    Shard(RdmaArena arena, ChunkSource chunks) {
+    Shard(RdmaArena arena, ChunkSource chunks, long hugeThreshold) {
         this.arena = arena;
         this.chunks = chunks;
+        this.hugeThreshold = hugeThreshold;
         for (int i = 0; i < bins.length; i++) bins[i] = new Bin(i);
     }
+
+    // ---- blocks ----------------------------------------------------------------------------------------------
+
+    /**
+     * A block for {@code caller}, whose request the arena checked: from its thread cache if the class is cached, else
+     * from this shard. {@code scope} is the block's shared scope, or null.
+     */
+    Block allocate(Caller caller, long size, long alignment, Arena scope, boolean confined) {
+        // A small class's regions are aligned to the largest power of two dividing its size (up to a page);
+        // every page run is page aligned.
+        long aligned = alignment > SizeClasses.QUANTUM ? (size + alignment - 1) & -alignment : size;
+        boolean small = aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE;
+        ThreadCache cache = caller.cache;
+        if (small || (cache != null && size <= cache.maxSize && alignment <= SizeClasses.PAGE_SIZE)) {
+            int c = SizeClasses.indexOf(small ? aligned : size);
+            cache = arena.current(cache);
+            if (cache != null) return cache.allocate(caller, c, size, scope, confined);
+            if (small) {
+                return bins[c].allocate(this, (slab, address) ->
+                        new Block(caller, slab, slab.chunk, address, size, scope, confined));
+            }
+        }
+        if (size >= hugeThreshold) return allocateHuge(caller, size, alignment, scope, confined);
+        return allocateLarge(caller, size, Math.max(alignment, SizeClasses.PAGE_SIZE), scope, confined);
+    }
+
+    private Block allocateLarge(Caller caller, long size, long alignment, Arena scope, boolean confined) {
+        int pages = (int) (SizeClasses.largeSize(size) >>> SizeClasses.LOG2_PAGE);
+        Run r;
+        lock.lock();
+        try {
+            r = takeRun(pages, alignment);
+            largeAllocations++;
+        } finally {
+            lock.unlock();
+        }
+        return new Block(caller, null, r.chunk, r.chunk.address(r.page), size, scope, confined);
+    }
+
+    private Block allocateHuge(Caller caller, long size, long alignment, Arena scope, boolean confined) {
+        long bytes = (size + SizeClasses.PAGE_SIZE - 1) & -(long) SizeClasses.PAGE_SIZE;
+        Chunk c = chunks.mapHuge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE));
+        hugeAllocations.incrementAndGet();
+        hugeBytes.addAndGet(bytes);
+        return new Block(caller, null, c, c.base, size, scope, confined);
+    }
+
+    /** Takes a block back into its slab's bin or its chunk's free runs; a huge block's chunk is released. */
+    void free(Block b) {
+        if (b.slab != null) {
+            bins[b.slab.classIndex].free(this, b.slab, b.address());
+        } else if (b.chunk.huge) {
+            hugeFrees.incrementAndGet();
+            hugeBytes.addAndGet(-b.chunk.size);
+            chunks.release(b.chunk);
+        } else {
+            freeRun(b.chunk, b.firstPage(), b.pages(), true);
+        }
+    }
+
+    // ---- page runs -------------------------------------------------------------------------------------------
 
     private record Run(Chunk chunk, int page) {}
 
@@ -52,27 +123,6 @@ final class Shard {
 
     void releaseSlab(Slab s) {
         freeRun(s.chunk, s.firstPage, s.pages, false);
-    }
-
-    Block allocateLarge(long bytes, long alignment, LargeFactory make) {
-        int pages = (int) (bytes >>> SizeClasses.LOG2_PAGE);
-        lock.lock();
-        try {
-            Run r = takeRun(pages, alignment);
-            largeAllocations++;
-            return make.block(r.chunk, r.page);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Creates the block for a page run just taken. */
-    interface LargeFactory {
-        Block block(Chunk chunk, int page);
-    }
-
-    void freeLarge(Chunk c, int page, int pages) {
-        freeRun(c, page, pages, true);
     }
 
     /** One page run of {@code pages} for a thread cache (not counted as a large allocation: the cache counts). */
@@ -170,6 +220,19 @@ final class Shard {
     /** Page-run blocks given back directly, for stats. */
     long largeFrees() {
         return underLock(() -> largeFrees);
+    }
+
+    long hugeAllocations() {
+        return hugeAllocations.get();
+    }
+
+    long hugeFrees() {
+        return hugeFrees.get();
+    }
+
+    /** Bytes of the chunks of live huge blocks. */
+    long hugeBytes() {
+        return hugeBytes.get();
     }
 
     private long underLock(LongSupplier counter) {

@@ -1,5 +1,6 @@
 package io.mooring.allocator;
 
+import java.lang.foreign.Arena;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
@@ -44,6 +45,8 @@ final class ThreadCache {
     static final int CLASSES = SizeClasses.indexOf(LARGE_MAX) + 1;
 
     final Shard shard;
+    /** The largest request served here: the large classes up to {@link #LARGE_MAX}, below the huge threshold. */
+    final long maxSize;
     private final long[][] addresses = new long[CLASSES][];
     private final Object[][] homes = new Object[CLASSES][]; // a Slab (small class) or a Chunk (large class)
     private final int[] count = new int[CLASSES];
@@ -53,10 +56,10 @@ final class ThreadCache {
     @SuppressWarnings("unused") // through RELEASED
     private volatile boolean released;
     int epoch; // the arena's flush epoch this cache last honoured
-    Object poppedHome; // the home of the region {@link #pop} returned last
 
-    ThreadCache(Shard shard, long maxBytesPerClass) {
+    ThreadCache(Shard shard, long maxBytesPerClass, long maxSize) {
         this.shard = shard;
+        this.maxSize = maxSize;
         for (int c = 0; c < CLASSES; c++) {
             long fit = maxBytesPerClass / SizeClasses.size(c);
             int slots = isSmall(c) ? Math.clamp(fit, MIN_SLOTS, MAX_SLOTS) : Math.clamp(fit, 1, MAX_SLOTS);
@@ -70,17 +73,20 @@ final class ThreadCache {
     }
 
     /**
-     * Takes a cached region of class {@code c} (refilling when empty): returns its address and leaves its home in
-     * {@link #poppedHome} — two results without allocating a holder on the fast path.
+     * A block of a cached region of class {@code c} (refilling when empty) for its owner. On the fast path: kept
+     * small, to be inlined into {@code RdmaArena.allocate}.
      */
-    long pop(int c) {
+    Block allocate(Caller owner, int c, long size, Arena sharedScope, boolean confined) {
         if (count[c] == 0) refill(c);
         int top = --count[c];
-        poppedHome = homes[c][top];
+        Object home = homes[c][top];
         // The slot above the top is not cleared: no write barrier on the fast path. Until a free overwrites it, it
         // may keep a since-released slab's or chunk's Java object reachable (a few per class, never its memory).
         COUNTER.setRelease(allocations, c, allocations[c] + 1);
-        return addresses[c][top];
+        // A small class's home is its slab, a large class's its chunk.
+        Slab slab = isSmall(c) ? (Slab) home : null;
+        return new Block(owner, slab, slab != null ? slab.chunk : (Chunk) home, addresses[c][top], size, sharedScope,
+                confined);
     }
 
     private void refill(int c) {
@@ -90,8 +96,23 @@ final class ThreadCache {
                 : shard.refillRun(SizeClasses.largePages(c), addresses[c], homes[c]);
     }
 
+    /**
+     * Keeps a freed block's region or page run, if its class is cached; false if not (a page run serving a small
+     * request with a large alignment has no large class: it goes back to its chunk).
+     */
+    boolean free(Block b) {
+        if (b.slab != null) {
+            push(b.slab.classIndex, b.slab, b.address());
+        } else if (b.size() > SizeClasses.SMALL_MAX && b.size() <= maxSize) {
+            push(SizeClasses.indexOf(b.size()), b.chunk, b.address());
+        } else {
+            return false;
+        }
+        return true;
+    }
+
     /** Keeps a freed region of class {@code c}, flushing half of the stack when it is full. */
-    void free(int c, Object home, long address) {
+    private void push(int c, Object home, long address) {
         if (count[c] == addresses[c].length) flush(c, (addresses[c].length + 1) / 2);
         int top = count[c]++;
         addresses[c][top] = address;
