@@ -162,7 +162,7 @@ public final class Block implements AutoCloseable {
             if ((int) STATE.getOpaque(this) != OPEN) throw alreadyClosed();
             STATE.setOpaque(this, CLOSED);
             if (scope != null) scope.close();
-            arena().freeByOwner(this);
+            arena().threads.freeLocal(this);
         }
     }
 
@@ -173,11 +173,11 @@ public final class Block implements AutoCloseable {
     private void closeShared() {
         if (!STATE.compareAndSet(this, OPEN, CLOSED)) throw alreadyClosed();
         scope.close();
-        arena().free(this);
+        arena().threads.free(this);
     }
 
     RdmaArena arena() {
-        return owner.shard.arena;
+        return owner.arena;
     }
 
     /** A large block's page run in its chunk: the first page. */

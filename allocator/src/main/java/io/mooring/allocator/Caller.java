@@ -19,7 +19,7 @@ final class Caller {
     private static final VarHandle INBOX;
     /** The classes whose frames mean a thread may be half way through a cache operation or a block's close. */
     private static final Set<String> ALLOCATOR_CLASSES = Set.of(RdmaArena.class.getName(), Block.class.getName(),
-            ThreadCache.class.getName());
+            ThreadBinding.class.getName(), ThreadCache.class.getName());
 
     static {
         try {
@@ -29,13 +29,15 @@ final class Caller {
         }
     }
 
+    final RdmaArena arena;
     final Thread thread;
     final Shard shard;
     final ThreadCache cache;
     @SuppressWarnings("unused") // through INBOX
     private volatile Block inbox;
 
-    Caller(Thread thread, Shard shard, ThreadCache cache) {
+    Caller(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache) {
+        this.arena = arena;
         this.thread = thread;
         this.shard = shard;
         this.cache = cache;

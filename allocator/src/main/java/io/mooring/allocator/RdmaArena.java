@@ -6,8 +6,6 @@ import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -51,39 +49,26 @@ public final class RdmaArena implements AutoCloseable {
 
     private static final AtomicInteger NAMES = new AtomicInteger();
     private static final System.Logger LOG = System.getLogger(RdmaArena.class.getName());
-    /** Platform threads found by thread id before falling back to the ThreadLocal (a power of two). */
-    private static final int CALLER_SLOTS = 64;
-    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Caller[].class);
     /** Bit {@code a} set for each alignment {@code a} the fast path serves: the powers of two up to the quantum. */
     private static final long QUANTUM_ALIGNMENTS = 1L << 1 | 1L << 2 | 1L << 4 | 1L << 8 | 1L << SizeClasses.QUANTUM;
     /** How long after a block is closed by another thread than its owner the arena's collector runs. */
     static final long COLLECTION_DELAY_MILLIS = 20;
 
     private final long chunkSize;
-    private final long cachedMax; // the largest request thread caches serve
     private final boolean checked;
     private final String name;
     private final long maxMrSize;
     private final Resource resource;
     private final ChunkSource chunks;
     private final Shard[] shards;
-    private final AtomicInteger nextShard = new AtomicInteger();
-    private final long cacheBytesPerClass;
-    /** Weak: a Caller reaches the arena, and a ThreadLocal value that reaches its own key is never expunged. */
-    private final ThreadLocal<WeakReference<Caller>> callerOfThread = new ThreadLocal<>();
-    /** The threads with a cache, until they are found dead: what keeps their Callers (and caches) alive. */
-    private final Set<Caller> callersWithCache = ConcurrentHashMap.newKeySet();
+    final ThreadBinding threads;
     /** Owners whose inbox may hold blocks: added by whoever pushes onto an empty inbox, removed by collectors. */
     private final Set<Caller> ownersWithInbox = ConcurrentHashMap.newKeySet();
-    private final Caller[] callerSlots = new Caller[CALLER_SLOTS]; // written by CAS (SLOT), read plainly
-    private final AtomicInteger flushEpoch = new AtomicInteger();
     /**
-     * Held by a collection and by a stats snapshot: a snapshot sees no dead thread's counts move into
-     * {@link #deadCaches} (it counts every cache exactly once) and no handed-over block between inbox and free.
+     * Held by a collection and by a stats snapshot: a snapshot sees no ended thread's counts move into the ended
+     * caches' counters (it counts every cache exactly once) and no handed-over block between inbox and free.
      */
     private final Object collectionLock = new Object();
-    /** What the caches of swept (dead) threads counted. Guarded by collectionLock. */
-    private final CacheCounters deadCaches = new CacheCounters();
     private final AtomicBoolean collectionScheduled = new AtomicBoolean();
     private final Runnable scheduledCollection;
     private final ScheduledFuture<?> purging;
@@ -91,16 +76,16 @@ public final class RdmaArena implements AutoCloseable {
     private RdmaArena(Builder b) {
         this.chunkSize = b.chunkSize;
         long hugeThreshold = b.hugeThreshold > 0 ? b.hugeThreshold : b.chunkSize / 2;
-        this.cachedMax = Math.min(ThreadCache.LARGE_MAX, hugeThreshold - 1);
         this.checked = b.checked;
-        this.cacheBytesPerClass = b.cacheBytesPerClass;
         this.name = b.name != null ? b.name : "arena-" + NAMES.incrementAndGet();
         this.maxMrSize = b.pd.context().device().attributes().maxMrSize();
         this.resource = b.pd.resource().createChild("arena", name, () -> {});
         this.chunks = new ChunkSource(b.pd, b.access, chunkSize, b.hugePages, b.decay.toNanos(), b.retainedBytes, name,
                 resource);
         this.shards = new Shard[b.shards];
-        for (int i = 0; i < shards.length; i++) shards[i] = new Shard(this, chunks, hugeThreshold);
+        for (int i = 0; i < shards.length; i++) shards[i] = new Shard(chunks, hugeThreshold);
+        this.threads = new ThreadBinding(this, shards, b.cacheBytesPerClass,
+                Math.min(ThreadCache.LARGE_MAX, hugeThreshold - 1));
         var self = new WeakReference<>(this); // the scheduler must not keep a dropped arena alive
         this.purging = chunks.scheduleDecayPurges(() -> {
             RdmaArena arena = self.get();
@@ -114,65 +99,6 @@ public final class RdmaArena implements AutoCloseable {
 
     public static Builder builder(ProtectionDomain pd) {
         return new Builder(pd);
-    }
-
-    /**
-     * The calling thread's state. A ThreadLocal lookup costs more than the rest of a cached allocation, so
-     * platform threads are first looked up in a small table indexed by thread id, written once per thread and
-     * then only read; a thread whose slot is taken by another live thread falls back to the ThreadLocal.
-     */
-    private Caller caller() {
-        Thread t = Thread.currentThread();
-        Caller c = callerSlots[slotOf(t)]; // a Caller's fields are final: safe to read even if just published
-        return c != null && c.thread == t ? c : callerOfThreadLocal(t);
-    }
-
-    /**
-     * The calling thread's state through the ThreadLocal, made on first use. The ThreadLocal holds it weakly (see
-     * {@link #callerOfThread}), so what keeps a Caller alive is what needs it: {@link #callersWithCache}, its live
-     * blocks, {@link #ownersWithInbox}. One that nothing needs any more has nothing to carry over; the thread gets a
-     * new one at its next call.
-     */
-    private Caller callerOfThreadLocal(Thread t) {
-        WeakReference<Caller> ref = callerOfThread.get();
-        Caller mine = ref == null ? null : ref.get();
-        if (mine == null) {
-            mine = newCaller(t);
-            callerOfThread.set(new WeakReference<>(mine));
-        }
-        if (!t.isVirtual()) SLOT.compareAndSet(callerSlots, slotOf(t), null, mine); // the slot may have been freed
-        return mine;
-    }
-
-    /** The calling thread's state if it has one; never makes one. */
-    private Caller existingCaller() {
-        Thread t = Thread.currentThread();
-        Caller c = callerSlots[slotOf(t)];
-        if (c != null && c.thread == t) return c;
-        WeakReference<Caller> ref = callerOfThread.get();
-        return ref == null ? null : ref.get();
-    }
-
-    private static int slotOf(Thread t) {
-        return (int) t.threadId() & (CALLER_SLOTS - 1);
-    }
-
-    /**
-     * A thread's state. Only a platform thread's cache is registered (to be flushed when the thread dies or the
-     * arena closes): a virtual thread leaves nothing behind when it ends. The epoch is read before the closing flag:
-     * a cache made while the arena closes sees a stale epoch at once, so is given back unused.
-     */
-    private Caller newCaller(Thread t) {
-        Shard shard = shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)];
-        int epoch = flushEpoch.get();
-        ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 || chunks.isClosing() ? null
-                : new ThreadCache(shard, cacheBytesPerClass, cachedMax);
-        var caller = new Caller(t, shard, cache);
-        if (cache != null) {
-            cache.epoch = epoch;
-            callersWithCache.add(caller);
-        }
-        return caller;
     }
 
     // ---- allocation ------------------------------------------------------------------------------------------
@@ -192,12 +118,12 @@ public final class RdmaArena implements AutoCloseable {
         // The fast path — a class this thread caches, needing no more than the quantum's alignment — is kept
         // small, for the JIT to inline it into the caller: a block used and closed in one method can then live in
         // registers.
-        Caller caller = caller();
+        Caller caller = threads.caller();
         ThreadCache cache = caller.cache;
         if (cache != null && Long.compareUnsigned(size - 1, cache.maxSize) < 0 // 0 < size <= cache.maxSize
                 && Long.compareUnsigned(alignment, SizeClasses.QUANTUM) <= 0
                 && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0
-                && cache.epoch == flushEpoch.get() && caller.inboxIsEmpty()) {
+                && cache.epoch == threads.epoch() && caller.inboxIsEmpty()) {
             resource.checkOpen();
             return cache.allocate(caller, SizeClasses.indexOf(size), size, null, checked);
         }
@@ -221,9 +147,9 @@ public final class RdmaArena implements AutoCloseable {
 
     private Block allocate(long size, long alignment, Scoping scoping) {
         checkRequest(size, alignment);
-        if (chunks.isClosing()) giveBackWhatTheCallerHolds();
+        if (threads.cachesRetired()) giveBackWhatTheCallerHolds();
         resource.checkOpen();
-        Caller caller = caller();
+        Caller caller = threads.caller();
         if (!caller.inboxIsEmpty()) drain(caller, true);
         Arena scope = scoping == Scoping.SHARED ? Arena.ofShared() : null; // a confined one comes with segment()
         boolean confined = scoping == Scoping.CONFINED;
@@ -247,40 +173,6 @@ public final class RdmaArena implements AutoCloseable {
         if (size > maxMrSize) {
             throw new IllegalArgumentException("block size " + size + " exceeds the device's max MR size " + maxMrSize);
         }
-    }
-
-    /**
-     * The calling owner's cache, after honouring a flush requested since its last use; null once the arena is
-     * closing: the cache is then flushed a last time by whoever claims it first (here, or a collector) and its epoch
-     * is left stale, so that the fast paths never touch it again.
-     */
-    ThreadCache current(ThreadCache cache) {
-        if (cache != null) {
-            int epoch = flushEpoch.get();
-            if (cache.epoch != epoch) {
-                if (chunks.isClosing()) {
-                    if (cache.claimRelease()) cache.flushAll();
-                    return null;
-                }
-                cache.flushAll();
-                cache.epoch = epoch;
-            }
-        }
-        return cache;
-    }
-
-    // ---- freeing ---------------------------------------------------------------------------------------------
-
-    /** Frees a block closed by its owner, into the owner's cache when it can (kept small, to be inlined). */
-    void freeByOwner(Block b) {
-        ThreadCache cache = b.owner.cache;
-        // close() bumps the epoch after setting closing: a closing arena's frees all take the general path.
-        if (cache == null || cache.epoch != flushEpoch.get() || !cache.free(b)) free(b);
-    }
-
-    void free(Block b) {
-        ThreadCache cache = b.owner.thread == Thread.currentThread() ? current(b.owner.cache) : null;
-        if (cache == null || !cache.free(b)) b.owner.shard.free(b);
     }
 
     /**
@@ -314,7 +206,7 @@ public final class RdmaArena implements AutoCloseable {
 
     private void freeOneHandedOver(Block b, boolean byOwner) {
         if (b.finishHandOver(byOwner)) {
-            free(b);
+            threads.free(b);
         } else {
             LOG.log(System.Logger.Level.WARNING, "{0} was closed twice at once, by its owner {1} and by another "
                     + "thread; freed once", b, b.owner.thread);
@@ -326,10 +218,10 @@ public final class RdmaArena implements AutoCloseable {
      * owner's part of closing: what it holds for a closed arena goes back at its next call.
      */
     private void giveBackWhatTheCallerHolds() {
-        Caller me = existingCaller();
+        Caller me = threads.existingCaller();
         if (me != null) {
             drain(me, true);
-            current(me.cache);
+            threads.current(me.cache);
         }
     }
 
@@ -365,21 +257,18 @@ public final class RdmaArena implements AutoCloseable {
         for (Caller owner : ownersWithInbox) {
             if (ownersWithInbox.remove(owner)) retry |= collectInbox(owner);
         }
-        for (Caller c : callersWithCache) {
+        for (Caller c : threads.ownersWithCache()) {
             if (!c.thread.isAlive()) {
-                sweepDead(c);
-            } else if (chunks.isClosing() && !c.cache.isReleased()) {
+                threads.flushEndedOwnersCache(c);
+            } else if (threads.cachesRetired() && !c.cache.isRetired()) {
                 if (c.thread == Thread.currentThread() || c.isBetweenCalls()) {
-                    if (c.cache.claimRelease()) c.cache.flushAll();
+                    c.cache.retire();
                 } else {
                     retry = true;
                 }
             }
         }
-        for (int i = 0; i < CALLER_SLOTS; i++) {
-            Caller c = callerSlots[i];
-            if (c != null && !c.thread.isAlive()) SLOT.compareAndSet(callerSlots, i, c, null);
-        }
+        threads.unbindEndedThreads();
         return retry;
     }
 
@@ -410,20 +299,13 @@ public final class RdmaArena implements AutoCloseable {
         return !betweenCalls;
     }
 
-    /** Returns what a dead thread's cache held, keeping what it counted. */
-    private void sweepDead(Caller c) {
-        callersWithCache.remove(c);
-        deadCaches.add(c.cache);
-        if (c.cache.claimRelease()) c.cache.flushAll();
-    }
-
     /**
      * Asks every thread to return its cached regions at its next call into the arena, and does it now for the
      * calling thread (releasing its blocks that other threads closed, too). Caches of threads that never call
      * again are returned when those threads die.
      */
     public void flushThreadCaches() {
-        flushEpoch.incrementAndGet();
+        threads.requestFlush();
         giveBackWhatTheCallerHolds();
         if (collect()) scheduleCollection();
     }
@@ -454,9 +336,8 @@ public final class RdmaArena implements AutoCloseable {
      */
     public ArenaStats stats() {
         synchronized (collectionLock) {
-            List<ThreadCache> caches = new ArrayList<>();
-            for (Caller c : callersWithCache) caches.add(c.cache);
-            long misses = deadCaches.misses;
+            List<ThreadCache> caches = threads.liveCaches();
+            long misses = threads.endedCaches().misses;
             for (ThreadCache c : caches) misses += c.misses();
             long[] allocated = cacheCounts(caches, true);
             long cacheAllocations = 0;
@@ -481,7 +362,8 @@ public final class RdmaArena implements AutoCloseable {
 
     /** Allocations or frees per cached class counted by thread caches, dead threads' included. */
     private long[] cacheCounts(List<ThreadCache> caches, boolean allocations) {
-        long[] n = (allocations ? deadCaches.allocations : deadCaches.frees).clone();
+        CacheCounters ended = threads.endedCaches();
+        long[] n = (allocations ? ended.allocations : ended.frees).clone();
         for (ThreadCache c : caches) {
             for (int i = 0; i < n.length; i++) n[i] += allocations ? c.allocations(i) : c.frees(i);
         }
@@ -570,7 +452,7 @@ public final class RdmaArena implements AutoCloseable {
             if (s.liveBlocks() > 0) throw new ArenaBusyException(name, s);
         }
         chunks.beginClose();
-        flushEpoch.incrementAndGet(); // after closing: an owner that sees the new epoch sees closing too
+        threads.retireCaches(); // after the chunks' closing: an owner that sees its cache retired sees that too
         purging.cancel(false);
         giveBackWhatTheCallerHolds();
         boolean ownerBusy = collect(); // the caches of owners between calls come back now, before the chunks go
@@ -581,7 +463,7 @@ public final class RdmaArena implements AutoCloseable {
 
     /** Per-thread entries held now: threads with a cache, owners with blocks waiting in their inbox. */
     int threadStates() {
-        return callersWithCache.size() + ownersWithInbox.size();
+        return threads.ownersWithCache().size() + ownersWithInbox.size();
     }
 
     @Override

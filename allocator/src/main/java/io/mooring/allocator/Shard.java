@@ -16,7 +16,6 @@ import java.util.function.Predicate;
  * {@link #lock}; each bin has its own lock.
  */
 final class Shard {
-    final RdmaArena arena;
     final ChunkSource chunks;
     final Bin[] bins = new Bin[SizeClasses.SMALL_CLASSES];
     /** Requests of at least this many bytes get a chunk of their own. */
@@ -29,8 +28,7 @@ final class Shard {
     private final AtomicLong hugeFrees = new AtomicLong();
     private final AtomicLong hugeBytes = new AtomicLong();
 
-    Shard(RdmaArena arena, ChunkSource chunks, long hugeThreshold) {
-        this.arena = arena;
+    Shard(ChunkSource chunks, long hugeThreshold) {
         this.chunks = chunks;
         this.hugeThreshold = hugeThreshold;
         for (int i = 0; i < bins.length; i++) bins[i] = new Bin(i);
@@ -50,7 +48,7 @@ final class Shard {
         ThreadCache cache = caller.cache;
         if (small || (cache != null && size <= cache.maxSize && alignment <= SizeClasses.PAGE_SIZE)) {
             int c = SizeClasses.indexOf(small ? aligned : size);
-            cache = arena.current(cache);
+            cache = caller.arena.threads.current(cache);
             if (cache != null) return cache.allocate(caller, c, size, scope, confined);
             if (small) {
                 return bins[c].allocate(this, (slab, address) ->

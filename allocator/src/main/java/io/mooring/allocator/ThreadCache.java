@@ -15,10 +15,10 @@ import java.util.Arrays;
  * slots from the shard's bin in one locked step (one page run for a large class); a full stack flushes half back
  * the same way.
  *
- * <p>Only the owner touches it — except after the owner died (then the arena flushes it; thread termination
- * makes its last writes visible), and once the arena closes: then it is flushed once more by whoever
- * {@linkplain #claimRelease() claims} it first, its owner or a collector that found the owner between calls, and
- * is never used again. Virtual threads get none: a cache per virtual thread would be unbounded in total, and their
+ * <p>Only the owner touches it — except after the owner ended (then the collector flushes it; thread termination
+ * makes its last writes visible), and once the arena closes: then it is {@linkplain #retire() retired} — flushed
+ * once more by whoever gets there first, its owner or the collector that found the owner between calls — and is
+ * never used again. Virtual threads get none: a cache per virtual thread would be unbounded in total, and their
  * frees are cheap enough through the bin.
  *
  * <p>The allocation and free counters are written by the owner alone, with release stores (a plain store on
@@ -27,11 +27,11 @@ import java.util.Arrays;
  */
 final class ThreadCache {
     private static final VarHandle COUNTER = MethodHandles.arrayElementVarHandle(long[].class);
-    private static final VarHandle RELEASED;
+    private static final VarHandle RETIRED;
 
     static {
         try {
-            RELEASED = MethodHandles.lookup().findVarHandle(ThreadCache.class, "released", boolean.class);
+            RETIRED = MethodHandles.lookup().findVarHandle(ThreadCache.class, "retired", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -53,8 +53,8 @@ final class ThreadCache {
     private final long[] allocations = new long[CLASSES]; // handed out from here (hits and misses)
     private final long[] frees = new long[CLASSES];       // given back to here
     private volatile long misses;                         // refills; written by the owner only
-    @SuppressWarnings("unused") // through RELEASED
-    private volatile boolean released;
+    @SuppressWarnings("unused") // through RETIRED
+    private volatile boolean retired;
     int epoch; // the arena's flush epoch this cache last honoured
 
     ThreadCache(Shard shard, long maxBytesPerClass, long maxSize) {
@@ -139,13 +139,13 @@ final class ThreadCache {
         for (int c = 0; c < count.length; c++) if (count[c] > 0) flush(c, count[c]);
     }
 
-    /** Claims the final flush once the arena closes: true for exactly one caller, which must then flush. */
-    boolean claimRelease() {
-        return RELEASED.compareAndSet(this, false, true);
+    /** Flushes a last time, exactly once whoever calls: after this the cache never serves again. */
+    void retire() {
+        if (RETIRED.compareAndSet(this, false, true)) flushAll();
     }
 
-    boolean isReleased() {
-        return released;
+    boolean isRetired() {
+        return retired;
     }
 
     /** Allocations of class {@code c} served here so far. */
