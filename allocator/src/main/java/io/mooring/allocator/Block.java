@@ -28,7 +28,7 @@ import java.lang.invoke.VarHandle;
  * instruction, and the memory goes straight to that thread's cache. A close from another thread hands a checked
  * or unchecked block to its allocating thread; until it is freed its memory is quarantined — counted in
  * {@link ArenaStats#quarantined()}, never reused. The bound: it is freed by the owner's next call into the arena,
- * or else by the arena's collector, which runs {@value RdmaArena#COLLECTION_DELAY_MILLIS} ms after the close (and
+ * or else by the arena's collector, which runs 20 ms after the close (and
  * at every {@link RdmaArena#purge()}) and frees it if the owner has ended, or is between calls into the arena and
  * never made the block's {@link #segment()} (a confined scope only the owner can close: the owner could still
  * write through it). A shared block is freed at once by whichever thread closes it.
@@ -157,7 +157,7 @@ public final class Block implements AutoCloseable {
             closeShared();
         } else if (Thread.currentThread() != owner.thread) {
             if (!STATE.compareAndSet(this, OPEN, HANDED_OVER)) throw alreadyClosed();
-            arena().closeElsewhere(this);
+            arena().collector.freeMt(this);
         } else {
             if ((int) STATE.getOpaque(this) != OPEN) throw alreadyClosed();
             STATE.setOpaque(this, CLOSED);

@@ -13,10 +13,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -48,11 +45,8 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     private static final AtomicInteger NAMES = new AtomicInteger();
-    private static final System.Logger LOG = System.getLogger(RdmaArena.class.getName());
     /** Bit {@code a} set for each alignment {@code a} the fast path serves: the powers of two up to the quantum. */
     private static final long QUANTUM_ALIGNMENTS = 1L << 1 | 1L << 2 | 1L << 4 | 1L << 8 | 1L << SizeClasses.QUANTUM;
-    /** How long after a block is closed by another thread than its owner the arena's collector runs. */
-    static final long COLLECTION_DELAY_MILLIS = 20;
 
     private final long chunkSize;
     private final boolean checked;
@@ -62,15 +56,7 @@ public final class RdmaArena implements AutoCloseable {
     private final ChunkSource chunks;
     private final Shard[] shards;
     final ThreadBinding threads;
-    /** Owners whose inbox may hold blocks: added by whoever pushes onto an empty inbox, removed by collectors. */
-    private final Set<Caller> ownersWithInbox = ConcurrentHashMap.newKeySet();
-    /**
-     * Held by a collection and by a stats snapshot: a snapshot sees no ended thread's counts move into the ended
-     * caches' counters (it counts every cache exactly once) and no handed-over block between inbox and free.
-     */
-    private final Object collectionLock = new Object();
-    private final AtomicBoolean collectionScheduled = new AtomicBoolean();
-    private final Runnable scheduledCollection;
+    final MtFreeCollector collector;
     private final ScheduledFuture<?> purging;
 
     private RdmaArena(Builder b) {
@@ -86,15 +72,12 @@ public final class RdmaArena implements AutoCloseable {
         for (int i = 0; i < shards.length; i++) shards[i] = new Shard(chunks, hugeThreshold);
         this.threads = new ThreadBinding(this, shards, b.cacheBytesPerClass,
                 Math.min(ThreadCache.LARGE_MAX, hugeThreshold - 1));
+        this.collector = new MtFreeCollector(threads);
         var self = new WeakReference<>(this); // the scheduler must not keep a dropped arena alive
         this.purging = chunks.scheduleDecayPurges(() -> {
             RdmaArena arena = self.get();
             if (arena != null) arena.purgeExpired();
         });
-        this.scheduledCollection = () -> {
-            RdmaArena arena = self.get();
-            if (arena != null) arena.runScheduledCollection();
-        };
     }
 
     public static Builder builder(ProtectionDomain pd) {
@@ -150,7 +133,7 @@ public final class RdmaArena implements AutoCloseable {
         if (threads.cachesRetired()) giveBackWhatTheCallerHolds();
         resource.checkOpen();
         Caller caller = threads.caller();
-        if (!caller.inboxIsEmpty()) drain(caller, true);
+        if (!caller.inboxIsEmpty()) collector.collectOwn(caller);
         Arena scope = scoping == Scoping.SHARED ? Arena.ofShared() : null; // a confined one comes with segment()
         boolean confined = scoping == Scoping.CONFINED;
         try {
@@ -176,127 +159,15 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     /**
-     * A block closed by another thread than its owner: quarantined in the owner's inbox until the owner's next call,
-     * or the collector scheduled here (see {@link Block}); freed at once if the owner has ended.
-     */
-    void closeElsewhere(Block b) {
-        Caller owner = b.owner;
-        if (owner.thread.isAlive()) {
-            handOver(b);
-            scheduleCollection();
-        } else {
-            owner.handOver(b);
-            drain(owner, false);
-        }
-    }
-
-    private void handOver(Block b) {
-        if (b.owner.handOver(b)) ownersWithInbox.add(b.owner);
-    }
-
-    /** Frees the blocks handed over to {@code owner}: by the owner, or by anyone once it died. */
-    private void drain(Caller owner, boolean byOwner) {
-        freeHandedOver(owner.takeInbox(), byOwner);
-    }
-
-    /** Frees a list of blocks taken from an inbox. */
-    private void freeHandedOver(Block first, boolean byOwner) {
-        for (Block b = first; b != null; b = b.nextInInbox) freeOneHandedOver(b, byOwner);
-    }
-
-    private void freeOneHandedOver(Block b, boolean byOwner) {
-        if (b.finishHandOver(byOwner)) {
-            threads.free(b);
-        } else {
-            LOG.log(System.Logger.Level.WARNING, "{0} was closed twice at once, by its owner {1} and by another "
-                    + "thread; freed once", b, b.owner.thread);
-        }
-    }
-
-    /**
      * Frees the blocks handed over to the calling thread, and honours a flush (or the close) asked of its cache. The
      * owner's part of closing: what it holds for a closed arena goes back at its next call.
      */
     private void giveBackWhatTheCallerHolds() {
         Caller me = threads.existingCaller();
         if (me != null) {
-            drain(me, true);
+            collector.collectOwn(me);
             threads.current(me.cache);
         }
-    }
-
-    // ---- collecting what owners do not come back for ----------------------------------------------------------
-
-    private void scheduleCollection() {
-        if (!collectionScheduled.get() && collectionScheduled.compareAndSet(false, true)) {
-            ChunkSource.PURGER.schedule(scheduledCollection, COLLECTION_DELAY_MILLIS, TimeUnit.MILLISECONDS);
-        }
-    }
-
-    private void runScheduledCollection() {
-        collectionScheduled.set(false);
-        if (collect()) scheduleCollection();
-    }
-
-    /**
-     * Frees what owners are not there to free — mimalloc's delayed frees, collected by someone else when the owner
-     * does not come back: blocks handed to owners that ended or are {@linkplain Caller#isBetweenCalls() between
-     * calls}, the caches of owners that ended, and once the arena is closing the caches of owners between calls.
-     * Any thread may run it; one at a time.
-     *
-     * @return whether an owner was inside the allocator, so something is left to try again
-     */
-    private boolean collect() {
-        synchronized (collectionLock) {
-            return collectOwners();
-        }
-    }
-
-    private boolean collectOwners() {
-        boolean retry = false;
-        for (Caller owner : ownersWithInbox) {
-            if (ownersWithInbox.remove(owner)) retry |= collectInbox(owner);
-        }
-        for (Caller c : threads.ownersWithCache()) {
-            if (!c.thread.isAlive()) {
-                threads.flushEndedOwnersCache(c);
-            } else if (threads.cachesRetired() && !c.cache.isRetired()) {
-                if (c.thread == Thread.currentThread() || c.isBetweenCalls()) {
-                    c.cache.retire();
-                } else {
-                    retry = true;
-                }
-            }
-        }
-        threads.unbindEndedThreads();
-        return retry;
-    }
-
-    /**
-     * Frees the blocks waiting in an owner's inbox that may be freed without it. They are taken before the owner's
-     * stack is walked, so each was handed over before the walk: an owner found between calls is not half way
-     * through closing one of them, and any close it tries later sees it closed.
-     *
-     * @return whether some were left because the owner was inside the allocator
-     */
-    private boolean collectInbox(Caller owner) {
-        Block taken = owner.takeInbox();
-        if (taken == null) return false;
-        if (owner.thread == Thread.currentThread()) {
-            freeHandedOver(taken, true);
-            return false;
-        }
-        boolean ended = !owner.thread.isAlive();
-        boolean betweenCalls = ended || owner.isBetweenCalls();
-        for (Block b = taken, next; b != null; b = next) {
-            next = b.nextInInbox; // before a hand-over back rewrites it
-            if (ended || (betweenCalls && !b.hasScope())) {
-                freeOneHandedOver(b, false);
-            } else {
-                handOver(b); // for the owner's next call: its scope (or the owner, busy now) is needed
-            }
-        }
-        return !betweenCalls;
     }
 
     /**
@@ -307,7 +178,7 @@ public final class RdmaArena implements AutoCloseable {
     public void flushThreadCaches() {
         threads.requestFlush();
         giveBackWhatTheCallerHolds();
-        if (collect()) scheduleCollection();
+        collector.collectAndRetry();
     }
 
     // ---- purging ---------------------------------------------------------------------------------------------
@@ -322,7 +193,7 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     private synchronized void purge(boolean expiredOnly) {
-        if (collect()) scheduleCollection();
+        collector.collectAndRetry();
         chunks.purge(shards, expiredOnly);
     }
 
@@ -335,7 +206,7 @@ public final class RdmaArena implements AutoCloseable {
      * during the snapshot (calls in flight can only make them lower) — which a STRICT {@link #close()} relies on.
      */
     public ArenaStats stats() {
-        synchronized (collectionLock) {
+        synchronized (collector.lock()) {
             List<ThreadCache> caches = threads.liveCaches();
             long misses = threads.endedCaches().misses;
             for (ThreadCache c : caches) misses += c.misses();
@@ -381,10 +252,7 @@ public final class RdmaArena implements AutoCloseable {
 
     private ArenaStats snapshot(List<ThreadCache> caches, long[] allocated, long[] freed, long largeAllocated,
                                 long largeFreed, long hugeAllocated, long hugeFreed, long cacheHits, long misses) {
-        long quarantined = 0;
-        for (Caller owner : ownersWithInbox) {
-            for (Block b = owner.peekInbox(); b != null; b = b.nextInInbox) quarantined++;
-        }
+        long quarantined = collector.uncollected();
         long cached = 0;
         long cachedLargeBytes = 0; // page runs in caches: used pages to their chunks, yet not active
         for (ThreadCache c : caches) {
@@ -446,7 +314,7 @@ public final class RdmaArena implements AutoCloseable {
     @Override
     public synchronized void close() {
         if (chunks.isClosing()) return;
-        collect(); // blocks closed elsewhere that are free to go are not live: free them before counting
+        collector.collect(); // blocks closed elsewhere that are free to go are not live: free them before counting
         if (resource.graph().policy() == ClosePolicy.STRICT) {
             ArenaStats s = stats();
             if (s.liveBlocks() > 0) throw new ArenaBusyException(name, s);
@@ -455,15 +323,15 @@ public final class RdmaArena implements AutoCloseable {
         threads.retireCaches(); // after the chunks' closing: an owner that sees its cache retired sees that too
         purging.cancel(false);
         giveBackWhatTheCallerHolds();
-        boolean ownerBusy = collect(); // the caches of owners between calls come back now, before the chunks go
+        boolean ownerBusy = collector.collect(); // the caches of owners between calls come back now, before the chunks go
         chunks.releaseEmpty(shards);
         resource.close();
-        if (ownerBusy) scheduleCollection();
+        if (ownerBusy) collector.schedule();
     }
 
     /** Per-thread entries held now: threads with a cache, owners with blocks waiting in their inbox. */
     int threadStates() {
-        return threads.ownersWithCache().size() + ownersWithInbox.size();
+        return threads.ownersWithCache().size() + collector.ownersWaiting();
     }
 
     @Override

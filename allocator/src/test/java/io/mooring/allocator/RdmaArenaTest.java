@@ -204,7 +204,7 @@ class RdmaArenaTest {
         try (RdmaArena arena = fx.arena().build()) {
             Block b = arena.allocate(64);
             b.close();
-            arena.closeElsewhere(b); // as the racing thread would, had its CAS come first
+            arena.collector.freeMt(b); // as the racing thread would, had its CAS come first
             arena.purge(); // the owner's call, or the collector before it, finds it closed by its owner
             assertEquals(0, arena.stats().quarantined());
             Block first = arena.allocate(64);
