@@ -169,20 +169,12 @@ final class ChunkSource {
 
     // ---- stats and events ------------------------------------------------------------------------------------
 
-    long registrations() {
-        return registrations.get();
-    }
-
-    long deregistrations() {
-        return deregistrations.get();
-    }
-
-    long registeredBytes() {
-        return registeredBytes.get();
-    }
-
-    long chunkCount() {
-        return chunkCount.get();
+    /** Adds the registrations and the chunks registered now. */
+    void count(StatsSnapshot s) {
+        s.registrations = registrations.get();
+        s.deregistrations = deregistrations.get();
+        s.registeredBytes = registeredBytes.get();
+        s.chunks = chunkCount.get();
     }
 
     /**

@@ -8,7 +8,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
@@ -207,87 +206,18 @@ public final class RdmaArena implements AutoCloseable {
      */
     public ArenaStats stats() {
         synchronized (collector.lock()) {
+            var s = new StatsSnapshot();
             List<ThreadCache> caches = threads.liveCaches();
-            long misses = threads.endedCaches().misses;
-            for (ThreadCache c : caches) misses += c.misses();
-            long[] allocated = cacheCounts(caches, true);
-            long cacheAllocations = 0;
-            for (long n : allocated) cacheAllocations += n;
-            long cacheHits = Math.max(0, cacheAllocations - misses); // a refill is counted just before its allocation
-            addBinCounts(allocated, true);
-            long largeAllocated = 0;
-            for (Shard s : shards) largeAllocated += s.largeAllocations();
-            long hugeAllocated = 0;
-            for (Shard s : shards) hugeAllocated += s.hugeAllocations();
-
-            long[] freed = cacheCounts(caches, false);
-            addBinCounts(freed, false);
-            long largeFreed = 0;
-            for (Shard s : shards) largeFreed += s.largeFrees();
-            long hugeFreed = 0;
-            for (Shard s : shards) hugeFreed += s.hugeFrees();
-            return snapshot(caches, allocated, freed, largeAllocated, largeFreed, hugeAllocated, hugeFreed,
-                    cacheHits, misses);
+            threads.countAllocations(caches, s);
+            for (Shard shard : shards) shard.countAllocations(s);
+            threads.countFrees(caches, s);
+            for (Shard shard : shards) shard.countFrees(s);
+            threads.countHeld(caches, s);
+            for (Shard shard : shards) shard.countMemory(s);
+            chunks.count(s);
+            s.quarantined = collector.uncollected();
+            return s;
         }
-    }
-
-    /** Allocations or frees per cached class counted by thread caches, dead threads' included. */
-    private long[] cacheCounts(List<ThreadCache> caches, boolean allocations) {
-        CacheCounters ended = threads.endedCaches();
-        long[] n = (allocations ? ended.allocations : ended.frees).clone();
-        for (ThreadCache c : caches) {
-            for (int i = 0; i < n.length; i++) n[i] += allocations ? c.allocations(i) : c.frees(i);
-        }
-        return n;
-    }
-
-    /** Adds the small classes' allocations or frees made through the bins directly. */
-    private void addBinCounts(long[] n, boolean allocations) {
-        for (Shard s : shards) {
-            for (int i = 0; i < SizeClasses.SMALL_CLASSES; i++) {
-                n[i] += allocations ? s.bins[i].allocations() : s.bins[i].frees();
-            }
-        }
-    }
-
-    private ArenaStats snapshot(List<ThreadCache> caches, long[] allocated, long[] freed, long largeAllocated,
-                                long largeFreed, long hugeAllocated, long hugeFreed, long cacheHits, long misses) {
-        long quarantined = collector.uncollected();
-        long cached = 0;
-        long cachedLargeBytes = 0; // page runs in caches: used pages to their chunks, yet not active
-        for (ThreadCache c : caches) {
-            cached += c.cached();
-            cachedLargeBytes += c.cachedLargeBytes();
-        }
-        List<ArenaStats.ClassStats> classes = new ArrayList<>();
-        long active = 0;
-        for (Shard s : shards) active += s.hugeBytes();
-        long slabBytes = 0;
-        for (int i = 0; i < SizeClasses.SMALL_CLASSES; i++) {
-            long slabs = 0;
-            for (Shard s : shards) slabs += s.bins[i].slabs();
-            classes.add(new ArenaStats.ClassStats(SizeClasses.size(i), allocated[i], freed[i], slabs));
-            active += (allocated[i] - freed[i]) * SizeClasses.size(i);
-            slabBytes += slabs * ((long) SizeClasses.slabPages(i) << SizeClasses.LOG2_PAGE);
-        }
-        for (int i = SizeClasses.SMALL_CLASSES; i < ThreadCache.CLASSES; i++) {
-            largeAllocated += allocated[i];
-            largeFreed += freed[i];
-        }
-        long usedPages = 0;
-        long emptyChunkBytes = 0;
-        long chunkPages = 0;
-        for (Shard s : shards) {
-            long[] c = s.chunkCounters();
-            chunkPages += c[0] * (chunkSize >>> SizeClasses.LOG2_PAGE);
-            emptyChunkBytes += c[1] * chunkSize;
-            usedPages += c[2];
-        }
-        long dirty = ((chunkPages - usedPages) << SizeClasses.LOG2_PAGE) - emptyChunkBytes;
-        active += (usedPages << SizeClasses.LOG2_PAGE) - slabBytes - cachedLargeBytes;
-        return new ArenaStats(classes, largeAllocated, largeFreed, hugeAllocated, hugeFreed, active,
-                chunks.registeredBytes(), emptyChunkBytes, dirty, chunks.chunkCount(), chunks.registrations(),
-                chunks.deregistrations(), quarantined, cacheHits, misses, cached);
     }
 
     /** The arena's place in the lifecycle graph (a child of its PD; its chunks' memory are its children). */

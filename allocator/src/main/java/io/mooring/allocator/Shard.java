@@ -198,39 +198,36 @@ final class Shard {
         return taken;
     }
 
-    /** Chunks counted for stats: [chunks, empty chunks, used pages]. */
-    long[] chunkCounters() {
+    // ---- stats -----------------------------------------------------------------------------------------------
+
+    /** Adds the blocks handed out here directly (not through a thread cache). */
+    void countAllocations(StatsSnapshot s) {
+        for (Bin bin : bins) s.addAllocations(bin.classIndex, bin.allocations());
+        s.largeAllocations += underLock(() -> largeAllocations);
+        s.hugeAllocations += hugeAllocations.get();
+    }
+
+    /** Adds the blocks freed here directly. */
+    void countFrees(StatsSnapshot s) {
+        for (Bin bin : bins) s.addFrees(bin.classIndex, bin.frees());
+        s.largeFrees += underLock(() -> largeFrees);
+        s.hugeFrees += hugeFrees.get();
+    }
+
+    /** Adds the memory in use: slabs, chunk pages, huge chunks. */
+    void countMemory(StatsSnapshot s) {
+        for (Bin bin : bins) s.addSlabs(bin.classIndex, bin.slabs());
+        s.hugeBytes += hugeBytes.get();
         lock.lock();
         try {
-            long empty = ownChunks.stream().filter(Chunk::isEmpty).count();
-            long used = ownChunks.stream().mapToLong(Chunk::usedPages).sum();
-            return new long[] {ownChunks.size(), empty, used};
+            for (Chunk c : ownChunks) {
+                s.chunkPages += c.pages;
+                s.usedPages += c.usedPages();
+                if (c.isEmpty()) s.emptyChunkBytes += c.size;
+            }
         } finally {
             lock.unlock();
         }
-    }
-
-    /** Page-run blocks handed out directly (not through a thread cache), for stats. */
-    long largeAllocations() {
-        return underLock(() -> largeAllocations);
-    }
-
-    /** Page-run blocks given back directly, for stats. */
-    long largeFrees() {
-        return underLock(() -> largeFrees);
-    }
-
-    long hugeAllocations() {
-        return hugeAllocations.get();
-    }
-
-    long hugeFrees() {
-        return hugeFrees.get();
-    }
-
-    /** Bytes of the chunks of live huge blocks. */
-    long hugeBytes() {
-        return hugeBytes.get();
     }
 
     private long underLock(LongSupplier counter) {

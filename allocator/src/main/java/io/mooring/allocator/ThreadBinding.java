@@ -182,15 +182,45 @@ final class ThreadBinding {
         c.cache.retire();
     }
 
-    /** The caches of live owners, for a stats snapshot. */
+    // ---- stats (under the collector's lock) ------------------------------------------------------------------
+
+    /** The caches of live owners: one list for a whole snapshot, so that each cache is counted in every step. */
     List<ThreadCache> liveCaches() {
         List<ThreadCache> caches = new ArrayList<>();
         for (Caller c : ownersWithCache) caches.add(c.cache);
         return caches;
     }
 
-    CacheCounters endedCaches() {
-        return endedCaches;
+    /** Adds the allocations the caches served (ended owners' included), and how many were hits and misses. */
+    void countAllocations(List<ThreadCache> caches, StatsSnapshot s) {
+        long misses = endedCaches.misses;
+        for (ThreadCache c : caches) misses += c.misses(); // first: a refill is counted just before its allocation
+        long allocations = 0;
+        for (int k = 0; k < ThreadCache.CLASSES; k++) {
+            long n = endedCaches.allocations[k];
+            for (ThreadCache c : caches) n += c.allocations(k);
+            s.addAllocations(k, n);
+            allocations += n;
+        }
+        s.cacheMisses = misses;
+        s.cacheHits = Math.max(0, allocations - misses);
+    }
+
+    /** Adds the frees the caches took (ended owners' included). */
+    void countFrees(List<ThreadCache> caches, StatsSnapshot s) {
+        for (int k = 0; k < ThreadCache.CLASSES; k++) {
+            long n = endedCaches.frees[k];
+            for (ThreadCache c : caches) n += c.frees(k);
+            s.addFrees(k, n);
+        }
+    }
+
+    /** Adds what the caches hold now. */
+    void countHeld(List<ThreadCache> caches, StatsSnapshot s) {
+        for (ThreadCache c : caches) {
+            s.cachedRegions += c.cached();
+            s.cachedLargeBytes += c.cachedLargeBytes();
+        }
     }
 
     // ---- frees -----------------------------------------------------------------------------------------------
