@@ -9,8 +9,10 @@ import io.mooring.lifecycle.ResourceState;
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -128,11 +130,18 @@ class ArenaLifetimeTest {
             }
             assertEquals(0, arena.threadStates(), "per-thread state kept for finished virtual threads");
             List<Block> handedOver = new ArrayList<>();
+            Queue<Thread> owners = new ConcurrentLinkedQueue<>();
             try (var executor = Executors.newVirtualThreadPerTaskExecutor()) {
                 List<java.util.concurrent.Future<Block>> made = new ArrayList<>();
-                for (int i = 0; i < 1000; i++) made.add(executor.submit(() -> arena.allocate(64)));
+                for (int i = 0; i < 1000; i++) {
+                    made.add(executor.submit(() -> {
+                        owners.add(Thread.currentThread());
+                        return arena.allocate(64);
+                    }));
+                }
                 for (var f : made) handedOver.add(f.get());
             }
+            for (Thread t : owners) t.join(); // the executor's close waits for the tasks, not for their threads' end
             handedOver.forEach(Block::close); // closed by another thread than their (finished) owners
             assertEquals(0, arena.threadStates(), "per-thread state kept for the blocks' finished owners");
             assertEquals(0, arena.stats().liveBlocks());
