@@ -44,8 +44,11 @@ public interface ArenaStats {
     /** {@code ibv_dereg_mr} calls made so far. */
     long deregistrations();
 
-    /** Blocks closed by another thread than their owner, waiting to be freed by their owner or the collector. */
-    long quarantined();
+    /**
+     * Blocks closed by another thread than their owner (mt frees) and not collected yet: closed, but their memory
+     * not reusable until their owner or the collector collects them (see {@link Block}).
+     */
+    long uncollectedFrees();
 
     /** Allocations served by a thread cache without a lock. */
     long cacheHits();

@@ -4,21 +4,20 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
 /**
- * What an arena keeps per calling thread: the shard it was assigned, its thread cache (null for virtual threads
- * or when caching is off), and its inbox.
+ * What an arena keeps per calling thread (found through {@link ThreadBinding}): its arena, the shard it was
+ * assigned, its thread cache (null for virtual threads or when caching is off), and its mt-free list.
  *
- * <p>The inbox holds the blocks this thread allocated that other threads closed. Only the allocating thread
- * closes a block without an atomic instruction (see {@link Block#close()}), so a close from elsewhere hands the
- * block over here, and the owner frees it on its next call into the arena — as mimalloc collects remote frees.
- * An owner that does not come back is not waited for: once it has ended, or while it is
- * between calls, the collector frees what it can (see {@link MtFreeCollector}). A lock-free
- * stack: many closers push, one drainer takes all.
+ * <p>The mt-free list holds the blocks this thread allocated that other threads closed — mimalloc's thread-free
+ * list. Only the owner frees a block without an atomic instruction (see {@link Block#close()}), so another thread's
+ * close pushes the block here, and the owner collects it at its next call into the arena; an owner that does not
+ * come back is not waited for (see {@link MtFreeCollector}). A lock-free stack: many closers push, one collector
+ * takes all.
  */
 final class Caller {
-    private static final VarHandle INBOX;
+    private static final VarHandle MT_FREES;
     static {
         try {
-            INBOX = MethodHandles.lookup().findVarHandle(Caller.class, "inbox", Block.class);
+            MT_FREES = MethodHandles.lookup().findVarHandle(Caller.class, "mtFrees", Block.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -28,8 +27,8 @@ final class Caller {
     final Thread thread;
     final Shard shard;
     final ThreadCache cache;
-    @SuppressWarnings("unused") // through INBOX
-    private volatile Block inbox;
+    @SuppressWarnings("unused") // through MT_FREES
+    private volatile Block mtFrees;
 
     Caller(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache) {
         this.arena = arena;
@@ -38,27 +37,28 @@ final class Caller {
         this.cache = cache;
     }
 
-    /** Pushes a block closed elsewhere; true if the inbox was empty (the pusher must make the owner known). */
-    boolean handOver(Block b) {
+    /** Pushes an mt-freed block; true if the list was empty (the pusher must make the owner known). */
+    boolean pushMtFree(Block b) {
         Block h;
         do {
-            h = inbox;
-            b.nextInInbox = h;
-        } while (!INBOX.compareAndSet(this, h, b));
+            h = mtFrees;
+            b.nextMtFree = h;
+        } while (!MT_FREES.compareAndSet(this, h, b));
         return h == null;
     }
 
-    boolean inboxIsEmpty() {
-        return inbox == null;
+    /** Whether blocks wait on the mt-free list. On the fast path. */
+    boolean hasMtFrees() {
+        return mtFrees != null;
     }
 
-    /** The newest block waiting (follow {@code nextInInbox}), for counting. */
-    Block peekInbox() {
-        return inbox;
+    /** The newest block waiting (follow {@code nextMtFree}), for counting. */
+    Block peekMtFrees() {
+        return mtFrees;
     }
 
     /** Takes every waiting block (newest first). */
-    Block takeInbox() {
-        return (Block) INBOX.getAndSet(this, (Block) null);
+    Block takeMtFrees() {
+        return (Block) MT_FREES.getAndSet(this, (Block) null);
     }
 }

@@ -62,28 +62,28 @@ final class MtFreeCollector {
             push(b);
             schedule();
         } else {
-            owner.handOver(b);
-            collectAll(owner.takeInbox(), false);
+            owner.pushMtFree(b);
+            collectAll(owner.takeMtFrees(), false);
         }
     }
 
     private void push(Block b) {
-        if (b.owner.handOver(b)) ownersWithMtFrees.add(b.owner);
+        if (b.owner.pushMtFree(b)) ownersWithMtFrees.add(b.owner);
     }
 
     /** The owner collects its own mt frees (at its next call into the arena). */
     void collectOwn(Caller me) {
-        collectAll(me.takeInbox(), true);
+        collectAll(me.takeMtFrees(), true);
     }
 
-    /** Collects the blocks taken from an mt-free list (follow {@code nextInInbox}). */
+    /** Collects the blocks taken from an mt-free list (follow {@code nextMtFree}). */
     private void collectAll(Block first, boolean byOwner) {
-        for (Block b = first; b != null; b = b.nextInInbox) collectOne(b, byOwner);
+        for (Block b = first; b != null; b = b.nextMtFree) collectOne(b, byOwner);
     }
 
     /** Frees an mt-freed block for real, unless its owner freed it locally too (a racing double close). */
     private void collectOne(Block b, boolean byOwner) {
-        if (b.finishHandOver(byOwner)) {
+        if (b.finishMtFree(byOwner)) {
             threads.free(b);
         } else {
             LOG.log(System.Logger.Level.WARNING, "{0} was closed twice at once, by its owner {1} and by another "
@@ -145,7 +145,7 @@ final class MtFreeCollector {
      * @return whether some were left because the owner was inside the allocator
      */
     private boolean collectFor(Caller owner) {
-        Block taken = owner.takeInbox();
+        Block taken = owner.takeMtFrees();
         if (taken == null) return false;
         if (owner.thread == Thread.currentThread()) {
             collectAll(taken, true);
@@ -154,7 +154,7 @@ final class MtFreeCollector {
         boolean ended = !owner.thread.isAlive();
         boolean betweenCalls = ended || isBetweenCalls(owner);
         for (Block b = taken, next; b != null; b = next) {
-            next = b.nextInInbox; // before a push back rewrites it
+            next = b.nextMtFree; // before a push back rewrites it
             if (ended || (betweenCalls && !b.hasScope())) {
                 collectOne(b, false);
             } else {
@@ -195,7 +195,7 @@ final class MtFreeCollector {
     long uncollected() {
         long n = 0;
         for (Caller owner : ownersWithMtFrees) {
-            for (Block b = owner.peekInbox(); b != null; b = b.nextInInbox) n++;
+            for (Block b = owner.peekMtFrees(); b != null; b = b.nextMtFree) n++;
         }
         return n;
     }

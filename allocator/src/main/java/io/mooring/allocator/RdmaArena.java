@@ -105,7 +105,7 @@ public final class RdmaArena implements AutoCloseable {
         if (cache != null && Long.compareUnsigned(size - 1, cache.maxSize) < 0 // 0 < size <= cache.maxSize
                 && Long.compareUnsigned(alignment, SizeClasses.QUANTUM) <= 0
                 && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0
-                && cache.epoch == threads.epoch() && caller.inboxIsEmpty()) {
+                && cache.epoch == threads.epoch() && !caller.hasMtFrees()) {
             resource.checkOpen();
             return cache.allocate(caller, SizeClasses.indexOf(size), size, null, checked);
         }
@@ -129,10 +129,10 @@ public final class RdmaArena implements AutoCloseable {
 
     private Block allocate(long size, long alignment, Scoping scoping) {
         checkRequest(size, alignment);
-        if (threads.cachesRetired()) giveBackWhatTheCallerHolds();
+        if (threads.cachesRetired()) catchUpCallingThread();
         resource.checkOpen();
         Caller caller = threads.caller();
-        if (!caller.inboxIsEmpty()) collector.collectOwn(caller);
+        if (caller.hasMtFrees()) collector.collectOwn(caller);
         Arena scope = scoping == Scoping.SHARED ? Arena.ofShared() : null; // a confined one comes with segment()
         boolean confined = scoping == Scoping.CONFINED;
         try {
@@ -158,10 +158,10 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     /**
-     * Frees the blocks handed over to the calling thread, and honours a flush (or the close) asked of its cache. The
-     * owner's part of closing: what it holds for a closed arena goes back at its next call.
+     * The calling thread collects its mt frees and honours a flush (or the retirement) asked of its cache: the owner's
+     * part of a flush or a close, done at its next call.
      */
-    private void giveBackWhatTheCallerHolds() {
+    private void catchUpCallingThread() {
         Caller me = threads.existingCaller();
         if (me != null) {
             collector.collectOwn(me);
@@ -170,13 +170,13 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     /**
-     * Asks every thread to return its cached regions at its next call into the arena, and does it now for the
-     * calling thread (releasing its blocks that other threads closed, too). Caches of threads that never call
-     * again are returned when those threads die.
+     * Asks every thread to flush its cache (free its cached regions into the shard) at its next call into the arena,
+     * and does it now for the calling thread (collecting the blocks other threads closed for it, too). Caches of
+     * threads that never call again are flushed when those threads end.
      */
     public void flushThreadCaches() {
         threads.requestFlush();
-        giveBackWhatTheCallerHolds();
+        catchUpCallingThread();
         collector.collectAndRetry();
     }
 
@@ -215,7 +215,7 @@ public final class RdmaArena implements AutoCloseable {
             threads.countHeld(caches, s);
             for (Shard shard : shards) shard.countMemory(s);
             chunks.count(s);
-            s.quarantined = collector.uncollected();
+            s.uncollectedFrees = collector.uncollected();
             return s;
         }
     }
@@ -234,12 +234,12 @@ public final class RdmaArena implements AutoCloseable {
      * released as their last blocks are closed; under STRICT, live blocks make this throw
      * {@link ArenaBusyException} with the live counts per class and the arena stays open.
      *
-     * <p>Thread caches are given back here: this thread's, and those of threads that have ended or are between
-     * calls into the arena. A thread inside the allocator at that moment gives its cache back at its next call,
-     * or the collector takes it once it has left, a few milliseconds later. So once this returns, every chunk
-     * without a live or quarantined block is deregistered and unmapped (or is as soon as the graph lets it: a
+     * <p>Thread caches are retired (flushed a last time) here: this thread's, and those of threads that have ended or
+     * are between calls into the arena. A thread inside the allocator at that moment retires its cache at its next
+     * call, or the collector does once it has left, a few milliseconds later. So once this returns, every chunk
+     * without a live or uncollected block is deregistered and unmapped (or is as soon as the graph lets it: a
      * posted work request holds its region); the others go with their last block. Blocks closed by other threads
-     * after this are still given back (see {@link Block}).
+     * after this are still collected (see {@link Block}).
      */
     @Override
     public synchronized void close() {
@@ -252,14 +252,14 @@ public final class RdmaArena implements AutoCloseable {
         chunks.beginClose();
         threads.retireCaches(); // after the chunks' closing: an owner that sees its cache retired sees that too
         purging.cancel(false);
-        giveBackWhatTheCallerHolds();
+        catchUpCallingThread();
         boolean ownerBusy = collector.collect(); // the caches of owners between calls come back now, before the chunks go
         chunks.releaseEmpty(shards);
         resource.close();
         if (ownerBusy) collector.schedule();
     }
 
-    /** Per-thread entries held now: threads with a cache, owners with blocks waiting in their inbox. */
+    /** Per-thread entries held now: threads with a cache, owners with blocks waiting on their mt-free list. */
     int threadStates() {
         return threads.ownersWithCache().size() + collector.ownersWaiting();
     }

@@ -119,7 +119,7 @@ final class Shard {
         }
     }
 
-    void releaseSlab(Slab s) {
+    void freeSlab(Slab s) {
         freeRun(s.chunk, s.firstPage, s.pages, false);
     }
 
@@ -136,14 +136,14 @@ final class Shard {
         }
     }
 
-    /** Takes back the first {@code n} page runs of a thread cache's arrays in one locked step. */
-    void giveBackRuns(int pages, long[] addresses, Object[] homes, int n) {
+    /** Frees the first {@code n} page runs of a thread cache's arrays (a flush) in one locked step. */
+    void flushRuns(int pages, long[] addresses, Object[] homes, int n) {
         List<Chunk> released = new ArrayList<>(0);
         lock.lock();
         try {
             for (int i = 0; i < n; i++) {
                 Chunk c = (Chunk) homes[i];
-                if (returnRun(c, c.page(addresses[i]), pages)) released.add(c);
+                if (freeRunLocked(c, c.page(addresses[i]), pages)) released.add(c);
             }
         } finally {
             lock.unlock();
@@ -156,7 +156,7 @@ final class Shard {
         lock.lock();
         try {
             if (large) largeFrees++;
-            release = returnRun(c, page, pages);
+            release = freeRunLocked(c, page, pages);
         } finally {
             lock.unlock();
         }
@@ -164,7 +164,7 @@ final class Shard {
     }
 
     /** Frees a run; true if its chunk became empty while the arena closes, so must be released. Under the lock. */
-    private boolean returnRun(Chunk c, int page, int pages) {
+    private boolean freeRunLocked(Chunk c, int page, int pages) {
         c.free(page, pages);
         if (!c.isEmpty()) return false;
         c.emptySinceNanos = System.nanoTime();

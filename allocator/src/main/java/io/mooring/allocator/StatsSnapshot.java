@@ -19,7 +19,7 @@ final class StatsSnapshot implements ArenaStats {
     long chunks;
     long registrations;
     long deregistrations;
-    long quarantined;
+    long uncollectedFrees;
     long cacheHits;
     long cacheMisses;
     long cachedRegions;
@@ -119,8 +119,8 @@ final class StatsSnapshot implements ArenaStats {
     }
 
     @Override
-    public long quarantined() {
-        return quarantined;
+    public long uncollectedFrees() {
+        return uncollectedFrees;
     }
 
     @Override
@@ -147,7 +147,7 @@ final class StatsSnapshot implements ArenaStats {
                 + ", activeBytes=" + activeBytes() + ", registeredBytes=" + registeredBytes
                 + ", retainedBytes=" + retainedBytes() + ", dirtyBytes=" + dirtyBytes() + ", chunks=" + chunks
                 + ", registrations=" + registrations + ", deregistrations=" + deregistrations
-                + ", quarantined=" + quarantined + ", cacheHits=" + cacheHits + ", cacheMisses=" + cacheMisses
+                + ", uncollectedFrees=" + uncollectedFrees + ", cacheHits=" + cacheHits + ", cacheMisses=" + cacheMisses
                 + ", cachedRegions=" + cachedRegions + "]";
     }
 

@@ -51,7 +51,7 @@ final class ThreadCache {
     private final Object[][] homes = new Object[CLASSES][]; // a Slab (small class) or a Chunk (large class)
     private final int[] count = new int[CLASSES];
     private final long[] allocations = new long[CLASSES]; // handed out from here (hits and misses)
-    private final long[] frees = new long[CLASSES];       // given back to here
+    private final long[] frees = new long[CLASSES];       // freed into here
     private volatile long misses;                         // refills; written by the owner only
     @SuppressWarnings("unused") // through RETIRED
     private volatile boolean retired;
@@ -120,12 +120,12 @@ final class ThreadCache {
         COUNTER.setRelease(frees, c, frees[c] + 1);
     }
 
-    /** Returns the oldest {@code n} cached regions of class {@code c} to the bin or the chunks. */
+    /** Flushes the oldest {@code n} cached regions of class {@code c}: frees them into the bin or the chunks. */
     private void flush(int c, int n) {
         if (isSmall(c)) {
-            shard.bins[c].giveBack(shard, addresses[c], homes[c], n);
+            shard.bins[c].flush(shard, addresses[c], homes[c], n);
         } else {
-            shard.giveBackRuns(SizeClasses.largePages(c), addresses[c], homes[c], n);
+            shard.flushRuns(SizeClasses.largePages(c), addresses[c], homes[c], n);
         }
         int left = count[c] - n;
         System.arraycopy(addresses[c], n, addresses[c], 0, left);
@@ -134,7 +134,7 @@ final class ThreadCache {
         count[c] = left;
     }
 
-    /** Returns everything to the bins and chunks (on demand, on the arena's flush epoch, or after the owner died). */
+    /** Flushes every cached region (on the arena's flush epoch, on retirement, or after the owner ended). */
     void flushAll() {
         for (int c = 0; c < count.length; c++) if (count[c] > 0) flush(c, count[c]);
     }

@@ -41,7 +41,7 @@ class ArenaLifetimeTest {
             owner.run(() -> arena.allocate(64).close()); // the owner's cache keeps the regions of a refill
             assertTrue(arena.stats().cachedRegions() > 0);
             arena.close();
-            assertAllReleased(arena, "the idle owner's cache was given back by close()");
+            assertAllReleased(arena, "the idle owner's cache was retired by close()");
         }
     }
 
@@ -61,7 +61,7 @@ class ArenaLifetimeTest {
     }
 
     @Test
-    void aBlockClosedElsewhereAfterCloseIsGivenBackWhileItsOwnerIdles() throws Exception {
+    void aBlockClosedElsewhereAfterCloseIsCollectedWhileItsOwnerIdles() throws Exception {
         RdmaArena arena = fx.arena().build();
         try (Owner owner = new Owner()) {
             Block posted = owner.call(() -> arena.allocate(4096)); // never touched through a segment
@@ -83,11 +83,11 @@ class ArenaLifetimeTest {
             });
             onAnotherThread(written::close);
             arena.purge();
-            assertEquals(1, arena.stats().quarantined(), "the owner could still write through its segment");
+            assertEquals(1, arena.stats().uncollectedFrees(), "the owner could still write through its segment");
             arena.close();
             assertEquals(1, arena.stats().chunks());
             owner.run(() -> assertThrows(ResourceClosedException.class, () -> arena.allocate(64)));
-            assertEquals(0, arena.stats().quarantined(), "the owner's call closed the scope and freed the block");
+            assertEquals(0, arena.stats().uncollectedFrees(), "the owner's call closed the scope and freed the block");
             assertAllReleased(arena, "");
         }
     }
@@ -95,14 +95,14 @@ class ArenaLifetimeTest {
     // ---- blocks closed by other threads ----------------------------------------------------------------------
 
     @Test
-    void blocksClosedElsewhereAreReusableByAPurgeWhileTheirOwnerIdles() throws Exception {
+    void blocksClosedElsewhereAreCollectedByAPurgeWhileTheirOwnerIdles() throws Exception {
         for (boolean checked : new boolean[] {true, false}) {
             try (RdmaArena arena = fx.arena().checked(checked).build(); Owner owner = new Owner()) {
                 List<Block> blocks = owner.call(() -> allocateMany(arena));
                 onAnotherThread(() -> blocks.forEach(Block::close));
                 arena.purge();
                 ArenaStats s = arena.stats();
-                assertEquals(0, s.quarantined(), "collected although the owner never called again");
+                assertEquals(0, s.uncollectedFrees(), "collected although the owner never called again");
                 assertEquals(0, s.liveBlocks());
                 assertTrue(s.chunks() <= 1, "the purge released the freed blocks' chunks (one may hold regions the "
                         + "owner's cache keeps): " + s);
@@ -115,7 +115,7 @@ class ArenaLifetimeTest {
         try (RdmaArena arena = fx.arena().build(); Owner owner = new Owner()) {
             List<Block> blocks = owner.call(() -> allocateMany(arena));
             onAnotherThread(() -> blocks.forEach(Block::close));
-            awaitTrue(() -> arena.stats().quarantined() == 0, "quarantine emptied by the arena's collector");
+            awaitTrue(() -> arena.stats().uncollectedFrees() == 0, "mt frees collected by the arena's collector");
             assertEquals(0, arena.stats().liveBlocks());
         }
     }
@@ -129,7 +129,7 @@ class ArenaLifetimeTest {
                 for (int i = 0; i < 100_000; i++) executor.submit(() -> arena.allocate(64).close());
             }
             assertEquals(0, arena.threadStates(), "per-thread state kept for finished virtual threads");
-            List<Block> handedOver = new ArrayList<>();
+            List<Block> mtFreed = new ArrayList<>();
             Queue<Thread> owners = new ConcurrentLinkedQueue<>();
             try (var executor = Executors.newVirtualThreadPerTaskExecutor()) {
                 List<java.util.concurrent.Future<Block>> made = new ArrayList<>();
@@ -139,10 +139,10 @@ class ArenaLifetimeTest {
                         return arena.allocate(64);
                     }));
                 }
-                for (var f : made) handedOver.add(f.get());
+                for (var f : made) mtFreed.add(f.get());
             }
             for (Thread t : owners) t.join(); // the executor's close waits for the tasks, not for their threads' end
-            handedOver.forEach(Block::close); // closed by another thread than their (finished) owners
+            mtFreed.forEach(Block::close); // closed by another thread than their (finished) owners
             assertEquals(0, arena.threadStates(), "per-thread state kept for the blocks' finished owners");
             assertEquals(0, arena.stats().liveBlocks());
         }
