@@ -31,6 +31,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * of a chunk, and requests from the huge threshold on get a chunk of their own. Threads are spread over
  * several shards, each with its own chunks and locks. Wholly free chunks beyond the retained amount are
  * deregistered and unmapped after the decay time. Thread-safe.
+ *
+ * <p>This class is the façade; the parts, each in its own class: {@code Shard}, the arena core (bins, page runs,
+ * huge chunks); {@code ThreadBinding}, how a thread finds its state and cache; {@code ThreadCache}; {@code
+ * MtFreeCollector}, which collects blocks closed by other threads than their owner; {@code ChunkSource}, the
+ * chunks' registration, release and purge; {@code StatsSnapshot}, the {@link ArenaStats} the parts fill.
  */
 public final class RdmaArena implements AutoCloseable {
     /** Huge pages for chunk memory. */
