@@ -3,58 +3,90 @@ package io.mooring.allocator;
 import java.util.List;
 
 /**
- * A snapshot of an arena's counters, taken without stopping allocation: totals may lag by in-flight calls, and live
- * counts are never higher than what was live at some moment during the snapshot.
- *
- * @param classes          per small size class
- * @param largeAllocations page-run blocks handed out
- * @param largeFrees       page-run blocks given back
- * @param hugeAllocations  blocks that got a chunk of their own
- * @param hugeFrees        such blocks given back
- * @param activeBytes      bytes of live blocks, counted at their class sizes
- * @param registeredBytes  bytes of all registered chunks
- * @param retainedBytes    bytes of wholly free chunks kept registered for reuse
- * @param dirtyBytes       free bytes inside chunks that still hold live blocks
- * @param chunks           registered chunks (huge ones included)
- * @param registrations    {@code ibv_reg_mr} calls made so far
- * @param deregistrations  {@code ibv_dereg_mr} calls made so far
- * @param quarantined      blocks closed by another thread, waiting to be freed by their owner or the collector
- * @param cacheHits        allocations served by a thread cache without a lock
- * @param cacheMisses      allocations that refilled a thread cache from its shard
- * @param cachedRegions    free small regions and page runs held in thread caches now
+ * An arena's metrics (in the style of Netty's {@code PoolArenaMetric}), as one snapshot taken without stopping
+ * allocation: totals may lag by calls in flight, and live counts are never higher than what was live at some moment
+ * during the snapshot — which a STRICT close relies on. Get one from {@link RdmaArena#stats()}.
  */
-public record ArenaStats(List<ClassStats> classes, long largeAllocations, long largeFrees, long hugeAllocations,
-                         long hugeFrees, long activeBytes, long registeredBytes, long retainedBytes, long dirtyBytes,
-                         long chunks, long registrations, long deregistrations, long quarantined, long cacheHits,
-                         long cacheMisses, long cachedRegions) {
+public interface ArenaStats {
+    /** Per small size class, smallest first. */
+    List<ClassStats> classes();
+
+    /** Page-run blocks handed out. */
+    long largeAllocations();
+
+    /** Page-run blocks freed. */
+    long largeFrees();
+
+    /** Blocks that got a chunk of their own. */
+    long hugeAllocations();
+
+    /** Such blocks freed. */
+    long hugeFrees();
+
+    /** Bytes of live blocks, counted at their class sizes. */
+    long activeBytes();
+
+    /** Bytes of all registered chunks. */
+    long registeredBytes();
+
+    /** Bytes of wholly free chunks kept registered for reuse. */
+    long retainedBytes();
+
+    /** Free bytes inside chunks that still hold live blocks. */
+    long dirtyBytes();
+
+    /** Registered chunks (huge ones included). */
+    long chunks();
+
+    /** {@code ibv_reg_mr} calls made so far. */
+    long registrations();
+
+    /** {@code ibv_dereg_mr} calls made so far. */
+    long deregistrations();
 
     /**
-     * One small size class.
-     *
-     * @param size        its region size
-     * @param allocations regions handed out
-     * @param frees       regions given back
-     * @param slabs       slabs currently holding its regions
+     * Blocks closed by another thread than their owner (mt frees) and not collected yet: closed, but their memory
+     * not reusable until their owner or the collector collects them (see {@link Block}).
      */
-    public record ClassStats(long size, long allocations, long frees, long slabs) {
-        /** Regions in use now. */
-        public long live() {
-            return allocations - frees;
-        }
-    }
+    long uncollectedFrees();
 
-    public ArenaStats {
-        classes = List.copyOf(classes);
-    }
+    /** Allocations served by a thread cache without a lock. */
+    long cacheHits();
+
+    /** Allocations that refilled a thread cache from its shard. */
+    long cacheMisses();
+
+    /** Free small regions and page runs held in thread caches now. */
+    long cachedRegions();
 
     /** Blocks in use now, of every kind. */
-    public long liveBlocks() {
-        return classes.stream().mapToLong(ClassStats::live).sum() + largeAllocations - largeFrees + hugeAllocations
-                - hugeFrees;
+    default long liveBlocks() {
+        return classes().stream().mapToLong(ClassStats::live).sum() + largeAllocations() - largeFrees()
+                + hugeAllocations() - hugeFrees();
     }
 
     /** Registered bytes per byte of live blocks: the memory overhead (1.0 is perfect). */
-    public double overhead() {
-        return activeBytes == 0 ? 0 : (double) registeredBytes / activeBytes;
+    default double overhead() {
+        return activeBytes() == 0 ? 0 : (double) registeredBytes() / activeBytes();
+    }
+
+    /** The metrics of one small size class. */
+    interface ClassStats {
+        /** Its region size. */
+        long size();
+
+        /** Regions handed out. */
+        long allocations();
+
+        /** Regions freed. */
+        long frees();
+
+        /** Slabs currently holding its regions. */
+        long slabs();
+
+        /** Regions in use now. */
+        default long live() {
+            return allocations() - frees();
+        }
     }
 }

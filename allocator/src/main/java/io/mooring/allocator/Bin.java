@@ -14,7 +14,7 @@ final class Bin {
     private Slab head;       // slabs with free regions; guarded by lock
     private int slabs;       // guarded by lock
     private long allocations; // regions handed to callers directly (not through a thread cache)
-    private long frees;       // regions given back directly
+    private long frees;       // regions freed directly
 
     Bin(int classIndex) {
         this.classIndex = classIndex;
@@ -74,21 +74,21 @@ final class Bin {
         lock.lock();
         try {
             frees++;
-            emptied = returnRegion(shard, s, address);
+            emptied = freeRegion(shard, s, address);
         } finally {
             lock.unlock();
         }
-        if (emptied != null) shard.releaseSlab(emptied);
+        if (emptied != null) shard.freeSlab(emptied);
     }
 
-    /** Takes back the first {@code n} regions of a thread cache's arrays in one locked step. */
-    void giveBack(Shard shard, long[] addresses, Object[] owners, int n) {
+    /** Frees the first {@code n} regions of a thread cache's arrays (a flush) in one locked step. */
+    void flush(Shard shard, long[] addresses, Object[] owners, int n) {
         Slab[] emptied = null;
         int released = 0;
         lock.lock();
         try {
             for (int i = 0; i < n; i++) {
-                Slab e = returnRegion(shard, (Slab) owners[i], addresses[i]);
+                Slab e = freeRegion(shard, (Slab) owners[i], addresses[i]);
                 if (e != null) {
                     if (emptied == null) emptied = new Slab[n];
                     emptied[released++] = e;
@@ -97,14 +97,14 @@ final class Bin {
         } finally {
             lock.unlock();
         }
-        for (int i = 0; i < released; i++) shard.releaseSlab(emptied[i]);
+        for (int i = 0; i < released; i++) shard.freeSlab(emptied[i]);
     }
 
     /** Frees a region into its slab; returns the slab if it became empty and should go back to its chunk. */
-    private Slab returnRegion(Shard shard, Slab s, long address) {
+    private Slab freeRegion(Shard shard, Slab s, long address) {
         s.free(address);
         if (!s.listed) link(s);
-        if (s.free() == s.regions && (slabs > 1 || shard.arena.isClosing())) {
+        if (s.free() == s.regions && (slabs > 1 || shard.chunks.isClosing())) {
             unlink(s);
             slabs--;
             return s;
@@ -125,7 +125,7 @@ final class Bin {
         } finally {
             lock.unlock();
         }
-        if (emptied != null) shard.releaseSlab(emptied);
+        if (emptied != null) shard.freeSlab(emptied);
     }
 
     private void link(Slab s) {
@@ -149,7 +149,7 @@ final class Bin {
         return underLock(() -> allocations);
     }
 
-    /** Regions given back directly, for stats. */
+    /** Regions freed directly, for stats. */
     long frees() {
         return underLock(() -> frees);
     }

@@ -9,7 +9,7 @@ import java.lang.invoke.VarHandle;
 
 /**
  * A slice of registered memory handed out by an {@link RdmaArena}: what work requests name with
- * {@link #region()}, {@link #lkey()} and {@link #address()}. Closing gives it back; a second close throws and
+ * {@link #region()}, {@link #lkey()} and {@link #address()}. Closing frees it; a second close throws and
  * changes nothing.
  *
  * <p>Its {@link #segment()} has exactly the requested size and alignment. How long the segment stays usable
@@ -24,20 +24,20 @@ import java.lang.invoke.VarHandle;
  *       after close. Fastest; a use after close reads or corrupts memory handed to someone else.</li>
  * </ul>
  *
- * <p>Any thread may close a block. Closing it in the thread that allocated it is the fast path: no atomic
- * instruction, and the memory goes straight to that thread's cache. A close from another thread hands a checked
- * or unchecked block to its allocating thread; until it is freed its memory is quarantined — counted in
- * {@link ArenaStats#quarantined()}, never reused. The bound: it is freed by the owner's next call into the arena,
- * or else by the arena's collector, which runs {@value RdmaArena#COLLECTION_DELAY_MILLIS} ms after the close (and
- * at every {@link RdmaArena#purge()}) and frees it if the owner has ended, or is between calls into the arena and
- * never made the block's {@link #segment()} (a confined scope only the owner can close: the owner could still
- * write through it). A shared block is freed at once by whichever thread closes it.
+ * <p>Any thread may close a block. Closed by its owner — the thread that allocated it — it is <em>freed locally</em>:
+ * no atomic instruction, and the memory goes straight to that thread's cache (the fast path). Closed by another
+ * thread, a checked or unchecked block is <em>mt-freed</em> (mimalloc's word): pushed onto its owner's list, and
+ * never reused until it is <em>collected</em> — counted in {@link ArenaStats#uncollectedFrees()} until then. The
+ * bound: it is collected at the owner's next call into the arena, or else by the arena's collector, which runs
+ * 20 ms after the close (and at every {@link RdmaArena#purge()}) and collects it if the owner has ended, or is
+ * between calls into the arena and never made the block's {@link #segment()} (a confined scope only the owner can
+ * close: the owner could still write through it). A shared block is freed at once by whichever thread closes it.
  */
 public final class Block implements AutoCloseable {
     private static final VarHandle STATE;
     private static final int OPEN = 0;
-    private static final int CLOSED = 1;      // and freed: by its owner, or by anyone for a shared block
-    private static final int HANDED_OVER = 2; // closed by another thread, waiting in the owner's inbox
+    private static final int CLOSED = 1;   // and freed: locally by its owner, or by anyone for a shared block
+    private static final int MT_FREED = 2; // closed by another thread, on the owner's mt-free list until collected
 
     static {
         try {
@@ -58,7 +58,7 @@ public final class Block implements AutoCloseable {
     private final boolean confined;  // checked and confined to the owner, which alone makes and closes the scope
     @SuppressWarnings("unused") // through STATE
     private volatile int state;
-    Block nextInInbox;
+    Block nextMtFree;                // on the owner's mt-free list
 
     Block(Caller owner, Slab slab, Chunk chunk, long address, long size, Arena sharedScope, boolean confined) {
         this.owner = owner;
@@ -85,7 +85,7 @@ public final class Block implements AutoCloseable {
             // only posted (address and keys) never needs a scope at all.
             if (scope == null) scope = Arena.ofConfined();
         }
-        return RdmaArena.view(address, size, scope);
+        return NativeMemory.segment(address, size, scope);
     }
 
     private WrongThreadException confinedElsewhere() {
@@ -142,12 +142,12 @@ public final class Block implements AutoCloseable {
     }
 
     /**
-     * Gives the block back.
+     * Frees the block: locally if the caller is its owner, else as an mt free (see the class comment).
      *
      * <p>Why the owner of a confined or unchecked block needs no atomic instruction: every other thread closes
-     * with a compare-and-set and only hands the block over to the owner's inbox. If both close at once, the owner's
-     * write lands after the other's CAS and the owner, draining its inbox, finds the block closed by itself and
-     * frees it only once. Shared blocks are closed with a CAS by everyone (see {@link #closeShared()}).
+     * with a compare-and-set and only pushes the block onto the owner's mt-free list. If both close at once, the
+     * owner's write lands after the other's CAS and the collection finds the block freed locally already and frees
+     * it only once. Shared blocks are closed with a CAS by everyone (see {@link #closeShared()}).
      *
      * @throws IllegalStateException if it was already closed (nothing else happens)
      */
@@ -156,13 +156,13 @@ public final class Block implements AutoCloseable {
         if (!confined && scope != null) {
             closeShared();
         } else if (Thread.currentThread() != owner.thread) {
-            if (!STATE.compareAndSet(this, OPEN, HANDED_OVER)) throw alreadyClosed();
-            arena().closeElsewhere(this);
+            if (!STATE.compareAndSet(this, OPEN, MT_FREED)) throw alreadyClosed();
+            arena().collector.freeMt(this);
         } else {
             if ((int) STATE.getOpaque(this) != OPEN) throw alreadyClosed();
             STATE.setOpaque(this, CLOSED);
             if (scope != null) scope.close();
-            arena().freeByOwner(this);
+            arena().threads.freeLocal(this);
         }
     }
 
@@ -173,11 +173,11 @@ public final class Block implements AutoCloseable {
     private void closeShared() {
         if (!STATE.compareAndSet(this, OPEN, CLOSED)) throw alreadyClosed();
         scope.close();
-        arena().free(this);
+        arena().threads.free(this);
     }
 
     RdmaArena arena() {
-        return owner.shard.arena;
+        return owner.arena;
     }
 
     /** A large block's page run in its chunk: the first page. */
@@ -195,19 +195,19 @@ public final class Block implements AutoCloseable {
                 + " bytes is already closed");
     }
 
-    /** Whether a checked block's confined scope was made: after a hand-over only its owner can free it then. */
+    /** Whether a checked block's confined scope was made: after an mt free only its owner can collect it then. */
     boolean hasScope() {
         return scope != null;
     }
 
     /**
-     * Finishes a close handed over from another thread, in the owner, or in a collector (once the owner has died,
-     * when nobody can reach its confined segment any more, or while the owner is between calls and the block has no
-     * scope). False if the owner closed the block too (a double close racing with the hand-over): it was freed then,
-     * and must not be freed again.
+     * Collection of an mt free, in the owner or in the collector (once the owner has ended, when nobody can reach
+     * its confined segment any more, or while the owner is between calls and the block has no scope): the owner
+     * closes the confined scope. False if the owner closed the block too (a double close racing with the mt free):
+     * it was freed locally then, and must not be freed again.
      */
-    boolean finishHandOver(boolean byOwner) {
-        if ((int) STATE.getOpaque(this) != HANDED_OVER) return false;
+    boolean finishMtFree(boolean byOwner) {
+        if ((int) STATE.getOpaque(this) != MT_FREED) return false;
         if (byOwner && confined && scope != null) scope.close();
         return true;
     }

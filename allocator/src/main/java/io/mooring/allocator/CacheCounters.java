@@ -1,8 +1,8 @@
 package io.mooring.allocator;
 
 /**
- * What the caches of swept (dead) threads counted, kept by the arena: without it their allocations would vanish
- * from the stats while frees made elsewhere remained, and live counts would go negative.
+ * What the caches of ended threads counted, kept by the {@link ThreadBinding}: without it their allocations would
+ * vanish from the stats while frees made elsewhere remained, and live counts would go negative.
  */
 final class CacheCounters {
     final long[] allocations = new long[ThreadCache.CLASSES];

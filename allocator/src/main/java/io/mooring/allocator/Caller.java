@@ -2,86 +2,102 @@ package io.mooring.allocator;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.Set;
 
 /**
- * What an arena keeps per calling thread: the shard it was assigned, its thread cache (null for virtual threads
- * or when caching is off), and its inbox.
+ * What an arena keeps per calling thread (found through {@link ThreadBinding}): its arena, the shard it was
+ * assigned, its thread cache (null for virtual threads or when caching is off), and its mt-free list.
  *
- * <p>The inbox holds the blocks this thread allocated that other threads closed. Only the allocating thread
- * closes a block without an atomic instruction (see {@link Block#close()}), so a close from elsewhere hands the
- * block over here, and the owner frees it on its next call into the arena — as mimalloc collects remote frees.
- * An owner that does not come back is not waited for: once it has ended, or while it is
- * {@linkplain #isBetweenCalls() between calls}, a collector frees what it can (see {@code RdmaArena}). A lock-free
- * stack: many closers push, one drainer takes all.
+ * <p>The mt-free list holds the blocks this thread allocated that other threads closed — mimalloc's thread-free
+ * list. Only the owner frees a block without an atomic instruction (see {@link Block#close()}), so another thread's
+ * close pushes the block here, and the owner collects it at its next call into the arena; an owner that does not
+ * come back is not waited for (see {@link MtFreeCollector}). A lock-free stack: many closers push, one collector
+ * takes all.
+ *
+ * <p>Layout (Agrona's padding by superclasses, since the JVM orders fields within a class as it likes but puts a
+ * superclass's first): the fields the owner reads on every allocation ({@link CallerOwnerFields}), 64 bytes of
+ * padding, the mt-free list, 64 bytes more. Every thread that frees one of the owner's blocks writes the list; the
+ * padding keeps those writes from invalidating the cache line the owner's fast path reads, and the line of whatever
+ * object is allocated after this one (a virtual thread reaches its Caller through a {@code WeakReference} made right
+ * after it).
  */
-final class Caller {
-    private static final VarHandle INBOX;
-    /** The classes whose frames mean a thread may be half way through a cache operation or a block's close. */
-    private static final Set<String> ALLOCATOR_CLASSES = Set.of(RdmaArena.class.getName(), Block.class.getName(),
-            ThreadCache.class.getName());
-
+final class Caller extends CallerMtFreeList {
+    private static final VarHandle MT_FREES;
     static {
         try {
-            INBOX = MethodHandles.lookup().findVarHandle(Caller.class, "inbox", Block.class);
+            MT_FREES = MethodHandles.lookup().findVarHandle(CallerMtFreeList.class, "mtFrees", Block.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
+    // 64 bytes after the mt-free list, off the next object's line (see the class comment).
+    byte q00, q01, q02, q03, q04, q05, q06, q07, q08, q09, q10, q11, q12, q13, q14, q15,
+            q16, q17, q18, q19, q20, q21, q22, q23, q24, q25, q26, q27, q28, q29, q30, q31,
+            q32, q33, q34, q35, q36, q37, q38, q39, q40, q41, q42, q43, q44, q45, q46, q47,
+            q48, q49, q50, q51, q52, q53, q54, q55, q56, q57, q58, q59, q60, q61, q62, q63;
+
+    Caller(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache) {
+        super(arena, thread, shard, cache);
+    }
+
+    /** Pushes an mt-freed block; true if the list was empty (the pusher must make the owner known). */
+    boolean pushMtFree(Block b) {
+        Block h;
+        do {
+            h = mtFrees;
+            b.nextMtFree = h;
+        } while (!MT_FREES.compareAndSet(this, h, b));
+        return h == null;
+    }
+
+    /** Whether blocks wait on the mt-free list. On the fast path. */
+    boolean hasMtFrees() {
+        return mtFrees != null;
+    }
+
+    /** The newest block waiting (follow {@code nextMtFree}), for counting. */
+    Block peekMtFrees() {
+        return mtFrees;
+    }
+
+    /** Takes every waiting block (newest first). */
+    Block takeMtFrees() {
+        return (Block) MT_FREES.getAndSet(this, (Block) null);
+    }
+}
+
+/** A Caller's fields that its owner reads on every allocation: first in its layout (see {@link Caller}). */
+abstract class CallerOwnerFields {
+    final RdmaArena arena;
     final Thread thread;
     final Shard shard;
     final ThreadCache cache;
-    @SuppressWarnings("unused") // through INBOX
-    private volatile Block inbox;
 
-    Caller(Thread thread, Shard shard, ThreadCache cache) {
+    CallerOwnerFields(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache) {
+        this.arena = arena;
         this.thread = thread;
         this.shard = shard;
         this.cache = cache;
     }
+}
 
-    /** Pushes a block closed elsewhere; true if the inbox was empty (the pusher must make the owner known). */
-    boolean handOver(Block b) {
-        Block h;
-        do {
-            h = inbox;
-            b.nextInInbox = h;
-        } while (!INBOX.compareAndSet(this, h, b));
-        return h == null;
+/** 64 bytes between the owner's fields and the mt-free list (see {@link Caller}). */
+abstract class CallerPadding extends CallerOwnerFields {
+    byte p00, p01, p02, p03, p04, p05, p06, p07, p08, p09, p10, p11, p12, p13, p14, p15,
+            p16, p17, p18, p19, p20, p21, p22, p23, p24, p25, p26, p27, p28, p29, p30, p31,
+            p32, p33, p34, p35, p36, p37, p38, p39, p40, p41, p42, p43, p44, p45, p46, p47,
+            p48, p49, p50, p51, p52, p53, p54, p55, p56, p57, p58, p59, p60, p61, p62, p63;
+
+    CallerPadding(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache) {
+        super(arena, thread, shard, cache);
     }
+}
 
-    boolean inboxIsEmpty() {
-        return inbox == null;
-    }
+/** The mt-free list, written by every thread that frees one of the owner's blocks (see {@link Caller}). */
+abstract class CallerMtFreeList extends CallerPadding {
+    volatile Block mtFrees; // through Caller.MT_FREES, and read as a volatile
 
-    /** The newest block waiting (follow {@code nextInInbox}), for counting. */
-    Block peekInbox() {
-        return inbox;
-    }
-
-    /** Takes every waiting block (newest first). */
-    Block takeInbox() {
-        return (Block) INBOX.getAndSet(this, (Block) null);
-    }
-
-    /**
-     * Whether the thread is between calls into the allocator, so that another thread may do what otherwise only
-     * the owner does: take back its cache, free blocks handed over to it.
-     *
-     * <p>Found by walking its stack, which the JVM does in a handshake with the thread (stopped at a safepoint
-     * poll, or blocked, or in native code — a thread waiting in {@code accept()}); the handshake orders the
-     * thread's memory accesses before it with the walker's after it. If no frame is the allocator's, no cache
-     * operation and no {@code close()} or {@code segment()} of a block is half done, and whatever the thread does
-     * next starts after the walk, seeing what the walker published before it. The fast paths stay free of any
-     * fence for it; the price, tens of microseconds a walk, is paid by collectors only. (The Java memory model
-     * does not speak of handshakes; HotSpot's stack walk is one.) A thread found inside the allocator, for any
-     * arena, is simply tried again later.
-     */
-    boolean isBetweenCalls() {
-        for (StackTraceElement frame : thread.getStackTrace()) {
-            if (ALLOCATOR_CLASSES.contains(frame.getClassName())) return false;
-        }
-        return true;
+    CallerMtFreeList(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache) {
+        super(arena, thread, shard, cache);
     }
 }

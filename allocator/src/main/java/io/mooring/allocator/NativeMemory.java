@@ -113,6 +113,13 @@ final class NativeMemory {
         }
     }
 
+    /** A segment over mapped memory: confined or shared to {@code scope}, or global ({@code scope} null). */
+    @SuppressWarnings("restricted") // the allocator owns this memory: it mapped it, or the caller registered it
+    static MemorySegment segment(long address, long size, Arena scope) {
+        MemorySegment raw = MemorySegment.ofAddress(address);
+        return scope == null ? raw.reinterpret(size) : raw.reinterpret(size, scope, null);
+    }
+
     /** A downcall's throwable as it is: downcalls throw no checked exception. */
     private static RuntimeException unchecked(Throwable t) {
         if (t instanceof RuntimeException e) return e;

@@ -3,29 +3,17 @@ package io.mooring.allocator;
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.Access;
-import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
-import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.lang.ref.WeakReference;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
-import jdk.jfr.FlightRecorder;
 
 /**
  * A jemalloc-style allocator of registered memory: a few large chunks are registered once with the protection
@@ -43,6 +31,11 @@ import jdk.jfr.FlightRecorder;
  * of a chunk, and requests from the huge threshold on get a chunk of their own. Threads are spread over
  * several shards, each with its own chunks and locks. Wholly free chunks beyond the retained amount are
  * deregistered and unmapped after the decay time. Thread-safe.
+ *
+ * <p>This class is the façade; the parts, each in its own class: {@code Shard}, the arena core (bins, page runs,
+ * huge chunks); {@code ThreadBinding}, how a thread finds its state and cache; {@code ThreadCache}; {@code
+ * MtFreeCollector}, which collects blocks closed by other threads than their owner; {@code ChunkSource}, the
+ * chunks' registration, release and purge; {@code StatsSnapshot}, the {@link ArenaStats} the parts fill.
  */
 public final class RdmaArena implements AutoCloseable {
     /** Huge pages for chunk memory. */
@@ -55,149 +48,44 @@ public final class RdmaArena implements AutoCloseable {
         RESERVED
     }
 
-    private static final ScheduledExecutorService PURGER = Executors.newSingleThreadScheduledExecutor(
-            Thread.ofPlatform().daemon().name("mooring-arena-purger").factory());
     private static final AtomicInteger NAMES = new AtomicInteger();
-    private static final System.Logger LOG = System.getLogger(RdmaArena.class.getName());
-    /** Platform threads found by thread id before falling back to the ThreadLocal (a power of two). */
-    private static final int CALLER_SLOTS = 64;
-    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Caller[].class);
     /** Bit {@code a} set for each alignment {@code a} the fast path serves: the powers of two up to the quantum. */
     private static final long QUANTUM_ALIGNMENTS = 1L << 1 | 1L << 2 | 1L << 4 | 1L << 8 | 1L << SizeClasses.QUANTUM;
-    /** How long after a block is closed by another thread than its owner the arena's collector runs. */
-    static final long COLLECTION_DELAY_MILLIS = 20;
 
-    private final ProtectionDomain pd;
-    private final Set<Access> access;
     private final long chunkSize;
-    private final long hugeThreshold;
-    private final long cachedMax; // the largest request thread caches serve
-    private final HugePages hugePages;
     private final boolean checked;
-    private final Duration decay;
-    private final long retainedBytes;
     private final String name;
     private final long maxMrSize;
     private final Resource resource;
+    private final ChunkSource chunks;
     private final Shard[] shards;
-    private final AtomicInteger nextShard = new AtomicInteger();
-    private final long cacheBytesPerClass;
-    /** Weak: a Caller reaches the arena, and a ThreadLocal value that reaches its own key is never expunged. */
-    private final ThreadLocal<WeakReference<Caller>> callerOfThread = new ThreadLocal<>();
-    /** The threads with a cache, until they are found dead: what keeps their Callers (and caches) alive. */
-    private final Set<Caller> callersWithCache = ConcurrentHashMap.newKeySet();
-    /** Owners whose inbox may hold blocks: added by whoever pushes onto an empty inbox, removed by collectors. */
-    private final Set<Caller> ownersWithInbox = ConcurrentHashMap.newKeySet();
-    private final Caller[] callerSlots = new Caller[CALLER_SLOTS]; // written by CAS (SLOT), read plainly
-    private final AtomicInteger flushEpoch = new AtomicInteger();
-    /**
-     * Held by a collection and by a stats snapshot: a snapshot sees no dead thread's counts move into
-     * {@link #deadCaches} (it counts every cache exactly once) and no handed-over block between inbox and free.
-     */
-    private final Object collectionLock = new Object();
-    /** What the caches of swept (dead) threads counted. Guarded by collectionLock. */
-    private final CacheCounters deadCaches = new CacheCounters();
-    private final AtomicBoolean collectionScheduled = new AtomicBoolean();
-    private final Runnable scheduledCollection;
-    private final AtomicLong registrations = new AtomicLong();
-    private final AtomicLong deregistrations = new AtomicLong();
-    private final AtomicLong registeredBytes = new AtomicLong();
-    private final AtomicLong chunkCount = new AtomicLong();
-    private final AtomicLong hugeAllocations = new AtomicLong();
-    private final AtomicLong hugeFrees = new AtomicLong();
-    private final AtomicLong hugeBytes = new AtomicLong();
+    final ThreadBinding threads;
+    final MtFreeCollector collector;
     private final ScheduledFuture<?> purging;
-    private volatile boolean closing;
 
     private RdmaArena(Builder b) {
-        this.pd = b.pd;
-        this.access = Set.copyOf(b.access);
         this.chunkSize = b.chunkSize;
-        this.hugeThreshold = b.hugeThreshold > 0 ? b.hugeThreshold : b.chunkSize / 2;
-        this.cachedMax = Math.min(ThreadCache.LARGE_MAX, hugeThreshold - 1);
-        this.hugePages = b.hugePages;
+        long hugeThreshold = b.hugeThreshold > 0 ? b.hugeThreshold : b.chunkSize / 2;
         this.checked = b.checked;
-        this.decay = b.decay;
-        this.retainedBytes = b.retainedBytes;
-        this.cacheBytesPerClass = b.cacheBytesPerClass;
         this.name = b.name != null ? b.name : "arena-" + NAMES.incrementAndGet();
-        this.maxMrSize = pd.context().device().attributes().maxMrSize();
+        this.maxMrSize = b.pd.context().device().attributes().maxMrSize();
+        this.resource = b.pd.resource().createChild("arena", name, () -> {});
+        this.chunks = new ChunkSource(b.pd, b.access, chunkSize, b.hugePages, b.decay.toNanos(), b.retainedBytes, name,
+                resource);
         this.shards = new Shard[b.shards];
-        for (int i = 0; i < shards.length; i++) shards[i] = new Shard(this, i);
-        this.resource = pd.resource().createChild("arena", name, () -> {});
+        for (int i = 0; i < shards.length; i++) shards[i] = new Shard(chunks, hugeThreshold);
+        this.threads = new ThreadBinding(this, shards, b.cacheBytesPerClass,
+                Math.min(ThreadCache.LARGE_MAX, hugeThreshold - 1));
+        this.collector = new MtFreeCollector(threads);
         var self = new WeakReference<>(this); // the scheduler must not keep a dropped arena alive
-        long period = Math.max(10, decay.toMillis() / 2);
-        this.purging = PURGER.scheduleWithFixedDelay(() -> {
+        this.purging = chunks.scheduleDecayPurges(() -> {
             RdmaArena arena = self.get();
             if (arena != null) arena.purgeExpired();
-        }, period, period, TimeUnit.MILLISECONDS);
-        this.scheduledCollection = () -> {
-            RdmaArena arena = self.get();
-            if (arena != null) arena.runScheduledCollection();
-        };
+        });
     }
 
     public static Builder builder(ProtectionDomain pd) {
         return new Builder(pd);
-    }
-
-    /**
-     * The calling thread's state. A ThreadLocal lookup costs more than the rest of a cached allocation, so
-     * platform threads are first looked up in a small table indexed by thread id, written once per thread and
-     * then only read; a thread whose slot is taken by another live thread falls back to the ThreadLocal.
-     */
-    private Caller caller() {
-        Thread t = Thread.currentThread();
-        Caller c = callerSlots[slotOf(t)]; // a Caller's fields are final: safe to read even if just published
-        return c != null && c.thread == t ? c : callerOfThreadLocal(t);
-    }
-
-    /**
-     * The calling thread's state through the ThreadLocal, made on first use. The ThreadLocal holds it weakly (see
-     * {@link #callerOfThread}), so what keeps a Caller alive is what needs it: {@link #callersWithCache}, its live
-     * blocks, {@link #ownersWithInbox}. One that nothing needs any more has nothing to carry over; the thread gets a
-     * new one at its next call.
-     */
-    private Caller callerOfThreadLocal(Thread t) {
-        WeakReference<Caller> ref = callerOfThread.get();
-        Caller mine = ref == null ? null : ref.get();
-        if (mine == null) {
-            mine = newCaller(t);
-            callerOfThread.set(new WeakReference<>(mine));
-        }
-        if (!t.isVirtual()) SLOT.compareAndSet(callerSlots, slotOf(t), null, mine); // the slot may have been freed
-        return mine;
-    }
-
-    /** The calling thread's state if it has one; never makes one. */
-    private Caller existingCaller() {
-        Thread t = Thread.currentThread();
-        Caller c = callerSlots[slotOf(t)];
-        if (c != null && c.thread == t) return c;
-        WeakReference<Caller> ref = callerOfThread.get();
-        return ref == null ? null : ref.get();
-    }
-
-    private static int slotOf(Thread t) {
-        return (int) t.threadId() & (CALLER_SLOTS - 1);
-    }
-
-    /**
-     * A thread's state. Only a platform thread's cache is registered (to be flushed when the thread dies or the
-     * arena closes): a virtual thread leaves nothing behind when it ends. The epoch is read before {@link #closing}:
-     * a cache made while the arena closes sees a stale epoch at once, so is given back unused.
-     */
-    private Caller newCaller(Thread t) {
-        Shard shard = shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)];
-        int epoch = flushEpoch.get();
-        ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 || closing ? null
-                : new ThreadCache(shard, cacheBytesPerClass);
-        var caller = new Caller(t, shard, cache);
-        if (cache != null) {
-            cache.epoch = epoch;
-            callersWithCache.add(caller);
-        }
-        return caller;
     }
 
     // ---- allocation ------------------------------------------------------------------------------------------
@@ -217,16 +105,14 @@ public final class RdmaArena implements AutoCloseable {
         // The fast path — a class this thread caches, needing no more than the quantum's alignment — is kept
         // small, for the JIT to inline it into the caller: a block used and closed in one method can then live in
         // registers.
-        Caller caller = caller();
+        Caller caller = threads.caller();
         ThreadCache cache = caller.cache;
-        if (cache != null && Long.compareUnsigned(size - 1, cachedMax) < 0 // 0 < size <= cachedMax
+        if (cache != null && Long.compareUnsigned(size - 1, cache.maxSize) < 0 // 0 < size <= cache.maxSize
                 && Long.compareUnsigned(alignment, SizeClasses.QUANTUM) <= 0
                 && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0
-                && cache.epoch == flushEpoch.get() && caller.inboxIsEmpty()) {
+                && cache.epoch == threads.epoch() && !caller.hasMtFrees()) {
             resource.checkOpen();
-            int c = SizeClasses.indexOf(size);
-            long address = cache.pop(c);
-            return cached(caller, c, cache.poppedHome, address, size, null, checked);
+            return cache.allocate(caller, SizeClasses.indexOf(size), size, null, checked);
         }
         return allocate(size, alignment, checked ? Scoping.CONFINED : Scoping.UNCHECKED);
     }
@@ -248,46 +134,18 @@ public final class RdmaArena implements AutoCloseable {
 
     private Block allocate(long size, long alignment, Scoping scoping) {
         checkRequest(size, alignment);
-        if (closing) giveBackWhatTheCallerHolds();
+        if (threads.cachesRetired()) catchUpCallingThread();
         resource.checkOpen();
-        Caller caller = caller();
-        if (!caller.inboxIsEmpty()) drain(caller, true);
+        Caller caller = threads.caller();
+        if (caller.hasMtFrees()) collector.collectOwn(caller);
         Arena scope = scoping == Scoping.SHARED ? Arena.ofShared() : null; // a confined one comes with segment()
         boolean confined = scoping == Scoping.CONFINED;
         try {
-            Shard shard = caller.shard;
-            // A small class's regions are aligned to the largest power of two dividing its size (up to a page);
-            // every page run is page aligned.
-            long aligned = alignment > SizeClasses.QUANTUM ? (size + alignment - 1) & -alignment : size;
-            boolean small = aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE;
-            if (small || (size <= cachedMax && alignment <= SizeClasses.PAGE_SIZE)) {
-                int c = SizeClasses.indexOf(small ? aligned : size);
-                ThreadCache cache = current(caller.cache);
-                if (cache != null) {
-                    long address = cache.pop(c);
-                    return cached(caller, c, cache.poppedHome, address, size, scope, confined);
-                }
-                if (small) {
-                    return shard.bins[c].allocate(shard, (slab, address) ->
-                            new Block(caller, slab, slab.chunk, address, size, scope, confined));
-                }
-            }
-            if (size >= hugeThreshold) return allocateHuge(size, alignment, scope, caller, confined);
-            long bytes = SizeClasses.largeSize(size);
-            return shard.allocateLarge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE),
-                    (chunk, page) -> new Block(caller, null, chunk, chunk.address(page), size, scope, confined));
+            return caller.shard.allocate(caller, size, alignment, scope, confined);
         } catch (RuntimeException | Error e) {
             if (scope != null) scope.close();
             throw e;
         }
-    }
-
-    /** A block of a region from a thread cache: its home is a slab for a small class, a chunk for a large one. */
-    private static Block cached(Caller caller, int c, Object home, long address, long size, Arena sharedScope,
-                                boolean confined) {
-        Slab slab = ThreadCache.isSmall(c) ? (Slab) home : null;
-        return new Block(caller, slab, slab != null ? slab.chunk : (Chunk) home, address, size, sharedScope,
-                confined);
     }
 
     private void checkRequest(long size, long alignment) {
@@ -305,329 +163,42 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     /**
-     * The calling owner's cache, after honouring a flush requested since its last use; null once the arena is
-     * closing: the cache is then flushed a last time by whoever claims it first (here, or a collector) and its epoch
-     * is left stale, so that the fast paths never touch it again.
+     * The calling thread collects its mt frees and honours a flush (or the retirement) asked of its cache: the owner's
+     * part of a flush or a close, done at its next call.
      */
-    private ThreadCache current(ThreadCache cache) {
-        if (cache != null) {
-            int epoch = flushEpoch.get();
-            if (cache.epoch != epoch) {
-                if (closing) {
-                    if (cache.claimRelease()) cache.flushAll();
-                    return null;
-                }
-                cache.flushAll();
-                cache.epoch = epoch;
-            }
-        }
-        return cache;
-    }
-
-    private Block allocateHuge(long size, long alignment, Arena scope, Caller caller, boolean confined) {
-        long bytes = (size + SizeClasses.PAGE_SIZE - 1) & -(long) SizeClasses.PAGE_SIZE;
-        Chunk c = newChunk(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE), true);
-        hugeAllocations.incrementAndGet();
-        hugeBytes.addAndGet(bytes);
-        return new Block(caller, null, c, c.base, size, scope, confined);
-    }
-
-    /** A segment over a block's memory: confined or shared to {@code scope}, or global when unchecked. */
-    @SuppressWarnings("restricted") // the arena owns this memory: it registered and mapped it
-    static MemorySegment view(long address, long size, Arena scope) {
-        MemorySegment raw = MemorySegment.ofAddress(address);
-        return scope == null ? raw.reinterpret(size) : raw.reinterpret(size, scope, null);
-    }
-
-    // ---- freeing ---------------------------------------------------------------------------------------------
-
-    /** Frees a block closed by its owner, into the owner's cache when it can (kept small, to be inlined). */
-    void freeByOwner(Block b) {
-        ThreadCache cache = b.owner.cache;
-        // close() bumps the epoch after setting closing: a closing arena's frees all take the general path.
-        if (cache == null || cache.epoch != flushEpoch.get() || !freeToCache(cache, b)) free(b);
-    }
-
-    void free(Block b) {
-        ThreadCache cache = b.owner.thread == Thread.currentThread() ? current(b.owner.cache) : null;
-        if (cache != null && freeToCache(cache, b)) return;
-        Shard shard = b.owner.shard;
-        if (b.slab != null) {
-            shard.bins[b.slab.classIndex].free(shard, b.slab, b.address());
-        } else if (b.chunk.huge) {
-            hugeFrees.incrementAndGet();
-            hugeBytes.addAndGet(-b.chunk.size);
-            releaseChunk(b.chunk);
-        } else {
-            shard.freeLarge(b.chunk, b.firstPage(), b.pages());
-        }
-    }
-
-    /**
-     * Keeps a freed block's region or page run in its owner's cache, if its class is cached. A page run serving a
-     * small request with a large alignment has no large class: it goes back to its chunk.
-     */
-    private boolean freeToCache(ThreadCache cache, Block b) {
-        if (b.slab != null) {
-            cache.free(b.slab.classIndex, b.slab, b.address());
-        } else if (b.size() > SizeClasses.SMALL_MAX && b.size() <= cachedMax) {
-            cache.free(SizeClasses.indexOf(b.size()), b.chunk, b.address());
-        } else {
-            return false;
-        }
-        return true;
-    }
-
-    /**
-     * A block closed by another thread than its owner: quarantined in the owner's inbox until the owner's next call,
-     * or the collector scheduled here (see {@link Block}); freed at once if the owner has ended.
-     */
-    void closeElsewhere(Block b) {
-        Caller owner = b.owner;
-        if (owner.thread.isAlive()) {
-            handOver(b);
-            scheduleCollection();
-        } else {
-            owner.handOver(b);
-            drain(owner, false);
-        }
-    }
-
-    private void handOver(Block b) {
-        if (b.owner.handOver(b)) ownersWithInbox.add(b.owner);
-    }
-
-    /** Frees the blocks handed over to {@code owner}: by the owner, or by anyone once it died. */
-    private void drain(Caller owner, boolean byOwner) {
-        freeHandedOver(owner.takeInbox(), byOwner);
-    }
-
-    /** Frees a list of blocks taken from an inbox. */
-    private void freeHandedOver(Block first, boolean byOwner) {
-        for (Block b = first; b != null; b = b.nextInInbox) freeOneHandedOver(b, byOwner);
-    }
-
-    private void freeOneHandedOver(Block b, boolean byOwner) {
-        if (b.finishHandOver(byOwner)) {
-            free(b);
-        } else {
-            LOG.log(System.Logger.Level.WARNING, "{0} was closed twice at once, by its owner {1} and by another "
-                    + "thread; freed once", b, b.owner.thread);
-        }
-    }
-
-    /**
-     * Frees the blocks handed over to the calling thread, and honours a flush (or the close) asked of its cache. The
-     * owner's part of closing: what it holds for a closed arena goes back at its next call.
-     */
-    private void giveBackWhatTheCallerHolds() {
-        Caller me = existingCaller();
+    private void catchUpCallingThread() {
+        Caller me = threads.existingCaller();
         if (me != null) {
-            drain(me, true);
-            current(me.cache);
+            collector.collectOwn(me);
+            threads.current(me.cache);
         }
-    }
-
-    // ---- collecting what owners do not come back for ----------------------------------------------------------
-
-    private void scheduleCollection() {
-        if (!collectionScheduled.get() && collectionScheduled.compareAndSet(false, true)) {
-            PURGER.schedule(scheduledCollection, COLLECTION_DELAY_MILLIS, TimeUnit.MILLISECONDS);
-        }
-    }
-
-    private void runScheduledCollection() {
-        collectionScheduled.set(false);
-        if (collect()) scheduleCollection();
     }
 
     /**
-     * Frees what owners are not there to free — mimalloc's delayed frees, collected by someone else when the owner
-     * does not come back: blocks handed to owners that ended or are {@linkplain Caller#isBetweenCalls() between
-     * calls}, the caches of owners that ended, and once the arena is closing the caches of owners between calls.
-     * Any thread may run it; one at a time.
-     *
-     * @return whether an owner was inside the allocator, so something is left to try again
-     */
-    private boolean collect() {
-        synchronized (collectionLock) {
-            return collectOwners();
-        }
-    }
-
-    private boolean collectOwners() {
-        boolean retry = false;
-        for (Caller owner : ownersWithInbox) {
-            if (ownersWithInbox.remove(owner)) retry |= collectInbox(owner);
-        }
-        for (Caller c : callersWithCache) {
-            if (!c.thread.isAlive()) {
-                sweepDead(c);
-            } else if (closing && !c.cache.isReleased()) {
-                if (c.thread == Thread.currentThread() || c.isBetweenCalls()) {
-                    if (c.cache.claimRelease()) c.cache.flushAll();
-                } else {
-                    retry = true;
-                }
-            }
-        }
-        for (int i = 0; i < CALLER_SLOTS; i++) {
-            Caller c = callerSlots[i];
-            if (c != null && !c.thread.isAlive()) SLOT.compareAndSet(callerSlots, i, c, null);
-        }
-        return retry;
-    }
-
-    /**
-     * Frees the blocks waiting in an owner's inbox that may be freed without it. They are taken before the owner's
-     * stack is walked, so each was handed over before the walk: an owner found between calls is not half way
-     * through closing one of them, and any close it tries later sees it closed.
-     *
-     * @return whether some were left because the owner was inside the allocator
-     */
-    private boolean collectInbox(Caller owner) {
-        Block taken = owner.takeInbox();
-        if (taken == null) return false;
-        if (owner.thread == Thread.currentThread()) {
-            freeHandedOver(taken, true);
-            return false;
-        }
-        boolean ended = !owner.thread.isAlive();
-        boolean betweenCalls = ended || owner.isBetweenCalls();
-        for (Block b = taken, next; b != null; b = next) {
-            next = b.nextInInbox; // before a hand-over back rewrites it
-            if (ended || (betweenCalls && !b.hasScope())) {
-                freeOneHandedOver(b, false);
-            } else {
-                handOver(b); // for the owner's next call: its scope (or the owner, busy now) is needed
-            }
-        }
-        return !betweenCalls;
-    }
-
-    /** Returns what a dead thread's cache held, keeping what it counted. */
-    private void sweepDead(Caller c) {
-        callersWithCache.remove(c);
-        deadCaches.add(c.cache);
-        if (c.cache.claimRelease()) c.cache.flushAll();
-    }
-
-    /**
-     * Asks every thread to return its cached regions at its next call into the arena, and does it now for the
-     * calling thread (releasing its blocks that other threads closed, too). Caches of threads that never call
-     * again are returned when those threads die.
+     * Asks every thread to flush its cache (free its cached regions into the shard) at its next call into the arena,
+     * and does it now for the calling thread (collecting the blocks other threads closed for it, too). Caches of
+     * threads that never call again are flushed when those threads end.
      */
     public void flushThreadCaches() {
-        flushEpoch.incrementAndGet();
-        giveBackWhatTheCallerHolds();
-        if (collect()) scheduleCollection();
-    }
-
-    // ---- chunks ----------------------------------------------------------------------------------------------
-
-    long chunkSize() {
-        return chunkSize;
-    }
-
-    boolean isClosing() {
-        return closing;
-    }
-
-    /**
-     * Maps and registers a chunk. The mapping is a lifecycle resource under the arena and the region a child of
-     * both the PD and the mapping, so teardown runs dereg before munmap whatever order things are closed in.
-     */
-    Chunk newChunk(long size, long alignment, boolean huge) {
-        long base = NativeMemory.map(size, alignment, hugePages == HugePages.RESERVED);
-        if (hugePages == HugePages.TRANSPARENT) NativeMemory.adviseHugePages(base, size);
-        Resource memory = resource.createChild("chunk-memory", "addr=0x" + Long.toHexString(base) + " len=" + size,
-                () -> NativeMemory.unmap(base, size));
-        var event = recording() ? ChunkEvent.begun() : null;
-        MemoryRegion region;
-        try {
-            region = pd.register(view(base, size, null), access, memory);
-        } catch (RuntimeException e) {
-            memory.close();
-            throw e;
-        }
-        registrations.incrementAndGet();
-        registeredBytes.addAndGet(size);
-        chunkCount.incrementAndGet();
-        commit(event, "register", base, size, huge);
-        return new Chunk(base, size, region, memory, huge);
-    }
-
-    Chunk newChunk(long size, boolean huge) {
-        return newChunk(size, chunkSize, huge);
-    }
-
-    void releaseChunk(Chunk c) {
-        var event = recording() ? ChunkEvent.begun() : null;
-        c.release();
-        deregistrations.incrementAndGet();
-        registeredBytes.addAndGet(-c.size);
-        chunkCount.decrementAndGet();
-        commit(event, "release", c.base, c.size, c.huge);
-    }
-
-    /**
-     * Whether JFR is initialized. Checked before an event class is touched: initializing one registers it, which
-     * initializes JFR — about half a second for a JVM that records nothing.
-     */
-    private static boolean recording() {
-        return FlightRecorder.isInitialized();
-    }
-
-    private void commit(ChunkEvent event, String action, long address, long size, boolean huge) {
-        if (event == null || !event.shouldCommit()) return;
-        event.arena = name;
-        event.action = action;
-        event.address = address;
-        event.size = size;
-        event.huge = huge;
-        event.commit();
+        threads.requestFlush();
+        catchUpCallingThread();
+        collector.collectAndRetry();
     }
 
     // ---- purging ---------------------------------------------------------------------------------------------
 
     /** Releases every wholly free chunk beyond the retained amount now, whatever the decay time. */
     public void purge() {
-        purge(0);
+        purge(false);
     }
 
     private void purgeExpired() {
-        if (!closing) purge(decay.toNanos());
+        if (!chunks.isClosing()) purge(true);
     }
 
-    private synchronized void purge(long minEmptyNanos) {
-        if (collect()) scheduleCollection();
-        for (Shard s : shards) for (Bin bin : s.bins) bin.trim(s);
-        long now = System.nanoTime();
-        long[] keep = {retainedBytes};
-        List<Chunk> released = new ArrayList<>();
-        for (Shard s : shards) {
-            released.addAll(s.takeEmptyChunks(c -> {
-                if (now - c.emptySinceNanos < minEmptyNanos) return false;
-                if (keep[0] >= c.size) {
-                    keep[0] -= c.size;
-                    return false;
-                }
-                return true;
-            }));
-        }
-        if (released.isEmpty()) return;
-        var event = recording() ? PurgeEvent.begun() : null;
-        long bytes = 0;
-        for (Chunk c : released) {
-            releaseChunk(c);
-            bytes += c.size;
-        }
-        if (event != null && event.shouldCommit()) {
-            event.arena = name;
-            event.chunks = released.size();
-            event.bytes = bytes;
-            event.commit();
-        }
+    private synchronized void purge(boolean expiredOnly) {
+        collector.collectAndRetry();
+        chunks.purge(shards, expiredOnly);
     }
 
     // ---- stats and closing -----------------------------------------------------------------------------------
@@ -639,88 +210,19 @@ public final class RdmaArena implements AutoCloseable {
      * during the snapshot (calls in flight can only make them lower) — which a STRICT {@link #close()} relies on.
      */
     public ArenaStats stats() {
-        synchronized (collectionLock) {
-            List<ThreadCache> caches = new ArrayList<>();
-            for (Caller c : callersWithCache) caches.add(c.cache);
-            long misses = deadCaches.misses;
-            for (ThreadCache c : caches) misses += c.misses();
-            long[] allocated = cacheCounts(caches, true);
-            long cacheAllocations = 0;
-            for (long n : allocated) cacheAllocations += n;
-            long cacheHits = Math.max(0, cacheAllocations - misses); // a refill is counted just before its allocation
-            addBinCounts(allocated, true);
-            long largeAllocated = 0;
-            for (Shard s : shards) largeAllocated += s.largeAllocations();
-            long hugeAllocated = hugeAllocations.get();
-
-            long[] freed = cacheCounts(caches, false);
-            addBinCounts(freed, false);
-            long largeFreed = 0;
-            for (Shard s : shards) largeFreed += s.largeFrees();
-            long hugeFreed = hugeFrees.get();
-            return snapshot(caches, allocated, freed, largeAllocated, largeFreed, hugeAllocated, hugeFreed,
-                    cacheHits, misses);
+        synchronized (collector.lock()) {
+            var s = new StatsSnapshot();
+            List<ThreadCache> caches = threads.liveCaches();
+            threads.countAllocations(caches, s);
+            for (Shard shard : shards) shard.countAllocations(s);
+            threads.countFrees(caches, s);
+            for (Shard shard : shards) shard.countFrees(s);
+            threads.countHeld(caches, s);
+            for (Shard shard : shards) shard.countMemory(s);
+            chunks.count(s);
+            s.uncollectedFrees = collector.uncollected();
+            return s;
         }
-    }
-
-    /** Allocations or frees per cached class counted by thread caches, dead threads' included. */
-    private long[] cacheCounts(List<ThreadCache> caches, boolean allocations) {
-        long[] n = (allocations ? deadCaches.allocations : deadCaches.frees).clone();
-        for (ThreadCache c : caches) {
-            for (int i = 0; i < n.length; i++) n[i] += allocations ? c.allocations(i) : c.frees(i);
-        }
-        return n;
-    }
-
-    /** Adds the small classes' allocations or frees made through the bins directly. */
-    private void addBinCounts(long[] n, boolean allocations) {
-        for (Shard s : shards) {
-            for (int i = 0; i < SizeClasses.SMALL_CLASSES; i++) {
-                n[i] += allocations ? s.bins[i].allocations() : s.bins[i].frees();
-            }
-        }
-    }
-
-    private ArenaStats snapshot(List<ThreadCache> caches, long[] allocated, long[] freed, long largeAllocated,
-                                long largeFreed, long hugeAllocated, long hugeFreed, long cacheHits, long misses) {
-        long quarantined = 0;
-        for (Caller owner : ownersWithInbox) {
-            for (Block b = owner.peekInbox(); b != null; b = b.nextInInbox) quarantined++;
-        }
-        long cached = 0;
-        long cachedLargeBytes = 0; // page runs in caches: used pages to their chunks, yet not active
-        for (ThreadCache c : caches) {
-            cached += c.cached();
-            cachedLargeBytes += c.cachedLargeBytes();
-        }
-        List<ArenaStats.ClassStats> classes = new ArrayList<>();
-        long active = hugeBytes.get();
-        long slabBytes = 0;
-        for (int i = 0; i < SizeClasses.SMALL_CLASSES; i++) {
-            long slabs = 0;
-            for (Shard s : shards) slabs += s.bins[i].slabs();
-            classes.add(new ArenaStats.ClassStats(SizeClasses.size(i), allocated[i], freed[i], slabs));
-            active += (allocated[i] - freed[i]) * SizeClasses.size(i);
-            slabBytes += slabs * ((long) SizeClasses.slabPages(i) << SizeClasses.LOG2_PAGE);
-        }
-        for (int i = SizeClasses.SMALL_CLASSES; i < ThreadCache.CLASSES; i++) {
-            largeAllocated += allocated[i];
-            largeFreed += freed[i];
-        }
-        long usedPages = 0;
-        long emptyChunkBytes = 0;
-        long chunkPages = 0;
-        for (Shard s : shards) {
-            long[] c = s.chunkCounters();
-            chunkPages += c[0] * (chunkSize >>> SizeClasses.LOG2_PAGE);
-            emptyChunkBytes += c[1] * chunkSize;
-            usedPages += c[2];
-        }
-        long dirty = ((chunkPages - usedPages) << SizeClasses.LOG2_PAGE) - emptyChunkBytes;
-        active += (usedPages << SizeClasses.LOG2_PAGE) - slabBytes - cachedLargeBytes;
-        return new ArenaStats(classes, largeAllocated, largeFreed, hugeAllocated, hugeFreed, active,
-                registeredBytes.get(), emptyChunkBytes, dirty, chunkCount.get(), registrations.get(),
-                deregistrations.get(), quarantined, cacheHits, misses, cached);
     }
 
     /** The arena's place in the lifecycle graph (a child of its PD; its chunks' memory are its children). */
@@ -742,37 +244,34 @@ public final class RdmaArena implements AutoCloseable {
      * released as their last blocks are closed; under STRICT, live blocks make this throw
      * {@link ArenaBusyException} with the live counts per class and the arena stays open.
      *
-     * <p>Thread caches are given back here: this thread's, and those of threads that have ended or are between
-     * calls into the arena. A thread inside the allocator at that moment gives its cache back at its next call,
-     * or the collector takes it once it has left, a few milliseconds later. So once this returns, every chunk
-     * without a live or quarantined block is deregistered and unmapped (or is as soon as the graph lets it: a
+     * <p>Thread caches are retired (flushed a last time) here: this thread's, and those of threads that have ended or
+     * are between calls into the arena. A thread inside the allocator at that moment retires its cache at its next
+     * call, or the collector does once it has left, a few milliseconds later. So once this returns, every chunk
+     * without a live or uncollected block is deregistered and unmapped (or is as soon as the graph lets it: a
      * posted work request holds its region); the others go with their last block. Blocks closed by other threads
-     * after this are still given back (see {@link Block}).
+     * after this are still collected (see {@link Block}).
      */
     @Override
     public synchronized void close() {
-        if (closing) return;
-        collect(); // blocks closed elsewhere that are free to go are not live: free them before counting
+        if (chunks.isClosing()) return;
+        collector.collect(); // blocks closed elsewhere that are free to go are not live: free them before counting
         if (resource.graph().policy() == ClosePolicy.STRICT) {
             ArenaStats s = stats();
             if (s.liveBlocks() > 0) throw new ArenaBusyException(name, s);
         }
-        closing = true;
-        flushEpoch.incrementAndGet(); // after closing: an owner that sees the new epoch sees closing too
+        chunks.beginClose();
+        threads.retireCaches(); // after the chunks' closing: an owner that sees its cache retired sees that too
         purging.cancel(false);
-        giveBackWhatTheCallerHolds();
-        boolean ownerBusy = collect(); // the caches of owners between calls come back now, before the chunks go
-        for (Shard s : shards) {
-            for (Bin bin : s.bins) bin.trim(s);
-            s.takeEmptyChunks(c -> true).forEach(this::releaseChunk);
-        }
+        catchUpCallingThread();
+        boolean ownerBusy = collector.collect(); // the caches of owners between calls come back now, before the chunks go
+        chunks.releaseEmpty(shards);
         resource.close();
-        if (ownerBusy) scheduleCollection();
+        if (ownerBusy) collector.schedule();
     }
 
-    /** Per-thread entries held now: threads with a cache, owners with blocks waiting in their inbox. */
+    /** Per-thread entries held now: threads with a cache, owners with blocks waiting on their mt-free list. */
     int threadStates() {
-        return callersWithCache.size() + ownersWithInbox.size();
+        return threads.ownersWithCache().size() + collector.ownersWaiting();
     }
 
     @Override

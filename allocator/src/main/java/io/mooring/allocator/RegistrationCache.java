@@ -128,7 +128,7 @@ public final class RegistrationCache implements AutoCloseable {
         if (reg != null) return reg;
         // A miss registers outside the lock; two threads missing on the same pages both register, and the spare
         // region ages out of the LRU like any other.
-        MemoryRegion region = pd.register(RdmaArena.view(from, to - from, null), rights, resource);
+        MemoryRegion region = pd.register(NativeMemory.segment(from, to - from, null), rights, resource);
         lock.lock();
         try {
             var r = new CachedRegion(region, mask, NativeMemory.KERNEL_PAGE);

@@ -1,40 +1,110 @@
 package io.mooring.allocator;
 
+import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 
 /**
- * One of the arena's independent allocators (jemalloc's "arena"): its own chunks, page runs and bins, so
- * threads assigned to different shards never contend. Page runs and the chunk list are guarded by
+ * The arena core (jemalloc's "arena", Netty's {@code PoolArena}): one of the independent allocators threads are
+ * spread over, with its own chunks, page runs and bins, so threads assigned to different shards never contend. It
+ * serves a request from the caller's thread cache when the class is cached, else from a bin (small), a page run
+ * (large) or a chunk of its own (huge), and takes every kind back. Page runs and the chunk list are guarded by
  * {@link #lock}; each bin has its own lock.
  */
 final class Shard {
-    final RdmaArena arena;
-    final int index;
+    final ChunkSource chunks;
     final Bin[] bins = new Bin[SizeClasses.SMALL_CLASSES];
+    /** Requests of at least this many bytes get a chunk of their own. */
+    private final long hugeThreshold;
     private final ReentrantLock lock = new ReentrantLock();
-    private final List<Chunk> chunks = new ArrayList<>(); // guarded by lock
-    private long largeAllocations;                        // guarded by lock
-    private long largeFrees;                              // guarded by lock
+    private final List<Chunk> ownChunks = new ArrayList<>(); // guarded by lock
+    private long largeAllocations;                           // guarded by lock
+    private long largeFrees;                                 // guarded by lock
+    private final AtomicLong hugeAllocations = new AtomicLong();
+    private final AtomicLong hugeFrees = new AtomicLong();
+    private final AtomicLong hugeBytes = new AtomicLong();
 
-    Shard(RdmaArena arena, int index) {
-        this.arena = arena;
-        this.index = index;
+    Shard(ChunkSource chunks, long hugeThreshold) {
+        this.chunks = chunks;
+        this.hugeThreshold = hugeThreshold;
         for (int i = 0; i < bins.length; i++) bins[i] = new Bin(i);
     }
+
+    // ---- blocks ----------------------------------------------------------------------------------------------
+
+    /**
+     * A block for {@code caller}, whose request the arena checked: from its thread cache if the class is cached, else
+     * from this shard. {@code scope} is the block's shared scope, or null.
+     */
+    Block allocate(Caller caller, long size, long alignment, Arena scope, boolean confined) {
+        // A small class's regions are aligned to the largest power of two dividing its size (up to a page);
+        // every page run is page aligned.
+        long aligned = alignment > SizeClasses.QUANTUM ? (size + alignment - 1) & -alignment : size;
+        boolean small = aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE;
+        ThreadCache cache = caller.cache;
+        if (small || (cache != null && size <= cache.maxSize && alignment <= SizeClasses.PAGE_SIZE)) {
+            int c = SizeClasses.indexOf(small ? aligned : size);
+            cache = caller.arena.threads.current(cache);
+            if (cache != null) return cache.allocate(caller, c, size, scope, confined);
+            if (small) {
+                return bins[c].allocate(this, (slab, address) ->
+                        new Block(caller, slab, slab.chunk, address, size, scope, confined));
+            }
+        }
+        if (size >= hugeThreshold) return allocateHuge(caller, size, alignment, scope, confined);
+        return allocateLarge(caller, size, Math.max(alignment, SizeClasses.PAGE_SIZE), scope, confined);
+    }
+
+    private Block allocateLarge(Caller caller, long size, long alignment, Arena scope, boolean confined) {
+        int pages = (int) (SizeClasses.largeSize(size) >>> SizeClasses.LOG2_PAGE);
+        Run r;
+        lock.lock();
+        try {
+            r = takeRun(pages, alignment);
+            largeAllocations++;
+        } finally {
+            lock.unlock();
+        }
+        return new Block(caller, null, r.chunk, r.chunk.address(r.page), size, scope, confined);
+    }
+
+    private Block allocateHuge(Caller caller, long size, long alignment, Arena scope, boolean confined) {
+        long bytes = (size + SizeClasses.PAGE_SIZE - 1) & -(long) SizeClasses.PAGE_SIZE;
+        Chunk c = chunks.mapHuge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE));
+        hugeAllocations.incrementAndGet();
+        hugeBytes.addAndGet(bytes);
+        return new Block(caller, null, c, c.base, size, scope, confined);
+    }
+
+    /** Takes a block back into its slab's bin or its chunk's free runs; a huge block's chunk is released. */
+    void free(Block b) {
+        if (b.slab != null) {
+            bins[b.slab.classIndex].free(this, b.slab, b.address());
+        } else if (b.chunk.huge) {
+            hugeFrees.incrementAndGet();
+            hugeBytes.addAndGet(-b.chunk.size);
+            chunks.release(b.chunk);
+        } else {
+            freeRun(b.chunk, b.firstPage(), b.pages(), true);
+        }
+    }
+
+    // ---- page runs -------------------------------------------------------------------------------------------
 
     private record Run(Chunk chunk, int page) {}
 
     /** A page run from an existing chunk, or from a new one if none has room. Caller holds the lock. */
     private Run takeRun(int pages, long alignment) {
-        for (Chunk c : chunks) {
+        for (Chunk c : ownChunks) {
             int page = c.allocate(pages, alignment);
             if (page >= 0) return new Run(c, page);
         }
-        Chunk c = arena.newChunk(arena.chunkSize(), false);
-        chunks.add(c);
+        Chunk c = chunks.map();
+        ownChunks.add(c);
         return new Run(c, c.allocate(pages, alignment));
     }
 
@@ -49,57 +119,36 @@ final class Shard {
         }
     }
 
-    void releaseSlab(Slab s) {
+    void freeSlab(Slab s) {
         freeRun(s.chunk, s.firstPage, s.pages, false);
     }
 
-    Block allocateLarge(long bytes, long alignment, LargeFactory make) {
-        int pages = (int) (bytes >>> SizeClasses.LOG2_PAGE);
-        lock.lock();
-        try {
-            Run r = takeRun(pages, alignment);
-            largeAllocations++;
-            return make.block(r.chunk, r.page);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Creates the block for a page run just taken. */
-    interface LargeFactory {
-        Block block(Chunk chunk, int page);
-    }
-
-    void freeLarge(Chunk c, int page, int pages) {
-        freeRun(c, page, pages, true);
-    }
-
     /** One page run of {@code pages} for a thread cache (not counted as a large allocation: the cache counts). */
-    int refillRun(int pages, long[] addresses, Object[] chunks) {
+    int refillRun(int pages, long[] addresses, Object[] homes) {
         lock.lock();
         try {
             Run r = takeRun(pages, SizeClasses.PAGE_SIZE);
             addresses[0] = r.chunk.address(r.page);
-            chunks[0] = r.chunk;
+            homes[0] = r.chunk;
             return 1;
         } finally {
             lock.unlock();
         }
     }
 
-    /** Takes back the first {@code n} page runs of a thread cache's arrays in one locked step. */
-    void giveBackRuns(int pages, long[] addresses, Object[] chunks, int n) {
+    /** Frees the first {@code n} page runs of a thread cache's arrays (a flush) in one locked step. */
+    void flushRuns(int pages, long[] addresses, Object[] homes, int n) {
         List<Chunk> released = new ArrayList<>(0);
         lock.lock();
         try {
             for (int i = 0; i < n; i++) {
-                Chunk c = (Chunk) chunks[i];
-                if (returnRun(c, c.page(addresses[i]), pages)) released.add(c);
+                Chunk c = (Chunk) homes[i];
+                if (freeRunLocked(c, c.page(addresses[i]), pages)) released.add(c);
             }
         } finally {
             lock.unlock();
         }
-        released.forEach(arena::releaseChunk);
+        released.forEach(chunks::release);
     }
 
     private void freeRun(Chunk c, int page, int pages, boolean large) {
@@ -107,31 +156,36 @@ final class Shard {
         lock.lock();
         try {
             if (large) largeFrees++;
-            release = returnRun(c, page, pages);
+            release = freeRunLocked(c, page, pages);
         } finally {
             lock.unlock();
         }
-        if (release) arena.releaseChunk(c);
+        if (release) chunks.release(c);
     }
 
     /** Frees a run; true if its chunk became empty while the arena closes, so must be released. Under the lock. */
-    private boolean returnRun(Chunk c, int page, int pages) {
+    private boolean freeRunLocked(Chunk c, int page, int pages) {
         c.free(page, pages);
         if (!c.isEmpty()) return false;
         c.emptySinceNanos = System.nanoTime();
-        if (!arena.isClosing()) return false;
-        chunks.remove(c);
+        if (!chunks.isClosing()) return false;
+        ownChunks.remove(c);
         return true;
+    }
+
+    /** Lets each bin go of the slab it keeps for reuse if that is wholly free (purging, closing). */
+    void trimBins() {
+        for (Bin bin : bins) bin.trim(this);
     }
 
     /**
      * Removes and returns the chunks that are wholly free and pass {@code shouldRelease} (purging, closing).
      */
-    List<Chunk> takeEmptyChunks(java.util.function.Predicate<Chunk> shouldRelease) {
+    List<Chunk> takeEmptyChunks(Predicate<Chunk> shouldRelease) {
         List<Chunk> taken = new ArrayList<>();
         lock.lock();
         try {
-            for (var it = chunks.iterator(); it.hasNext(); ) {
+            for (var it = ownChunks.iterator(); it.hasNext(); ) {
                 Chunk c = it.next();
                 if (c.isEmpty() && shouldRelease.test(c)) {
                     it.remove();
@@ -144,26 +198,36 @@ final class Shard {
         return taken;
     }
 
-    /** Chunks counted for stats: [chunks, empty chunks, used pages]. */
-    long[] chunkCounters() {
+    // ---- stats -----------------------------------------------------------------------------------------------
+
+    /** Adds the blocks handed out here directly (not through a thread cache). */
+    void countAllocations(StatsSnapshot s) {
+        for (Bin bin : bins) s.addAllocations(bin.classIndex, bin.allocations());
+        s.largeAllocations += underLock(() -> largeAllocations);
+        s.hugeAllocations += hugeAllocations.get();
+    }
+
+    /** Adds the blocks freed here directly. */
+    void countFrees(StatsSnapshot s) {
+        for (Bin bin : bins) s.addFrees(bin.classIndex, bin.frees());
+        s.largeFrees += underLock(() -> largeFrees);
+        s.hugeFrees += hugeFrees.get();
+    }
+
+    /** Adds the memory in use: slabs, chunk pages, huge chunks. */
+    void countMemory(StatsSnapshot s) {
+        for (Bin bin : bins) s.addSlabs(bin.classIndex, bin.slabs());
+        s.hugeBytes += hugeBytes.get();
         lock.lock();
         try {
-            long empty = chunks.stream().filter(Chunk::isEmpty).count();
-            long used = chunks.stream().mapToLong(Chunk::usedPages).sum();
-            return new long[] {chunks.size(), empty, used};
+            for (Chunk c : ownChunks) {
+                s.chunkPages += c.pages;
+                s.usedPages += c.usedPages();
+                if (c.isEmpty()) s.emptyChunkBytes += c.size;
+            }
         } finally {
             lock.unlock();
         }
-    }
-
-    /** Page-run blocks handed out directly (not through a thread cache), for stats. */
-    long largeAllocations() {
-        return underLock(() -> largeAllocations);
-    }
-
-    /** Page-run blocks given back directly, for stats. */
-    long largeFrees() {
-        return underLock(() -> largeFrees);
     }
 
     private long underLock(LongSupplier counter) {

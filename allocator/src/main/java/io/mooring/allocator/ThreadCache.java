@@ -1,5 +1,6 @@
 package io.mooring.allocator;
 
+import java.lang.foreign.Arena;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
@@ -14,10 +15,10 @@ import java.util.Arrays;
  * slots from the shard's bin in one locked step (one page run for a large class); a full stack flushes half back
  * the same way.
  *
- * <p>Only the owner touches it — except after the owner died (then the arena flushes it; thread termination
- * makes its last writes visible), and once the arena closes: then it is flushed once more by whoever
- * {@linkplain #claimRelease() claims} it first, its owner or a collector that found the owner between calls, and
- * is never used again. Virtual threads get none: a cache per virtual thread would be unbounded in total, and their
+ * <p>Only the owner touches it — except after the owner ended (then the collector flushes it; thread termination
+ * makes its last writes visible), and once the arena closes: then it is {@linkplain #retire() retired} — flushed
+ * once more by whoever gets there first, its owner or the collector that found the owner between calls — and is
+ * never used again. Virtual threads get none: a cache per virtual thread would be unbounded in total, and their
  * frees are cheap enough through the bin.
  *
  * <p>The allocation and free counters are written by the owner alone, with release stores (a plain store on
@@ -26,11 +27,11 @@ import java.util.Arrays;
  */
 final class ThreadCache {
     private static final VarHandle COUNTER = MethodHandles.arrayElementVarHandle(long[].class);
-    private static final VarHandle RELEASED;
+    private static final VarHandle RETIRED;
 
     static {
         try {
-            RELEASED = MethodHandles.lookup().findVarHandle(ThreadCache.class, "released", boolean.class);
+            RETIRED = MethodHandles.lookup().findVarHandle(ThreadCache.class, "retired", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -44,19 +45,21 @@ final class ThreadCache {
     static final int CLASSES = SizeClasses.indexOf(LARGE_MAX) + 1;
 
     final Shard shard;
+    /** The largest request served here: the large classes up to {@link #LARGE_MAX}, below the huge threshold. */
+    final long maxSize;
     private final long[][] addresses = new long[CLASSES][];
     private final Object[][] homes = new Object[CLASSES][]; // a Slab (small class) or a Chunk (large class)
     private final int[] count = new int[CLASSES];
     private final long[] allocations = new long[CLASSES]; // handed out from here (hits and misses)
-    private final long[] frees = new long[CLASSES];       // given back to here
+    private final long[] frees = new long[CLASSES];       // freed into here
     private volatile long misses;                         // refills; written by the owner only
-    @SuppressWarnings("unused") // through RELEASED
-    private volatile boolean released;
+    @SuppressWarnings("unused") // through RETIRED
+    private volatile boolean retired;
     int epoch; // the arena's flush epoch this cache last honoured
-    Object poppedHome; // the home of the region {@link #pop} returned last
 
-    ThreadCache(Shard shard, long maxBytesPerClass) {
+    ThreadCache(Shard shard, long maxBytesPerClass, long maxSize) {
         this.shard = shard;
+        this.maxSize = maxSize;
         for (int c = 0; c < CLASSES; c++) {
             long fit = maxBytesPerClass / SizeClasses.size(c);
             int slots = isSmall(c) ? Math.clamp(fit, MIN_SLOTS, MAX_SLOTS) : Math.clamp(fit, 1, MAX_SLOTS);
@@ -70,17 +73,20 @@ final class ThreadCache {
     }
 
     /**
-     * Takes a cached region of class {@code c} (refilling when empty): returns its address and leaves its home in
-     * {@link #poppedHome} — two results without allocating a holder on the fast path.
+     * A block of a cached region of class {@code c} (refilling when empty) for its owner. On the fast path: kept
+     * small, to be inlined into {@code RdmaArena.allocate}.
      */
-    long pop(int c) {
+    Block allocate(Caller owner, int c, long size, Arena sharedScope, boolean confined) {
         if (count[c] == 0) refill(c);
         int top = --count[c];
-        poppedHome = homes[c][top];
+        Object home = homes[c][top];
         // The slot above the top is not cleared: no write barrier on the fast path. Until a free overwrites it, it
         // may keep a since-released slab's or chunk's Java object reachable (a few per class, never its memory).
         COUNTER.setRelease(allocations, c, allocations[c] + 1);
-        return addresses[c][top];
+        // A small class's home is its slab, a large class's its chunk.
+        Slab slab = isSmall(c) ? (Slab) home : null;
+        return new Block(owner, slab, slab != null ? slab.chunk : (Chunk) home, addresses[c][top], size, sharedScope,
+                confined);
     }
 
     private void refill(int c) {
@@ -90,8 +96,23 @@ final class ThreadCache {
                 : shard.refillRun(SizeClasses.largePages(c), addresses[c], homes[c]);
     }
 
+    /**
+     * Keeps a freed block's region or page run, if its class is cached; false if not (a page run serving a small
+     * request with a large alignment has no large class: it goes back to its chunk).
+     */
+    boolean free(Block b) {
+        if (b.slab != null) {
+            push(b.slab.classIndex, b.slab, b.address());
+        } else if (b.size() > SizeClasses.SMALL_MAX && b.size() <= maxSize) {
+            push(SizeClasses.indexOf(b.size()), b.chunk, b.address());
+        } else {
+            return false;
+        }
+        return true;
+    }
+
     /** Keeps a freed region of class {@code c}, flushing half of the stack when it is full. */
-    void free(int c, Object home, long address) {
+    private void push(int c, Object home, long address) {
         if (count[c] == addresses[c].length) flush(c, (addresses[c].length + 1) / 2);
         int top = count[c]++;
         addresses[c][top] = address;
@@ -99,12 +120,12 @@ final class ThreadCache {
         COUNTER.setRelease(frees, c, frees[c] + 1);
     }
 
-    /** Returns the oldest {@code n} cached regions of class {@code c} to the bin or the chunks. */
+    /** Flushes the oldest {@code n} cached regions of class {@code c}: frees them into the bin or the chunks. */
     private void flush(int c, int n) {
         if (isSmall(c)) {
-            shard.bins[c].giveBack(shard, addresses[c], homes[c], n);
+            shard.bins[c].flush(shard, addresses[c], homes[c], n);
         } else {
-            shard.giveBackRuns(SizeClasses.largePages(c), addresses[c], homes[c], n);
+            shard.flushRuns(SizeClasses.largePages(c), addresses[c], homes[c], n);
         }
         int left = count[c] - n;
         System.arraycopy(addresses[c], n, addresses[c], 0, left);
@@ -113,18 +134,18 @@ final class ThreadCache {
         count[c] = left;
     }
 
-    /** Returns everything to the bins and chunks (on demand, on the arena's flush epoch, or after the owner died). */
+    /** Flushes every cached region (on the arena's flush epoch, on retirement, or after the owner ended). */
     void flushAll() {
         for (int c = 0; c < count.length; c++) if (count[c] > 0) flush(c, count[c]);
     }
 
-    /** Claims the final flush once the arena closes: true for exactly one caller, which must then flush. */
-    boolean claimRelease() {
-        return RELEASED.compareAndSet(this, false, true);
+    /** Flushes a last time, exactly once whoever calls: after this the cache never serves again. */
+    void retire() {
+        if (RETIRED.compareAndSet(this, false, true)) flushAll();
     }
 
-    boolean isReleased() {
-        return released;
+    boolean isRetired() {
+        return retired;
     }
 
     /** Allocations of class {@code c} served here so far. */

@@ -9,8 +9,10 @@ import io.mooring.lifecycle.ResourceState;
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Queue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -39,7 +41,7 @@ class ArenaLifetimeTest {
             owner.run(() -> arena.allocate(64).close()); // the owner's cache keeps the regions of a refill
             assertTrue(arena.stats().cachedRegions() > 0);
             arena.close();
-            assertAllReleased(arena, "the idle owner's cache was given back by close()");
+            assertAllReleased(arena, "the idle owner's cache was retired by close()");
         }
     }
 
@@ -59,7 +61,7 @@ class ArenaLifetimeTest {
     }
 
     @Test
-    void aBlockClosedElsewhereAfterCloseIsGivenBackWhileItsOwnerIdles() throws Exception {
+    void aBlockClosedElsewhereAfterCloseIsCollectedWhileItsOwnerIdles() throws Exception {
         RdmaArena arena = fx.arena().build();
         try (Owner owner = new Owner()) {
             Block posted = owner.call(() -> arena.allocate(4096)); // never touched through a segment
@@ -81,11 +83,11 @@ class ArenaLifetimeTest {
             });
             onAnotherThread(written::close);
             arena.purge();
-            assertEquals(1, arena.stats().quarantined(), "the owner could still write through its segment");
+            assertEquals(1, arena.stats().uncollectedFrees(), "the owner could still write through its segment");
             arena.close();
             assertEquals(1, arena.stats().chunks());
             owner.run(() -> assertThrows(ResourceClosedException.class, () -> arena.allocate(64)));
-            assertEquals(0, arena.stats().quarantined(), "the owner's call closed the scope and freed the block");
+            assertEquals(0, arena.stats().uncollectedFrees(), "the owner's call closed the scope and freed the block");
             assertAllReleased(arena, "");
         }
     }
@@ -93,14 +95,14 @@ class ArenaLifetimeTest {
     // ---- blocks closed by other threads ----------------------------------------------------------------------
 
     @Test
-    void blocksClosedElsewhereAreReusableByAPurgeWhileTheirOwnerIdles() throws Exception {
+    void blocksClosedElsewhereAreCollectedByAPurgeWhileTheirOwnerIdles() throws Exception {
         for (boolean checked : new boolean[] {true, false}) {
             try (RdmaArena arena = fx.arena().checked(checked).build(); Owner owner = new Owner()) {
                 List<Block> blocks = owner.call(() -> allocateMany(arena));
                 onAnotherThread(() -> blocks.forEach(Block::close));
                 arena.purge();
                 ArenaStats s = arena.stats();
-                assertEquals(0, s.quarantined(), "collected although the owner never called again");
+                assertEquals(0, s.uncollectedFrees(), "collected although the owner never called again");
                 assertEquals(0, s.liveBlocks());
                 assertTrue(s.chunks() <= 1, "the purge released the freed blocks' chunks (one may hold regions the "
                         + "owner's cache keeps): " + s);
@@ -113,7 +115,7 @@ class ArenaLifetimeTest {
         try (RdmaArena arena = fx.arena().build(); Owner owner = new Owner()) {
             List<Block> blocks = owner.call(() -> allocateMany(arena));
             onAnotherThread(() -> blocks.forEach(Block::close));
-            awaitTrue(() -> arena.stats().quarantined() == 0, "quarantine emptied by the arena's collector");
+            awaitTrue(() -> arena.stats().uncollectedFrees() == 0, "mt frees collected by the arena's collector");
             assertEquals(0, arena.stats().liveBlocks());
         }
     }
@@ -127,13 +129,20 @@ class ArenaLifetimeTest {
                 for (int i = 0; i < 100_000; i++) executor.submit(() -> arena.allocate(64).close());
             }
             assertEquals(0, arena.threadStates(), "per-thread state kept for finished virtual threads");
-            List<Block> handedOver = new ArrayList<>();
+            List<Block> mtFreed = new ArrayList<>();
+            Queue<Thread> owners = new ConcurrentLinkedQueue<>();
             try (var executor = Executors.newVirtualThreadPerTaskExecutor()) {
                 List<java.util.concurrent.Future<Block>> made = new ArrayList<>();
-                for (int i = 0; i < 1000; i++) made.add(executor.submit(() -> arena.allocate(64)));
-                for (var f : made) handedOver.add(f.get());
+                for (int i = 0; i < 1000; i++) {
+                    made.add(executor.submit(() -> {
+                        owners.add(Thread.currentThread());
+                        return arena.allocate(64);
+                    }));
+                }
+                for (var f : made) mtFreed.add(f.get());
             }
-            handedOver.forEach(Block::close); // closed by another thread than their (finished) owners
+            for (Thread t : owners) t.join(); // the executor's close waits for the tasks, not for their threads' end
+            mtFreed.forEach(Block::close); // closed by another thread than their (finished) owners
             assertEquals(0, arena.threadStates(), "per-thread state kept for the blocks' finished owners");
             assertEquals(0, arena.stats().liveBlocks());
         }

@@ -126,20 +126,20 @@ class RdmaArenaTest {
         }
     }
 
-    /** Once its owner made its segment, only the owner can close the scope: nobody else may free the block. */
+    /** Once its owner made its segment, only the owner can close the scope: nobody else may collect the block. */
     @Test
-    void aConfinedBlockClosedElsewhereIsQuarantinedUntilItsOwnerComesBack() throws Exception {
+    void aConfinedBlockClosedElsewhereStaysUncollectedUntilItsOwnerComesBack() throws Exception {
         try (RdmaArena arena = fx.arena().build()) {
             Block b = arena.allocate(64);
             b.segment().set(ValueLayout.JAVA_LONG, 0, 1);
             Thread closer = Thread.ofVirtual().start(b::close);
             closer.join();
             assertFalse(b.isOpen());
-            assertEquals(1, arena.stats().quarantined());
+            assertEquals(1, arena.stats().uncollectedFrees());
             assertEquals(1, arena.stats().classes().get(SizeClasses.indexOf(64)).live(), "not reused yet");
             assertThrows(IllegalStateException.class, b::segment);
-            try (Block next = arena.allocate(64)) { // the owner's next call releases it
-                assertEquals(0, arena.stats().quarantined());
+            try (Block next = arena.allocate(64)) { // the owner's next call collects it
+                assertEquals(0, arena.stats().uncollectedFrees());
                 assertEquals(b.address(), next.address(), "the region is reused only now");
             }
         }
@@ -152,7 +152,7 @@ class RdmaArenaTest {
             Thread owner = Thread.ofPlatform().start(() -> made.set(arena.allocate(128)));
             owner.join();
             made.get().close(); // the owner is gone: nobody can reach its confined segment
-            assertEquals(0, arena.stats().quarantined());
+            assertEquals(0, arena.stats().uncollectedFrees());
             assertEquals(0, arena.stats().liveBlocks());
         }
     }
@@ -168,13 +168,13 @@ class RdmaArenaTest {
             Thread closer = Thread.ofVirtual().start(b::close);
             closer.join();
             assertThrows(IllegalStateException.class, () -> segment.get(ValueLayout.JAVA_LONG, 0), "dead at once");
-            assertEquals(0, arena.stats().quarantined(), "freed by the closer, not handed to its owner");
+            assertEquals(0, arena.stats().uncollectedFrees(), "freed by the closer, not left for its owner to collect");
             assertEquals(0, arena.stats().liveBlocks());
             assertThrows(IllegalStateException.class, b::close);
         }
     }
 
-    /** Freed by the owner's next call, or by the collector if it comes first (the owner is between calls). */
+    /** Collected by the owner's next call, or by the collector if it comes first (the owner is between calls). */
     @Test
     void anUncheckedBlockClosedElsewhereIsFreedOnce() throws Exception {
         try (RdmaArena arena = fx.arena().checked(false).build()) {
@@ -183,7 +183,7 @@ class RdmaArenaTest {
             closer.join();
             assertThrows(IllegalStateException.class, b::close, "a second close, by the owner, is refused");
             arena.purge();
-            assertEquals(0, arena.stats().quarantined());
+            assertEquals(0, arena.stats().uncollectedFrees());
             assertEquals(0, arena.stats().liveBlocks());
             Set<Long> addresses = new HashSet<>();
             List<Block> next = new ArrayList<>();
@@ -197,16 +197,17 @@ class RdmaArenaTest {
 
     /**
      * The interleaving a racing double close can produce, made deterministic: the other thread's CAS succeeded and
-     * handed the block over, then the owner (which had read OPEN just before) closed and freed it too.
+     * pushed the block onto the owner's mt-free list, then the owner (which had read OPEN just before) closed and
+     * freed it locally too.
      */
     @Test
-    void aBlockHandedOverAfterItsOwnerFreedItIsNotFreedAgain() {
+    void anMtFreeAfterTheOwnersLocalFreeIsNotFreedAgain() {
         try (RdmaArena arena = fx.arena().build()) {
             Block b = arena.allocate(64);
             b.close();
-            arena.closeElsewhere(b); // as the racing thread would, had its CAS come first
+            arena.collector.freeMt(b); // as the racing thread would, had its CAS come first
             arena.purge(); // the owner's call, or the collector before it, finds it closed by its owner
-            assertEquals(0, arena.stats().quarantined());
+            assertEquals(0, arena.stats().uncollectedFrees());
             Block first = arena.allocate(64);
             Block second = arena.allocate(64);
             assertNotEquals(first.address(), second.address(), "the region went back to the cache once");

@@ -345,7 +345,7 @@ class RegistrationCacheTest {
         long size = 3L << 30; // mapped with MAP_NORESERVE and never touched: costs no memory
         long base = NativeMemory.map(size, SizeClasses.PAGE_SIZE, false);
         try (RegistrationCache cache = cache().build()) {
-            MemorySegment all = RdmaArena.view(base, size, null);
+            MemorySegment all = NativeMemory.segment(base, size, null);
             try (Registration whole = cache.acquire(all);
                  Registration tail = cache.acquire(all.asSlice(size - KERNEL_PAGE / 2, 16))) {
                 assertEquals(size, whole.region().length());

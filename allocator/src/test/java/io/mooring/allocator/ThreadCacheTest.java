@@ -86,9 +86,9 @@ class ThreadCacheTest {
         }
     }
 
-    /** A dead thread's cache is swept; what it counted must stay in the stats, or live counts would go negative. */
+    /** An ended thread's cache is flushed; what it counted must stay in the stats, or live counts would go negative. */
     @Test
-    void aSweptThreadsCountsStayInTheStats() throws Exception {
+    void anEndedThreadsCountsStayInTheStats() throws Exception {
         try (RdmaArena arena = fx.arena().build()) {
             List<Block> made = new ArrayList<>();
             Thread owner = Thread.ofPlatform().start(() -> {
@@ -98,7 +98,7 @@ class ThreadCacheTest {
             });
             owner.join();
             made.forEach(Block::close); // the owner is dead: freed here, into the shard
-            arena.purge(); // sweeps the dead thread's cache
+            arena.purge(); // flushes the ended thread's cache
             ArenaStats s = arena.stats();
             assertEquals(0, s.liveBlocks(), s::toString);
             assertEquals(2, s.classes().get(SizeClasses.indexOf(64)).allocations());

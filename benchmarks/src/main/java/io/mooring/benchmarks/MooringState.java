@@ -16,7 +16,7 @@ import org.openjdk.jmh.annotations.TearDown;
  * threads (each thread lands on its own shard, as in an application). The soft provider only matters for the
  * chunk registrations, which happen in setup or warm-up, never per block.
  *
- * <p>Teardown fails the benchmark if any block is still live or quarantined, or if closing the graph leaves a
+ * <p>Teardown fails the benchmark if any block is still live or uncollected, or if closing the graph leaves a
  * resource behind.
  */
 @State(Scope.Benchmark)
@@ -51,7 +51,7 @@ public class MooringState {
         ArenaStats stats = arena.stats();
         arena.close();
         graph.close();
-        if (stats.liveBlocks() != 0 || stats.quarantined() != 0) {
+        if (stats.liveBlocks() != 0 || stats.uncollectedFrees() != 0) {
             throw new IllegalStateException("the benchmark leaked blocks: " + stats);
         }
         if (graph.liveCount() != 0) throw new IllegalStateException("left behind:\n" + graph.dump());

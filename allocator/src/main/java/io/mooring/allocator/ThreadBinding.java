@@ -1,0 +1,243 @@
+package io.mooring.allocator;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.ref.WeakReference;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * How a thread finds its state in an arena (its {@link Caller}: shard, thread cache, mt-free list), and which
+ * threads get a cache — Netty's {@code PoolThreadLocalCache}.
+ *
+ * <ul>
+ *   <li><b>Lookup.</b> A {@code ThreadLocal} lookup costs more than the rest of a cached allocation, so a platform
+ *       thread is first found in a {@value #SLOTS}-slot table indexed by thread id, written once per thread and then
+ *       only read; a thread whose slot another live thread holds falls back to the {@code ThreadLocal}. The
+ *       {@code ThreadLocal} holds Callers weakly: a Caller reaches its arena, and a value that reaches its own key
+ *       is never expunged, so a strong one would keep every closed arena alive for as long as the thread lives.</li>
+ *   <li><b>Caches.</b> Shards are assigned round-robin. A platform thread gets a {@link ThreadCache}, registered
+ *       (see {@link #ownersWithCache()}) so that it is flushed when the thread ends or the arena closes. A virtual
+ *       thread gets none — a cache each would be unbounded in total — and leaves nothing behind when it ends.</li>
+ *   <li><b>Flushes.</b> {@link #requestFlush()} bumps an epoch that owners honour at their next call
+ *       ({@link #current}); {@link #retireCaches()} (the arena's close) makes every cache flush once more and never
+ *       serve again.</li>
+ *   <li><b>Frees.</b> {@link #freeLocal} is the owner's free, into its cache; {@link #free} the general one.</li>
+ * </ul>
+ */
+final class ThreadBinding {
+    /** Platform threads found by thread id before falling back to the ThreadLocal (a power of two). */
+    static final int SLOTS = 64;
+    private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Caller[].class);
+    private static final VarHandle EPOCH;
+
+    static {
+        try {
+            EPOCH = MethodHandles.lookup().findVarHandle(ThreadBinding.class, "epoch", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final RdmaArena arena;
+    private final Shard[] shards;
+    private final AtomicInteger nextShard = new AtomicInteger();
+    private final long cacheBytesPerClass;
+    private final long cacheMaxSize;
+    private final Caller[] slots = new Caller[SLOTS]; // written by CAS (SLOT), read plainly
+    /** Weak: see the class comment. */
+    private final ThreadLocal<WeakReference<Caller>> callerOfThread = new ThreadLocal<>();
+    /** The threads with a cache, until they are found ended: what keeps their Callers (and caches) alive. */
+    private final Set<Caller> ownersWithCache = ConcurrentHashMap.newKeySet();
+    /** What the caches of ended threads counted. Guarded by the collector's lock (see {@link MtFreeCollector}). */
+    private final CacheCounters endedCaches = new CacheCounters();
+    @SuppressWarnings("unused") // through EPOCH, and read as a volatile
+    private volatile int epoch;
+    private volatile boolean retired;
+
+    ThreadBinding(RdmaArena arena, Shard[] shards, long cacheBytesPerClass, long cacheMaxSize) {
+        this.arena = arena;
+        this.shards = shards;
+        this.cacheBytesPerClass = cacheBytesPerClass;
+        this.cacheMaxSize = cacheMaxSize;
+    }
+
+    // ---- lookup ----------------------------------------------------------------------------------------------
+
+    /** The calling thread's state, made on first use. On the fast path: kept small, to be inlined. */
+    Caller caller() {
+        Thread t = Thread.currentThread();
+        Caller c = slots[slotOf(t)]; // a Caller's fields are final: safe to read even if just published
+        return c != null && c.thread == t ? c : callerOfThreadLocal(t);
+    }
+
+    /**
+     * The calling thread's state through the ThreadLocal, made on first use. What keeps a Caller alive is what needs
+     * it: {@link #ownersWithCache}, its live blocks, the collector's owners with mt frees. One that nothing needs any
+     * more has nothing to carry over; the thread gets a new one at its next call.
+     */
+    private Caller callerOfThreadLocal(Thread t) {
+        WeakReference<Caller> ref = callerOfThread.get();
+        Caller mine = ref == null ? null : ref.get();
+        if (mine == null) {
+            mine = newCaller(t);
+            callerOfThread.set(new WeakReference<>(mine));
+        }
+        if (!t.isVirtual()) SLOT.compareAndSet(slots, slotOf(t), null, mine); // the slot may have been freed
+        return mine;
+    }
+
+    /** The calling thread's state if it has one; never makes one. */
+    Caller existingCaller() {
+        Thread t = Thread.currentThread();
+        Caller c = slots[slotOf(t)];
+        if (c != null && c.thread == t) return c;
+        WeakReference<Caller> ref = callerOfThread.get();
+        return ref == null ? null : ref.get();
+    }
+
+    private static int slotOf(Thread t) {
+        return (int) t.threadId() & (SLOTS - 1);
+    }
+
+    /**
+     * A thread's state. The epoch is read before the retired flag: a cache made while the arena closes sees a stale
+     * epoch at once, so is retired unused.
+     */
+    private Caller newCaller(Thread t) {
+        Shard shard = shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)];
+        int e = epoch;
+        ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 || retired ? null
+                : new ThreadCache(shard, cacheBytesPerClass, cacheMaxSize);
+        var caller = new Caller(arena, t, shard, cache);
+        if (cache != null) {
+            cache.epoch = e;
+            ownersWithCache.add(caller);
+        }
+        return caller;
+    }
+
+    /** Empties the slots of threads that have ended, for other threads to take. */
+    void unbindEndedThreads() {
+        for (int i = 0; i < SLOTS; i++) {
+            Caller c = slots[i];
+            if (c != null && !c.thread.isAlive()) SLOT.compareAndSet(slots, i, c, null);
+        }
+    }
+
+    // ---- caches ----------------------------------------------------------------------------------------------
+
+    /** The flush epoch caches honour: a cache whose epoch differs must flush (or retire) before it serves again. */
+    int epoch() {
+        return epoch;
+    }
+
+    /** Asks every cache to flush at its owner's next call. */
+    void requestFlush() {
+        EPOCH.getAndAdd(this, 1);
+    }
+
+    /** The arena closes: every cache flushes a last time and never serves again. */
+    void retireCaches() {
+        retired = true;
+        EPOCH.getAndAdd(this, 1); // after the flag: an owner that sees the new epoch sees the flag too
+    }
+
+    boolean cachesRetired() {
+        return retired;
+    }
+
+    /**
+     * The calling owner's cache, after honouring a flush requested since its last use; null once caches are retired:
+     * the cache is then flushed a last time by whoever retires it first (here, or the collector) and its epoch is
+     * left stale, so that the fast paths never touch it again.
+     */
+    ThreadCache current(ThreadCache cache) {
+        if (cache != null) {
+            int e = epoch;
+            if (cache.epoch != e) {
+                if (retired) {
+                    cache.retire();
+                    return null;
+                }
+                cache.flushAll();
+                cache.epoch = e;
+            }
+        }
+        return cache;
+    }
+
+    /** The threads with a cache that have not been found ended yet. */
+    Set<Caller> ownersWithCache() {
+        return ownersWithCache;
+    }
+
+    /** Flushes the cache of an owner that has ended (its writes are visible), keeping what it counted. */
+    void flushEndedOwnersCache(Caller c) {
+        ownersWithCache.remove(c);
+        endedCaches.add(c.cache);
+        c.cache.retire();
+    }
+
+    // ---- stats (under the collector's lock) ------------------------------------------------------------------
+
+    /** The caches of live owners: one list for a whole snapshot, so that each cache is counted in every step. */
+    List<ThreadCache> liveCaches() {
+        List<ThreadCache> caches = new ArrayList<>();
+        for (Caller c : ownersWithCache) caches.add(c.cache);
+        return caches;
+    }
+
+    /** Adds the allocations the caches served (ended owners' included), and how many were hits and misses. */
+    void countAllocations(List<ThreadCache> caches, StatsSnapshot s) {
+        long misses = endedCaches.misses;
+        for (ThreadCache c : caches) misses += c.misses(); // first: a refill is counted just before its allocation
+        long allocations = 0;
+        for (int k = 0; k < ThreadCache.CLASSES; k++) {
+            long n = endedCaches.allocations[k];
+            for (ThreadCache c : caches) n += c.allocations(k);
+            s.addAllocations(k, n);
+            allocations += n;
+        }
+        s.cacheMisses = misses;
+        s.cacheHits = Math.max(0, allocations - misses);
+    }
+
+    /** Adds the frees the caches took (ended owners' included). */
+    void countFrees(List<ThreadCache> caches, StatsSnapshot s) {
+        for (int k = 0; k < ThreadCache.CLASSES; k++) {
+            long n = endedCaches.frees[k];
+            for (ThreadCache c : caches) n += c.frees(k);
+            s.addFrees(k, n);
+        }
+    }
+
+    /** Adds what the caches hold now. */
+    void countHeld(List<ThreadCache> caches, StatsSnapshot s) {
+        for (ThreadCache c : caches) {
+            s.cachedRegions += c.cached();
+            s.cachedLargeBytes += c.cachedLargeBytes();
+        }
+    }
+
+    // ---- frees -----------------------------------------------------------------------------------------------
+
+    /**
+     * A local free: the owner closed {@code b}. Into its cache while the cache honours the current epoch; otherwise
+     * (a flush asked, the arena closing, a class not cached) the general way. On the fast path: kept small, to be
+     * inlined into {@code Block.close}.
+     */
+    void freeLocal(Block b) {
+        ThreadCache cache = b.owner.cache;
+        if (cache == null || cache.epoch != epoch || !cache.free(b)) free(b);
+    }
+
+    /** Frees {@code b} into its owner's cache if the caller is the owner and the class is cached, else to its shard. */
+    void free(Block b) {
+        ThreadCache cache = b.owner.thread == Thread.currentThread() ? current(b.owner.cache) : null;
+        if (cache == null || !cache.free(b)) b.owner.shard.free(b);
+    }
+}
