@@ -56,6 +56,11 @@ final class ChunkSource {
         this.arenaResource = arenaResource;
     }
 
+    /** The rights every chunk is registered with. */
+    Set<Access> access() {
+        return access;
+    }
+
     long chunkSize() {
         return chunkSize;
     }

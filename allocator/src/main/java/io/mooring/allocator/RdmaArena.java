@@ -232,7 +232,7 @@ public final class RdmaArena implements AutoCloseable {
 
     /** The rights every chunk region of this arena is registered with. */
     public Set<Access> access() {
-        return access;
+        return chunks.access();
     }
 
     public String name() {
