@@ -2,6 +2,7 @@ package io.mooring.lease;
 
 import io.mooring.verbs.Access;
 import io.mooring.verbs.CompletionQueue;
+import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
 import io.mooring.verbs.MwType;
@@ -15,21 +16,38 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.EnumSet;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Finds out once per device whether a memory window really confines a peer to its range: two QPs of the
  * device connected to each other, a window bound over the first half of a region, and a write through the
  * window's rkey just past its end. A device that refuses the write (REM_ACCESS_ERR) gets
  * {@link Isolation#WINDOW}; one that lets it through — rxe does — or has no type 2 windows gets
- * {@link Isolation#DEDICATED_REGISTRATION}.
+ * {@link Isolation#DEDICATED_REGISTRATION}. The answer is a property of the device, so it is kept per device
+ * for the JVM's life: a session set up later pays nothing for it.
  */
 final class IsolationProbe {
     private static final long HALF = 4096;
     private static final Duration WAIT = Duration.ofSeconds(10);
+    /** By device (provider, name, attributes); two sessions probing a new device at once may both run the probe. */
+    private static final Map<DeviceInfo, Isolation> FOUND = new ConcurrentHashMap<>();
 
     private IsolationProbe() {}
 
+    /** The isolation of {@code pd}'s device: found by {@link #run} the first time, remembered after. */
     static Isolation probe(ProtectionDomain pd) {
+        DeviceInfo device = pd.context().device();
+        Isolation found = FOUND.get(device);
+        if (found == null) {
+            found = run(pd);
+            FOUND.putIfAbsent(device, found);
+        }
+        return found;
+    }
+
+    /** Runs the probe on {@code pd}'s device with objects made and destroyed for it. */
+    static Isolation run(ProtectionDomain pd) {
         if (!pd.context().device().attributes().windowTypes().contains(MwType.TYPE_2)) {
             return Isolation.DEDICATED_REGISTRATION;
         }

@@ -3,7 +3,11 @@ package io.mooring.lease;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.lifecycle.ResourceInfo;
+import io.mooring.lifecycle.ResourceListener;
 import io.mooring.verbs.RdmaDevices;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class IsolationProbeTest {
@@ -13,10 +17,29 @@ class IsolationProbeTest {
         var graph = ResourceGraph.builder().name("probe").build();
         var context = RdmaDevices.open("soft:soft0", graph);
         var pd = context.allocateProtectionDomain();
-        assertEquals(Isolation.WINDOW, IsolationProbe.probe(pd));
-        assertEquals(java.util.List.of(pd.resource().info().id()),
+        assertEquals(Isolation.WINDOW, IsolationProbe.run(pd));
+        assertEquals(List.of(pd.resource().info().id()),
                 context.resource().children().stream().map(c -> c.id()).toList(), "only the PD is left");
-        assertEquals(java.util.List.of(), pd.resource().children());
+        assertEquals(List.of(), pd.resource().children());
+        graph.close();
+        assertEquals(0, graph.liveCount());
+    }
+
+    /** The answer is the device's: a second session on the device makes no QP, window or region to learn it. */
+    @Test
+    void aDeviceIsProbedOnce() {
+        var created = new AtomicInteger();
+        var graph = ResourceGraph.builder().name("probe-once").listener(new ResourceListener() {
+            @Override
+            public void created(ResourceInfo resource) {
+                created.incrementAndGet();
+            }
+        }).build();
+        var pd = RdmaDevices.open("soft:soft1", graph).allocateProtectionDomain();
+        Isolation first = IsolationProbe.probe(pd);
+        int afterFirst = created.get();
+        for (int i = 0; i < 3; i++) assertEquals(first, IsolationProbe.probe(pd));
+        assertEquals(afterFirst, created.get(), "verbs objects made after the first probe of soft1");
         graph.close();
         assertEquals(0, graph.liveCount());
     }
