@@ -61,7 +61,7 @@ public class LeaseSessions {
     @Setup(Level.Trial)
     public void open() {
         Fairness.checkWorkerThread();
-        // Closing one session is reported at INFO by the other ("the peer closed the session's TCP connection"):
+        // Closing one session is reported at INFO by the other ("the peer closed the session"):
         // ordinary at teardown, and it would land in the middle of JMH's output.
         var log = java.util.logging.Logger.getLogger(RdmaSession.class.getPackageName());
         if (log.getLevel() == null || log.getLevel().intValue() < java.util.logging.Level.WARNING.intValue()) {

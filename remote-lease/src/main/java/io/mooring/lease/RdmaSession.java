@@ -64,6 +64,7 @@ public final class RdmaSession implements AutoCloseable {
     private final AtomicInteger malformed = new AtomicInteger();
     private final AtomicLong leakedSegments = new AtomicLong();
     private volatile String lostReason;
+    private final CompletableFuture<String> ended = new CompletableFuture<>();
     private volatile boolean closing;
 
     /**
@@ -396,7 +397,7 @@ public final class RdmaSession implements AutoCloseable {
             while (in.read() >= 0) {
                 // the peer sends nothing more after the bootstrap; a read returns only at end of stream
             }
-            if (!closing) lost("the peer closed the session's TCP connection", Level.INFO);
+            if (!closing) lost("the peer closed the session", Level.INFO);
         } catch (IOException e) {
             if (!closing) lost("the session's TCP connection broke: " + e.getMessage(), Level.WARNING);
         }
@@ -406,10 +407,15 @@ public final class RdmaSession implements AutoCloseable {
         lost(reason, Level.WARNING);
     }
 
-    /** Ends the session; a peer closing its connection is ordinary (INFO), anything else a failure (WARNING). */
+    /**
+     * Ends the session from the peer's side; a peer closing it is ordinary (INFO: the session "ended"), anything
+     * else a failure (WARNING: it was "lost").
+     */
     private synchronized void lost(String reason, Level level) {
         if (lostReason != null || closing) return;
-        lostReason = "session to " + socket.getRemoteSocketAddress() + " lost: " + reason;
+        lostReason = "session to " + socket.getRemoteSocketAddress() + (level == Level.INFO ? " ended: " : " lost: ")
+                + reason;
+        ended.complete(lostReason);
         LOG.log(level, lostReason + "; revoking every lease granted to the peer");
         pending.values().forEach(f -> f.completeExceptionally(new SessionLostException(lostReason)));
         remote.values().forEach(RemoteSegment.State::revoked);
@@ -418,9 +424,17 @@ public final class RdmaSession implements AutoCloseable {
         agent.execute(() -> leases.endAll(EndReason.SESSION_LOST));
     }
 
-    /** Why the session was lost, or null while it works. */
+    /** Why the session ended on the peer's side (it closed it, or the session broke), or null while it works. */
     public String lostReason() {
         return lostReason;
+    }
+
+    /**
+     * Completes, never exceptionally, when the session ends, with why: closed by this side, closed by the peer, or
+     * what broke it — so an application learns of a lost peer without polling.
+     */
+    public CompletableFuture<String> closed() {
+        return ended.copy();
     }
 
     /** Revokes every lease granted to the peer, then tears the connection down. */
@@ -430,6 +444,7 @@ public final class RdmaSession implements AutoCloseable {
             if (closing) return;
             closing = true;
         }
+        ended.complete("session to " + socket.getRemoteSocketAddress() + " closed by this side");
         leases.close();
         agent.shutdown();
         try {

@@ -25,6 +25,7 @@ import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -253,6 +254,20 @@ class RdmaSessionTest {
         }
         assertEquals(0, owner.leases().stats().active());
         assertEquals(1, owner.leases().stats().revoked());
+    }
+
+    /** Either side learns why the session ended without polling; a peer's clean close is an end, not a loss. */
+    @Test
+    void closedSaysWhyTheSessionEndedAndACleanCloseIsNotALoss() throws Exception {
+        CompletableFuture<String> ownerSide = owner.closed();
+        assertFalse(ownerSide.isDone(), "the session works");
+        requester.close();
+        assertTrue(requester.closed().get(1, TimeUnit.SECONDS).endsWith("closed by this side"));
+        String why = ownerSide.get(15, TimeUnit.SECONDS);
+        assertTrue(why.endsWith("ended: the peer closed the session"), why);
+        assertEquals(why, owner.lostReason());
+        assertTrue(log.entries().stream().noneMatch(e -> e.message().contains(" lost: ")
+                || e.level().compareTo(System.Logger.Level.INFO) > 0), () -> "logged: " + log.entries());
     }
 
     private static void awaitTrue(BooleanSupplier condition) throws InterruptedException {
