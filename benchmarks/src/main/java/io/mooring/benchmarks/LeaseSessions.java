@@ -4,7 +4,7 @@ import io.mooring.allocator.RdmaArena;
 import io.mooring.lease.Isolation;
 import io.mooring.lease.LeaseStats;
 import io.mooring.lease.RdmaSession;
-import io.mooring.lease.SessionConfig;
+import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
@@ -13,9 +13,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.util.EnumSet;
-import java.util.concurrent.CompletableFuture;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
@@ -35,6 +33,8 @@ public class LeaseSessions {
     ResourceGraph graph;
     RdmaArena ownerArena;
     RdmaArena requesterArena;
+    RdmaEndpoint ownerEndpoint;
+    RdmaEndpoint requesterEndpoint;
     RdmaSession owner;
     RdmaSession requester;
 
@@ -72,16 +72,11 @@ public class LeaseSessions {
         ProtectionDomain requesterPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
         ownerArena = arena(ownerPd, "owner");
         requesterArena = arena(requesterPd, "requester");
-        try (var server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            var accepted = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return RdmaSession.accept(server, SessionConfig.of(ownerPd, ownerArena).withIsolation(isolation()));
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-            });
-            requester = RdmaSession.connect(new InetSocketAddress(server.getInetAddress(), server.getLocalPort()),
-                    SessionConfig.of(requesterPd, requesterArena).withIsolation(isolation()));
+        ownerEndpoint = RdmaEndpoint.builder(ownerPd, ownerArena).isolation(isolation()).build();
+        requesterEndpoint = RdmaEndpoint.builder(requesterPd, requesterArena).isolation(isolation()).build();
+        try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            var accepted = listener.accept();
+            requester = requesterEndpoint.connect(listener.address()).join();
             owner = accepted.join();
         } catch (IOException e) {
             throw new UncheckedIOException(e);
@@ -105,6 +100,8 @@ public class LeaseSessions {
         LeaseStats stats = owner.leases().stats();
         requester.close();
         owner.close();
+        requesterEndpoint.close();
+        ownerEndpoint.close();
         ownerArena.close();
         requesterArena.close();
         graph.close();

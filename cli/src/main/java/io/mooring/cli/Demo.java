@@ -6,7 +6,7 @@ import io.mooring.allocator.RdmaArena;
 import io.mooring.lease.LeaseStats;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
-import io.mooring.lease.SessionConfig;
+import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.DeviceContext;
@@ -21,7 +21,6 @@ import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -85,11 +84,12 @@ final class Demo {
 
     private static int owner(DeviceChoice.Choice device, PrintStream out) throws Exception {
         Side side = Side.open(device);
-        try (var server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            out.println("listening on " + server.getLocalPort());
+        try (var endpoint = RdmaEndpoint.builder(side.pd, side.arena).build();
+             var listener = endpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            out.println("listening on " + listener.address().getPort());
             out.flush();
             for (int n = 1; n <= 2; n++) { // the requester comes back once after its first session breaks
-                try (RdmaSession session = RdmaSession.accept(server, SessionConfig.of(side.pd, side.arena))) {
+                try (RdmaSession session = listener.accept().get()) {
                     out.println("session " + n + " up on " + side.context.device() + ", leases isolated by "
                             + session.leases().isolation());
                     while (session.lostReason() == null) Thread.sleep(20); // until the requester leaves
@@ -110,6 +110,22 @@ final class Demo {
 
     // ---- the requester (this process) --------------------------------------------------------------------------
 
+    /**
+     * Connects again after a session that ended in an access error: the owner bars a peer whose session was lost for a
+     * while (100 ms, doubling with each loss), so the first attempts may be refused.
+     */
+    private RdmaSession reconnect(RdmaEndpoint endpoint, InetSocketAddress at) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return endpoint.connect(at).get();
+            } catch (java.util.concurrent.ExecutionException e) {
+                if (!(e.getCause() instanceof java.io.IOException) || attempt == 20) throw e;
+                out.println("  (the owner still bars this peer after its lost session; trying again)");
+                Thread.sleep(100);
+            }
+        }
+    }
+
     private int requester(DeviceChoice.Choice device, PrintStream err) throws Exception {
         Process owner = startOwner(device.provider());
         try {
@@ -124,12 +140,14 @@ final class Demo {
             Side side = Side.open(device);
             var at = new InetSocketAddress(InetAddress.getLoopbackAddress(), port);
             Reuse reuse;
-            try (RdmaSession session = RdmaSession.connect(at, SessionConfig.of(side.pd, side.arena))) {
-                reuse = story(session, side);
-            }
             boolean ok;
-            try (RdmaSession session = RdmaSession.connect(at, SessionConfig.of(side.pd, side.arena))) {
-                ok = reuse != null && intact(session, side, reuse);
+            try (var endpoint = RdmaEndpoint.builder(side.pd, side.arena).build()) {
+                try (RdmaSession session = endpoint.connect(at).get()) {
+                    reuse = story(session, side);
+                }
+                try (RdmaSession session = reconnect(endpoint, at)) {
+                    ok = reuse != null && intact(session, side, reuse);
+                }
             }
             if (!owner.waitFor(30, TimeUnit.SECONDS)) {
                 err.println("mooring demo: the owner did not finish");

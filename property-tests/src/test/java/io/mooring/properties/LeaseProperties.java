@@ -14,7 +14,8 @@ import io.mooring.lease.LeaseRefusedException;
 import io.mooring.lease.LeaseStats;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
-import io.mooring.lease.SessionConfig;
+import io.mooring.lease.RdmaEndpoint;
+import io.mooring.lease.RdmaListener;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.CompletionDispatcher;
@@ -31,7 +32,6 @@ import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -276,6 +276,9 @@ class LeaseProperties {
         private final Block sendSource;
         private RdmaSession owner;
         private RdmaSession requester;
+        private RdmaEndpoint ownerEndpoint;
+        private RdmaEndpoint requesterEndpoint;
+        private RdmaListener listener;
         private int generation;
         private long granted;
         private int step;
@@ -309,21 +312,20 @@ class LeaseProperties {
 
         private void connect() {
             generation++;
-            try (var server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-                var accepted = CompletableFuture.supplyAsync(() -> {
-                    try {
-                        return RdmaSession.accept(server, SessionConfig.of(ownerPd, ownerArena).withLimits(LIMITS)
-                                .withIsolation(isolation));
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
-                    }
-                });
-                requester = RdmaSession.connect(new InetSocketAddress(server.getInetAddress(), server.getLocalPort()),
-                        SessionConfig.of(requesterPd, requesterArena).withIsolation(isolation));
-                owner = accepted.join();
-            } catch (java.io.IOException e) {
-                throw new IllegalStateException(e);
+            if (ownerEndpoint == null) {
+                // The program provokes lost sessions on purpose and reconnects at once: no backoff.
+                ownerEndpoint = RdmaEndpoint.builder(ownerPd, ownerArena).limits(LIMITS).isolation(isolation)
+                        .failureBackoff(Duration.ZERO).build();
+                requesterEndpoint = RdmaEndpoint.builder(requesterPd, requesterArena).isolation(isolation).build();
+                try {
+                    listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+                } catch (java.io.IOException e) {
+                    throw new IllegalStateException(e);
+                }
             }
+            var accepted = listener.accept();
+            requester = requesterEndpoint.connect(listener.address()).join();
+            owner = accepted.join();
             managers.add(owner.leases());
             requesters.add(requester);
             note("session pair " + generation + " (" + isolation + ")");
@@ -760,6 +762,9 @@ class LeaseProperties {
                 check(ownerArena.stats().liveBlocks() == 0, ownerArena.stats().liveBlocks() + " owner blocks never came back");
                 check(requesterArena.stats().liveBlocks() == 0, requesterArena.stats().liveBlocks() + " requester blocks left");
             } finally {
+                listener.close();
+                ownerEndpoint.close();
+                requesterEndpoint.close();
                 ownerArena.close();
                 requesterArena.close();
                 graph.close();

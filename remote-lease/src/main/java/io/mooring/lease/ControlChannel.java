@@ -7,96 +7,110 @@ import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
-import java.util.function.BiConsumer;
-import java.util.function.Consumer;
 
 /**
- * The agent's messages over the session's QP: SENDs from a small pool of send buffers, and receives
- * pre-posted into buffers from the arena, reposted as soon as a message has been copied out. Buffers are
- * shared-scope blocks: they are written and read by the dispatcher and agent threads, not by the thread that
- * allocated them.
+ * The agent's messages over the session's control QP: SENDs from a small pool of send buffers, and receives
+ * pre-posted into buffers from the arena. Buffers are shared-scope blocks: the dispatcher and the agent touch them,
+ * not the thread that allocated them.
+ *
+ * <p>Neither direction can grow without bound or block a shared thread. A receive buffer is reposted only once the
+ * agent has decoded its message, so a peer that sends faster than the agent serves meets RNR on its own QP, and the
+ * agent's queue never holds more than {@link #RECEIVES} messages. A send never waits for a buffer: it queues in a
+ * bounded outbox, and a peer that leaves {@link #OUTBOX} answers untaken is failing the session.
  */
 final class ControlChannel implements AutoCloseable {
     static final int RECEIVES = 16;
-    private static final int SENDS = 16;
+    static final int SENDS = 16;
+    static final int OUTBOX = 64;
+
+    private record Queued(Message message, CompletableFuture<WorkCompletion> sent) {}
 
     private final QueuePair qp;
     private final List<Block> receiveBuffers = new ArrayList<>();
-    private final BlockingQueue<Block> sendBuffers = new ArrayBlockingQueue<>(SENDS);
     private final List<Block> allSendBuffers = new ArrayList<>();
+    private final ArrayDeque<Block> freeSendBuffers = new ArrayDeque<>(); // guarded by this
+    private final ArrayDeque<Queued> outbox = new ArrayDeque<>();          // guarded by this
 
     /** @throws RuntimeException if the arena cannot serve the buffers (memlock): none is kept then */
     ControlChannel(QueuePair qp, RdmaArena arena) {
         this.qp = qp;
         try {
             for (int i = 0; i < RECEIVES; i++) receiveBuffers.add(arena.allocateShared(MessageCodec.MAX_MESSAGE, 8));
-            for (int i = 0; i < SENDS; i++) {
-                Block b = arena.allocateShared(MessageCodec.MAX_MESSAGE, 8);
-                allSendBuffers.add(b);
-                sendBuffers.add(b);
-            }
+            for (int i = 0; i < SENDS; i++) allSendBuffers.add(arena.allocateShared(MessageCodec.MAX_MESSAGE, 8));
         } catch (RuntimeException | OutOfMemoryError e) {
             close();
             throw e;
         }
+        freeSendBuffers.addAll(allSendBuffers);
     }
 
-    /** Posts every receive buffer; their completions go to the CQ's dispatcher handler. */
+    /** Posts every receive buffer; their completions reach {@link #received}. */
     void start() {
         for (int i = 0; i < RECEIVES; i++) repost(i);
     }
 
-    private void repost(int slot) {
+    /** Gives the receive buffer {@code slot} back to the QP, once its message was decoded. */
+    void repost(int slot) {
         Block b = receiveBuffers.get(slot);
         qp.post(ReceiveRequest.into(b.region(), b.regionOffset(), MessageCodec.MAX_MESSAGE).wrId(slot));
     }
 
-    /**
-     * Handles a completion the dispatcher handed over (everything but this side's SENDs, which have futures):
-     * a received message is copied out, its buffer reposted, and the bytes given to {@code onMessage}; a failed
-     * receive (flushed: the QP broke) goes to {@code onFailure}.
-     */
-    void onCompletion(WorkCompletion wc, Consumer<MemorySegment> onMessage, BiConsumer<String, WorkCompletion> onFailure) {
-        if (!wc.opcode().isReceive()) return;
-        if (!wc.isSuccess()) {
-            onFailure.accept("a control receive completed with " + wc.status(), wc);
-            return;
-        }
-        int slot = (int) wc.wrId();
-        MemorySegment copy = MemorySegment.ofArray(
-                receiveBuffers.get(slot).segment().asSlice(0, wc.byteLength()).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
-        try {
-            repost(slot);
-        } catch (RuntimeException e) {
-            onFailure.accept("reposting a control receive failed: " + e.getMessage(), wc);
-        }
-        onMessage.accept(copy);
+    /** The {@code length} bytes received into {@code slot}; valid until {@link #repost} of the slot. */
+    MemorySegment received(int slot, int length) {
+        return receiveBuffers.get(slot).segment().asSlice(0, length);
     }
 
-    /** Encodes and SENDs {@code m}; the future completes when the send completed. */
+    /**
+     * Encodes and SENDs {@code m} now if a send buffer is free, else queues it; the future completes when the send
+     * completed, exceptionally if the outbox is full (the peer takes no control messages).
+     */
     CompletableFuture<WorkCompletion> send(Message m) {
         Block b;
-        try {
-            b = sendBuffers.poll(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return CompletableFuture.failedFuture(e);
+        synchronized (this) {
+            b = freeSendBuffers.poll();
+            if (b == null) {
+                if (outbox.size() >= OUTBOX) {
+                    return CompletableFuture.failedFuture(new IllegalStateException("the peer has left " + OUTBOX
+                            + " control messages untaken"));
+                }
+                var sent = new CompletableFuture<WorkCompletion>();
+                outbox.add(new Queued(m, sent));
+                return sent;
+            }
         }
-        if (b == null) return CompletableFuture.failedFuture(new IllegalStateException("no control send buffer freed up in 10 s"));
+        return post(b, m);
+    }
+
+    private CompletableFuture<WorkCompletion> post(Block b, Message m) {
         int length = MessageCodec.encode(m, b.segment());
+        CompletableFuture<WorkCompletion> sent;
         try {
-            return qp.postAsync(WorkRequest.send(b.region(), b.regionOffset(), length))
-                    .whenComplete((wc, e) -> sendBuffers.add(b));
+            sent = qp.postAsync(WorkRequest.send(b.region(), b.regionOffset(), length));
         } catch (RuntimeException e) {
-            sendBuffers.add(b);
-            return CompletableFuture.failedFuture(e);
+            sent = CompletableFuture.failedFuture(e);
         }
+        sent.whenComplete((wc, e) -> recycle(b));
+        return sent;
+    }
+
+    /** A send buffer is free again: it carries the oldest queued message, or waits for the next send. */
+    private void recycle(Block b) {
+        Queued next;
+        synchronized (this) {
+            next = outbox.poll();
+            if (next == null) {
+                freeSendBuffers.add(b);
+                return;
+            }
+        }
+        post(b, next.message()).whenComplete((wc, e) -> {
+            if (e != null) next.sent().completeExceptionally(e);
+            else next.sent().complete(wc);
+        });
     }
 
     /** Frees the buffers; call after the QP is destroyed (nothing posted may be in flight). */
@@ -104,5 +118,9 @@ final class ControlChannel implements AutoCloseable {
     public void close() {
         receiveBuffers.forEach(Block::close);
         allSendBuffers.forEach(Block::close);
+        synchronized (this) {
+            outbox.forEach(q -> q.sent().completeExceptionally(new SessionLostException("the session closed")));
+            outbox.clear();
+        }
     }
 }

@@ -57,34 +57,40 @@ public final class LeaseManager implements AutoCloseable {
     private final ProtectionDomain pd;
     private final LeaseLimits limits;
     private final Isolation isolation;
+    private final PeerAccount peer;
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
     private final ArrayDeque<MemoryWindow> windows = new ArrayDeque<>(); // guarded by this
     /** Binds made through each live window: see {@link #pool}. Guarded by this. */
     private final Map<MemoryWindow, Integer> binds = new IdentityHashMap<>();
     private long leasedBytes;                                             // guarded by this
-    private boolean closed;                                               // guarded by this
+    private boolean closed;                                               // guarded by this: grants refused
+    private boolean windowsFreed;                                         // guarded by this: close() ran
     private final AtomicLong granted = new AtomicLong();
     private final AtomicLong released = new AtomicLong();
     private final AtomicLong expired = new AtomicLong();
     private final AtomicLong revoked = new AtomicLong();
     private final AtomicLong refused = new AtomicLong();
 
-    private LeaseManager(QueuePair qp, LeaseLimits limits, Isolation isolation) {
+    LeaseManager(QueuePair qp, LeaseLimits limits, Isolation isolation, PeerAccount peer) {
         this.qp = qp;
         this.pd = qp.pd();
         this.limits = limits;
         this.isolation = isolation;
+        this.peer = peer;
     }
 
     /** A manager whose isolation is what {@link IsolationProbe} finds for the QP's device. */
     public static LeaseManager create(QueuePair qp, LeaseLimits limits) {
-        return new LeaseManager(qp, limits, IsolationProbe.probe(qp.pd()));
+        return create(qp, limits, IsolationProbe.probe(qp.pd()));
     }
 
-    /** A manager with an explicit isolation ({@link Isolation#WHOLE_REGION} is only available this way). */
+    /**
+     * A manager with an explicit isolation ({@link Isolation#WHOLE_REGION} is only available this way). Its limits
+     * count this manager's leases alone; an {@link RdmaEndpoint} counts them per peer across its sessions.
+     */
     public static LeaseManager create(QueuePair qp, LeaseLimits limits, Isolation isolation) {
-        return new LeaseManager(qp, limits, isolation);
+        return new LeaseManager(qp, limits, isolation, new PeerAccount("the peer of " + qp, 0));
     }
 
     public Isolation isolation() {
@@ -174,19 +180,23 @@ public final class LeaseManager implements AutoCloseable {
 
     private synchronized void reserve(long bytes) {
         if (closed) throw refuse(ErrorCodes.SHUTTING_DOWN, "the lease manager is closed");
-        if (leases.size() >= limits.maxLeases()) {
-            throw refuse(ErrorCodes.LIMIT_EXCEEDED, "the peer holds " + leases.size() + " leases, the limit is "
-                    + limits.maxLeases());
-        }
-        if (leasedBytes + bytes > limits.maxBytes()) {
-            throw refuse(ErrorCodes.LIMIT_EXCEEDED, "the peer holds " + leasedBytes + " leased bytes; " + bytes
-                    + " more exceed the limit of " + limits.maxBytes());
+        try {
+            peer.reserve(bytes, limits);
+        } catch (LeaseRefusedException e) {
+            refused.incrementAndGet();
+            throw e;
         }
         leasedBytes += bytes;
     }
 
     private synchronized void unreserve(long bytes) {
+        peer.unreserve(bytes);
         leasedBytes -= bytes;
+    }
+
+    /** Refuses every grant from now on (the session is lost or closing); the leases are ended separately. */
+    synchronized void stopGranting() {
+        closed = true;
     }
 
     private LeaseRefusedException refuse(int code, String message) {
@@ -351,8 +361,9 @@ public final class LeaseManager implements AutoCloseable {
     @Override
     public void close() {
         synchronized (this) {
-            if (closed) return;
+            if (windowsFreed) return;
             closed = true;
+            windowsFreed = true;
         }
         endAll(EndReason.OWNER_CLOSED);
         synchronized (this) {

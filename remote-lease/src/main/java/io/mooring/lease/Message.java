@@ -29,6 +29,12 @@ sealed interface Message {
     /** The owner ended a lease on its own (expiry, limits, shutdown). */
     record Revoked(long requestId, long leaseId, int reason) implements Message {}
 
+    /**
+     * The sender has taken {@code messages} more of the receiver's application messages off its queue: the receiver
+     * may send that many more (credit-based flow control, so a fast sender never meets an empty receive queue).
+     */
+    record Credit(long requestId, int messages) implements Message {}
+
     /** A request was refused or not understood. */
     record Error(long requestId, int code, String message) implements Message {}
 }

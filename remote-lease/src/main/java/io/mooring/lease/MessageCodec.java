@@ -20,6 +20,7 @@ import java.nio.charset.StandardCharsets;
  * RENEW, RENEWED   leaseId:u64  durationNanos:u64                                            (16)
  * RELEASE, RELEASE_ACK   leaseId:u64                                                          (8)
  * REVOKED      leaseId:u64  reason:u32  reserved:u32                                          (16)
+ * CREDIT       messages:u32  reserved:u32                                                       (8)
  * ERROR        code:u32  messageLength:u32  message:utf8[messageLength ≤ 200]                 (8 + n)
  * </pre>
  * {@link #decode} accepts exactly this and nothing else: wrong magic, version, type or length, a truncated or
@@ -28,7 +29,7 @@ import java.nio.charset.StandardCharsets;
  */
 final class MessageCodec {
     static final int MAGIC = 0x4d4c5345; // "MLSE"
-    static final short VERSION = 1;
+    static final short VERSION = 2;
     static final int MAX_MESSAGE = 256;
     static final int MAX_ERROR_TEXT = 200;
     /** The access bits a lease may ask for: REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC. */
@@ -49,12 +50,14 @@ final class MessageCodec {
     static final StructLayout LEASE = MemoryLayout.structLayout(U64.withName("leaseId"));
     static final StructLayout REVOKED = MemoryLayout.structLayout(U64.withName("leaseId"), U32.withName("reason"),
             U32.withName("reserved"));
+    static final StructLayout CREDIT = MemoryLayout.structLayout(U32.withName("messages"), U32.withName("reserved"));
     static final StructLayout ERROR = MemoryLayout.structLayout(U32.withName("code"), U32.withName("messageLength"));
 
     /** Message types on the wire. */
     enum Type {
         REQUEST(MessageCodec.REQUEST), GRANT(MessageCodec.GRANT), RENEW(LEASE_DURATION), RENEWED(LEASE_DURATION),
-        RELEASE(LEASE), RELEASE_ACK(LEASE), REVOKED(MessageCodec.REVOKED), ERROR(MessageCodec.ERROR);
+        RELEASE(LEASE), RELEASE_ACK(LEASE), REVOKED(MessageCodec.REVOKED), ERROR(MessageCodec.ERROR),
+        CREDIT(MessageCodec.CREDIT);
 
         final StructLayout body;
 
@@ -72,6 +75,8 @@ final class MessageCodec {
     private static final VarHandle H_REQUEST_ID = field(HEADER, "requestId");
 
     // Field offsets inside each body, named after the layout and member.
+    private static final long CREDIT_MESSAGES = offset(CREDIT, "messages");
+    private static final long CREDIT_RESERVED = offset(CREDIT, "reserved");
     private static final long ERROR_CODE = offset(ERROR, "code");
     private static final long ERROR_MESSAGE_LENGTH = offset(ERROR, "messageLength");
     private static final long GRANT_ADDRESS = offset(GRANT, "address");
@@ -137,6 +142,7 @@ final class MessageCodec {
                 body.set(U64, REVOKED_LEASE_ID, r.leaseId());
                 body.set(U32, REVOKED_REASON, r.reason());
             }
+            case Message.Credit c -> body.set(U32, CREDIT_MESSAGES, c.messages());
             case Message.Error e -> {
                 body.set(U32, ERROR_CODE, e.code());
                 body.set(U32, ERROR_MESSAGE_LENGTH, text.length);
@@ -172,6 +178,7 @@ final class MessageCodec {
             case Message.ReleaseAck r -> Type.RELEASE_ACK;
             case Message.Revoked r -> Type.REVOKED;
             case Message.Error e -> Type.ERROR;
+            case Message.Credit c -> Type.CREDIT;
         };
     }
 
@@ -217,6 +224,11 @@ final class MessageCodec {
                 yield new Message.Revoked(requestId, leaseId(requestId, body, REVOKED_LEASE_ID), body.get(U32, REVOKED_REASON));
             }
             case ERROR -> error(requestId, body);
+            case CREDIT -> {
+                if (body.get(U32, CREDIT_RESERVED) != 0) throw new MalformedMessageException(requestId, "reserved bits set");
+                yield new Message.Credit(requestId, (int) positive(requestId, "credit",
+                        Integer.toUnsignedLong(body.get(U32, CREDIT_MESSAGES))));
+            }
         };
     }
 

@@ -3,46 +3,46 @@ package io.mooring.lease;
 import io.mooring.allocator.Block;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.Bootstrap;
-import io.mooring.verbs.CompletionDispatcher;
-import io.mooring.verbs.CompletionQueue;
+import io.mooring.verbs.Opcode;
 import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.WorkRequest;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemoryLayout;
-import java.lang.foreign.MemorySegment;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A connection to one peer over which each side can lease its blocks to the other and use the other's. A
- * TCP bootstrap exchanges the QPs' addresses and the protocol version; one RC QP pair then carries both the
- * data (the requester's READ/WRITE/atomics) and the agent's control messages (SEND/RECV, {@link MessageCodec}).
- * The TCP connection stays open as the liveness signal: when it or the QP breaks, every lease granted to the
- * peer is revoked and every {@link RemoteSegment} of the peer's fails fast.
+ * A connection to one peer, made by an {@link RdmaEndpoint}: each side can send the other messages, lease its
+ * blocks to the other and use the other's. Two RC QP pairs: the <em>control</em> QP carries the lease agent's
+ * messages ({@link MessageCodec}); the <em>data</em> QP carries the application's messages (flow-controlled by
+ * credits, {@link MessageFlow}), the requester's READ/WRITE/atomics, and the binds of the windows that expose this
+ * side's leases — a type 2 window is reached only through the QP it was bound through, the peer's data QP's partner.
+ * The bootstrap's TCP connection stays open as the liveness signal: when it or a QP breaks, every lease granted to
+ * the peer is revoked and every {@link RemoteSegment} of the peer's fails fast.
  *
- * <p>The agent serves REQUEST (allocate a block, {@link LeaseManager#grant grant} it, answer GRANT), RENEW,
- * RELEASE (answered with RELEASE_ACK once access is revoked) on its own thread, so that waiting for a bind
- * never stalls the completion dispatcher. Malformed, unknown or forged messages get an ERROR naming the fault;
- * a peer that keeps sending garbage is disconnected.
+ * <p>A session has no thread of its own but two virtual threads: its agent, which serves REQUEST, RENEW and RELEASE in
+ * order (waiting for a bind blocks nobody else), and the watcher of the TCP connection. Completions come from the
+ * endpoint's dispatcher. Malformed, unknown or forged messages get an ERROR naming the fault; a peer that keeps
+ * sending garbage is disconnected.
  */
 public final class RdmaSession implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaSession.class.getName());
@@ -50,14 +50,26 @@ public final class RdmaSession implements AutoCloseable {
     static final int MALFORMED_LIMIT = 16;
     /** The largest alignment a REQUEST may ask for: a page. */
     private static final long MAX_ALIGNMENT = 4096;
+    /** Sends and receives of the control QP; the agent answers each received message with at most one. */
+    static final QpCapabilities CONTROL_QP = new QpCapabilities(ControlChannel.SENDS, ControlChannel.RECEIVES, 1, 1, 0);
+    /** Outstanding requests of the data QP's send queue (messages, the requester's operations, binds). */
+    static final int DATA_SENDS = 256;
+    /** RNR retries before a peer that posts no receives is declared lost (7 would retry forever). */
+    static final int RNR_RETRY = 6;
+    /** Bootstrap record: protocol version, the data QP's address, the message window and size this side takes. */
+    private static final int RECORD_BYTES = 4 + QpInfo.BYTES + 4 + 4;
 
+    private final RdmaEndpoint endpoint;
     private final Socket socket;
-    private final SessionConfig config;
-    private final CompletionQueue cq;
-    private final QueuePair qp;
+    private final SocketAddress peerAddress;
+    private final PeerAccount peer;
+    private final QueuePair controlQp;
+    private final QueuePair dataQp;
     private final ControlChannel channel;
+    private final MessageFlow messages;
     private final LeaseManager leases;
-    private final ExecutorService agent;
+    private final SessionAgent agent;
+    private final int peerMessageSize;
     private final Map<Long, CompletableFuture<Message>> pending = new ConcurrentHashMap<>();
     private final Map<Long, RemoteSegment.State> remote = new ConcurrentHashMap<>();
     private final AtomicLong requestIds = new AtomicLong();
@@ -66,77 +78,82 @@ public final class RdmaSession implements AutoCloseable {
     private volatile String lostReason;
     private final CompletableFuture<String> ended = new CompletableFuture<>();
     private volatile boolean closing;
+    private final AtomicBoolean tearingDown = new AtomicBoolean();
+    private final CompletableFuture<Void> tornDown = new CompletableFuture<>();
 
     /**
      * Sets the session up over a connected {@code socket}, which it then owns. Every step that can fail — a peer
-     * that stays silent (bounded by the request timeout), speaks another version, breaks off the bootstrap, or a
-     * QP, buffer or probe this side cannot make — throws with everything made so far freed and the socket closed.
+     * that stays silent (bounded by the endpoint's handshake timeout), speaks another version, breaks off the
+     * bootstrap, or a QP or buffer this side cannot make — throws with everything made so far freed and the socket
+     * closed.
      */
-    private RdmaSession(Socket socket, SessionConfig config) throws IOException {
+    RdmaSession(RdmaEndpoint endpoint, Socket socket, PeerAccount peer) throws IOException {
+        this.endpoint = endpoint;
         this.socket = socket;
-        this.config = config;
-        CompletionQueue madeCq = null;
-        QueuePair madeQp = null;
+        this.peerAddress = socket.getRemoteSocketAddress();
+        this.peer = peer;
+        QueuePair madeControl = null;
+        QueuePair madeData = null;
         ControlChannel madeChannel = null;
+        MessageFlow madeMessages = null;
         LeaseManager madeLeases = null;
-        ExecutorService madeAgent = null;
+        SessionAgent madeAgent = null;
         boolean done = false;
         try {
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, config.requestTimeout().toMillis()));
             var bootstrap = Bootstrap.of(socket);
-            this.cq = madeCq = config.pd().context().createCompletionQueue(1024);
-            this.qp = madeQp = config.pd().createQueuePair(cq, cq, QpCapabilities.DEFAULT);
-            var peer = bootstrap.exchange(qp.info(config.connect()), ByteBuffer.allocate(4).putInt(0, PROTOCOL_VERSION));
-            int peerVersion = peer.data().getInt(0);
+            var pd = endpoint.pd();
+            this.controlQp = madeControl = pd.createQueuePair(endpoint.cq(), endpoint.cq(), CONTROL_QP);
+            this.dataQp = madeData = pd.createQueuePair(endpoint.cq(), endpoint.cq(),
+                    new QpCapabilities(DATA_SENDS, endpoint.messageWindow(), 1, 1, 0));
+            var record = ByteBuffer.allocate(RECORD_BYTES).putInt(PROTOCOL_VERSION);
+            dataQp.info(endpoint.connectOptions()).writeTo(record);
+            record.putInt(endpoint.messageWindow()).putInt(endpoint.maxMessageSize()).flip();
+            var answer = bootstrap.exchange(controlQp.info(endpoint.connectOptions()), record, RECORD_BYTES);
+            ByteBuffer peerRecord = answer.data();
+            int peerVersion = peerRecord.getInt();
             if (peerVersion != PROTOCOL_VERSION) {
                 throw new IOException("peer speaks lease protocol " + peerVersion + ", this side " + PROTOCOL_VERSION);
             }
+            QpInfo peerData = QpInfo.readFrom(peerRecord);
+            int peerWindow = peerRecord.getInt();
+            this.peerMessageSize = peerRecord.getInt();
+            if (peerWindow <= 0 || peerMessageSize <= 0) {
+                throw new IOException("peer offers a message window of " + peerWindow + " and a message size of "
+                        + peerMessageSize + "; both must be positive");
+            }
             // Buffers and threads only for a peer that passed the bootstrap.
-            this.channel = madeChannel = new ControlChannel(qp, config.arena());
-            qp.connect(peer.qp(), config.connect());
+            this.channel = madeChannel = new ControlChannel(controlQp, endpoint.arena());
+            this.messages = madeMessages = new MessageFlow(this, dataQp, endpoint.arena(), endpoint.maxMessageSize(),
+                    endpoint.messageWindow(), peerWindow);
+            this.leases = madeLeases = new LeaseManager(dataQp, endpoint.limits(), endpoint.isolation(), peer);
+            this.agent = madeAgent = new SessionAgent("mooring-agent-" + peerAddress);
+            endpoint.route(this);
+            var options = endpoint.connectOptions().toBuilder().rnrRetry(RNR_RETRY).build();
+            controlQp.connect(answer.qp(), options);
+            dataQp.connect(peerData, options);
             channel.start();
-            cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, this::onCompletion);
-            this.leases = madeLeases = config.isolation() == null ? LeaseManager.create(qp, config.limits())
-                    : LeaseManager.create(qp, config.limits(), config.isolation());
-            this.agent = madeAgent = Executors.newSingleThreadExecutor(
-                    Thread.ofPlatform().daemon().name("mooring-lease-agent").factory());
-            bootstrap.barrier(); // both sides have receives posted before either sends a control message
+            messages.start();
+            agent.start();
+            bootstrap.barrier(); // both sides have receives posted before either sends anything
             socket.setSoTimeout(0); // from now on the connection only signals liveness: watchPeer blocks on it
-            Thread.ofPlatform().daemon().name("mooring-session-watch").start(this::watchPeer);
+            Thread.ofVirtual().name("mooring-session-watch-" + peerAddress).start(this::watchPeer);
             done = true;
         } finally {
             if (!done) {
-                if (madeAgent != null) madeAgent.shutdownNow();
+                closing = true;
+                endpoint.unroute(madeControl, madeData);
+                if (madeAgent != null) madeAgent.stop();
                 if (madeLeases != null) madeLeases.close();
                 closeQuietly(socket);
-                if (madeQp != null) madeQp.close();
-                if (madeCq != null) madeCq.close();
+                if (madeControl != null) madeControl.close();
+                if (madeData != null) madeData.close();
                 if (madeChannel != null) madeChannel.close();
+                if (madeMessages != null) madeMessages.close();
             }
         }
     }
 
-    /**
-     * Accepts one peer on {@code server} and sets the session up; a peer that does not complete the bootstrap within
-     * the request timeout is dropped with an exception, having cost nothing that stays.
-     */
-    public static RdmaSession accept(ServerSocket server, SessionConfig config) throws IOException {
-        return new RdmaSession(server.accept(), config);
-    }
-
-    /** Connects to a peer waiting in {@link #accept}. */
-    public static RdmaSession connect(InetSocketAddress peer, SessionConfig config) throws IOException {
-        var s = new Socket();
-        try {
-            s.connect(peer, 10_000);
-        } catch (IOException e) {
-            closeQuietly(s);
-            throw e;
-        }
-        return new RdmaSession(s, config);
-    }
-
-    private static void closeQuietly(Socket s) {
+    static void closeQuietly(Socket s) {
         try {
             s.close();
         } catch (IOException e) {
@@ -144,9 +161,121 @@ public final class RdmaSession implements AutoCloseable {
         }
     }
 
+    /** The peer's address (its end of the bootstrap connection). */
+    public SocketAddress peerAddress() {
+        return peerAddress;
+    }
+
+    /** The endpoint this session belongs to. */
+    public RdmaEndpoint endpoint() {
+        return endpoint;
+    }
+
     /** This side's leases to the peer (grant blocks explicitly, inspect or end them). */
     public LeaseManager leases() {
         return leases;
+    }
+
+    // ---- messages --------------------------------------------------------------------------------------------
+
+    /** The largest message the peer takes: its endpoint's maximum message size. */
+    public int peerMaxMessageSize() {
+        return peerMessageSize;
+    }
+
+    /**
+     * Sends the first {@code length} bytes of {@code message} to the peer, where {@link #receive()} delivers them. The
+     * block stays the caller's, but must not change until the returned future completes. Waits for a credit if the
+     * peer has taken none of the messages it was sent lately (flow control), never for its CPU.
+     *
+     * @throws IllegalArgumentException if {@code length} exceeds the block or {@link #peerMaxMessageSize()}
+     * @throws FlowControlException     if {@value MessageFlow#MAX_WAITING} sends already wait for credit
+     * @throws SessionLostException     if the session has ended
+     */
+    public CompletableFuture<WorkCompletion> sendAsync(Block message, int length) {
+        return sendAsync(message, length, false, 0);
+    }
+
+    /** {@link #sendAsync(Block, int)} with a 32-bit immediate value the receiver gets beside the bytes. */
+    public CompletableFuture<WorkCompletion> sendWithImmAsync(Block message, int length, int immediate) {
+        return sendAsync(message, length, true, immediate);
+    }
+
+    /** Sends the whole block and waits until it is sent (see {@link #sendAsync}), at most the request timeout. */
+    public void send(Block message) {
+        await(sendAsync(message, messageLength(message)), "a send");
+    }
+
+    /** {@link #send(Block)} with an immediate value. */
+    public void sendWithImm(Block message, int immediate) {
+        await(sendWithImmAsync(message, messageLength(message), immediate), "a send");
+    }
+
+    private static int messageLength(Block message) {
+        return (int) Math.min(Integer.MAX_VALUE, message.size());
+    }
+
+    private CompletableFuture<WorkCompletion> sendAsync(Block message, int length, boolean withImmediate, int immediate) {
+        checkUsable();
+        if (length < 0 || length > message.size() || length > peerMessageSize) {
+            throw new IllegalArgumentException("a message of " + length + " bytes from " + message + " does not fit: the"
+                    + " peer takes at most " + peerMessageSize + " bytes per message");
+        }
+        return messages.send(() -> {
+            var wr = WorkRequest.send(message.region(), message.regionOffset(), length);
+            if (withImmediate) wr.opcode(Opcode.SEND_WITH_IMM).immediate(immediate);
+            return dataQp.postAsync(wr);
+        });
+    }
+
+    /**
+     * The next message from the peer, when it arrives; the caller owns it and closes it when done. Messages arrive in
+     * the order they were sent.
+     *
+     * @throws FlowControlException if {@value MessageFlow#MAX_WAITING} receives already wait
+     * @throws SessionLostException if the session has ended
+     */
+    public CompletableFuture<InboundMessage> receiveAsync() {
+        return messages.receive();
+    }
+
+    /** Waits for the next message, at most {@code timeout}. */
+    public InboundMessage receive(Duration timeout) throws TimeoutException {
+        return awaitOrTimeout(receiveAsync(), timeout);
+    }
+
+    /** Waits for the next message. */
+    public InboundMessage receive() {
+        return messages.receive().join();
+    }
+
+    /**
+     * The immediate value of the next RDMA WRITE with immediate the peer made into a segment this side leased it
+     * ({@link RemoteSegment#writeWithImmAsync} on its side): the data is in place when this completes.
+     */
+    public CompletableFuture<Integer> receiveWriteImmAsync() {
+        return messages.receiveWriteImm();
+    }
+
+    /** Waits for the next WRITE with immediate, at most {@code timeout}. */
+    public int receiveWriteImm(Duration timeout) throws TimeoutException {
+        return awaitOrTimeout(receiveWriteImmAsync(), timeout);
+    }
+
+    /** Posts a WRITE with immediate for {@link RemoteSegment}, spending a credit as a message does. */
+    CompletableFuture<WorkCompletion> writeWithImm(WorkRequest write) {
+        checkUsable();
+        return messages.send(() -> dataQp.postAsync(write));
+    }
+
+    /** The peer sent past the {@code window} credits it was given: it breaks the protocol and loses the session. */
+    void pastCredits(int window) {
+        lost("the peer sent past its " + window + " credits");
+    }
+
+    /** The application took {@code n} messages: tell the peer it may send that many more. */
+    void grantCredits(int n) {
+        if (lostReason == null && !closing) reply(new Message.Credit(requestIds.incrementAndGet(), n));
     }
 
     // ---- requester -------------------------------------------------------------------------------------------
@@ -158,6 +287,11 @@ public final class RdmaSession implements AutoCloseable {
      * @throws SessionLostException  if the session is gone
      */
     public RemoteSegment requestRemote(long size, Duration duration, Set<Access> access) {
+        return join(requestRemoteAsync(size, duration, access));
+    }
+
+    /** {@link #requestRemote(long, Duration, Set)} without waiting: the future fails with the same exceptions. */
+    public CompletableFuture<RemoteSegment> requestRemoteAsync(long size, Duration duration, Set<Access> access) {
         return requestRemote(size, 8, duration, access);
     }
 
@@ -173,19 +307,19 @@ public final class RdmaSession implements AutoCloseable {
             throw new IllegalArgumentException("a lease needs a size above 0 and an alignment of at most "
                     + MAX_ALIGNMENT + ", the layout has " + layout.byteSize() + " and " + layout.byteAlignment());
         }
-        return requestRemote(layout.byteSize(), Math.max(8, layout.byteAlignment()), duration, access);
+        return join(requestRemote(layout.byteSize(), Math.max(8, layout.byteAlignment()), duration, access));
     }
 
-    private RemoteSegment requestRemote(long size, long alignment, Duration duration, Set<Access> access) {
+    private CompletableFuture<RemoteSegment> requestRemote(long size, long alignment, Duration duration,
+                                                           Set<Access> access) {
         long sent = System.nanoTime();
-        Message answer = call(new Message.Request(requestIds.incrementAndGet(), size, alignment, Access.mask(access),
-                duration.toNanos()));
-        if (answer instanceof Message.Grant g) {
-            var state = new RemoteSegment.State(g.leaseId(), localDeadline(sent, g.durationNanos()));
-            remote.put(g.leaseId(), state);
-            return new RemoteSegment(this, state, g.address(), g.length(), g.rkey(), Set.copyOf(access));
-        }
-        throw refusal(answer);
+        return call(new Message.Request(requestIds.incrementAndGet(), size, alignment, Access.mask(access),
+                duration.toNanos())).thenApply(answer -> {
+                    if (!(answer instanceof Message.Grant g)) throw refusal(answer);
+                    var state = new RemoteSegment.State(g.leaseId(), localDeadline(sent, g.durationNanos()));
+                    remote.put(g.leaseId(), state);
+                    return new RemoteSegment(this, state, g.address(), g.length(), g.rkey(), Set.copyOf(access));
+                });
     }
 
     /** A margin before the owner's deadline: our clock started before the owner's did, and a request takes time. */
@@ -193,31 +327,70 @@ public final class RdmaSession implements AutoCloseable {
         return sentNanos + durationNanos - Math.min(durationNanos / 10, TimeUnit.MILLISECONDS.toNanos(250));
     }
 
-    void renew(RemoteSegment.State state, Duration duration, long sentNanos) {
-        Message answer = call(new Message.Renew(requestIds.incrementAndGet(), state.leaseId, duration.toNanos()));
-        if (!(answer instanceof Message.Renewed r)) throw refusal(answer);
-        state.deadlineNanos = localDeadline(sentNanos, r.durationNanos());
+    CompletableFuture<Void> renew(RemoteSegment.State state, Duration duration, long sentNanos) {
+        return call(new Message.Renew(requestIds.incrementAndGet(), state.leaseId, duration.toNanos())).thenAccept(a -> {
+            if (!(a instanceof Message.Renewed r)) throw refusal(a);
+            state.deadlineNanos = localDeadline(sentNanos, r.durationNanos());
+        });
     }
 
-    /** Sends a control request and waits for its answer. */
-    Message call(Message request) {
+    /** Sends a control request; the future completes with its answer, or fails after the request timeout. */
+    CompletableFuture<Message> call(Message request) {
         checkUsable();
         var answer = new CompletableFuture<Message>();
         pending.put(request.requestId(), answer);
+        channel.send(request).exceptionally(e -> {
+            answer.completeExceptionally(new SessionLostException("sending " + request.getClass().getSimpleName()
+                    + " to " + peerAddress + " failed: " + e));
+            return null;
+        });
+        Duration timeout = endpoint.requestTimeout();
+        return answer.orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS).handle((m, e) -> {
+            pending.remove(request.requestId());
+            if (e == null) return m;
+            Throwable cause = e instanceof CompletionException ? e.getCause() : e;
+            if (cause instanceof TimeoutException) {
+                throw new SessionLostException("no answer to " + request.getClass().getSimpleName() + " within "
+                        + timeout + " from " + peerAddress);
+            }
+            if (cause instanceof RuntimeException r) throw r;
+            throw new SessionLostException("session to " + peerAddress + " failed: " + cause);
+        });
+    }
+
+    /** Waits for {@code f}, unwrapping its failure: the blocking forms throw what the async ones complete with. */
+    static <T> T join(CompletableFuture<T> f) {
         try {
-            channel.send(request);
-            return answer.get(config.requestTimeout().toMillis(), TimeUnit.MILLISECONDS);
+            return f.join();
+        } catch (CompletionException e) {
+            if (e.getCause() instanceof RuntimeException r) throw r;
+            throw e;
+        }
+    }
+
+    private <T> T await(CompletableFuture<T> f, String what) {
+        try {
+            return awaitOrTimeout(f, endpoint.requestTimeout());
+        } catch (TimeoutException e) {
+            f.cancel(false);
+            throw new FlowControlException(what + " to " + peerAddress + " waited " + endpoint.requestTimeout()
+                    + " for the peer's credit: the peer takes no messages");
+        }
+    }
+
+    private static <T> T awaitOrTimeout(CompletableFuture<T> f, Duration timeout) throws TimeoutException {
+        try {
+            return f.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof RuntimeException r) throw r;
-            throw new SessionLostException("session to " + socket.getRemoteSocketAddress() + " failed: " + e.getCause());
-        } catch (TimeoutException e) {
-            throw new SessionLostException("no answer to " + request.getClass().getSimpleName() + " within "
-                    + config.requestTimeout() + " from " + socket.getRemoteSocketAddress());
+            throw new IllegalStateException(e.getCause());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+            f.cancel(false);
             throw new IllegalStateException("interrupted while waiting for the peer", e);
-        } finally {
-            pending.remove(request.requestId());
+        } catch (TimeoutException e) {
+            f.cancel(false);
+            throw e;
         }
     }
 
@@ -227,45 +400,53 @@ public final class RdmaSession implements AutoCloseable {
     }
 
     QueuePair qp() {
-        return qp;
+        return dataQp;
+    }
+
+    int controlQpNumber() {
+        return controlQp.number();
+    }
+
+    QueuePair controlQp() {
+        return controlQp;
     }
 
     /**
-     * The session's QP, for traffic outside the lease API. Nothing here checks a lease: that is the point of
-     * the owner's revocation — a request through an ended lease's key fails at the owner whatever this side
-     * posts.
+     * The session's data QP, for traffic outside the session's API. Nothing here checks a lease: that is the point of
+     * the owner's revocation — a request through an ended lease's key fails at the owner whatever this side posts.
      */
     public QueuePair queuePair() {
-        return qp;
+        return dataQp;
     }
 
     void checkUsable() {
         String lost = lostReason;
         if (lost != null) throw new SessionLostException(lost);
-        if (closing) throw new IllegalStateException("the session is closed");
+        if (closing) throw new SessionLostException("the session to " + peerAddress + " is closed");
     }
 
     /**
-     * Releases a lease of the peer's: from {@link RemoteSegment#close()} (waiting for the acknowledgement) or
-     * from its Cleaner. A lease the owner already ended (expired, revoked) counts as released.
+     * Releases a lease of the peer's: from {@link RemoteSegment#close()} (waiting for the acknowledgement) or from its
+     * Cleaner. A lease the owner already ended (expired, revoked) counts as released.
      */
-    void release(long leaseId, boolean wait) {
+    CompletableFuture<Void> release(long leaseId, boolean wait) {
         remote.remove(leaseId);
-        if (lostReason != null || closing) return;
+        if (lostReason != null || closing) return CompletableFuture.completedFuture(null);
         var release = new Message.Release(requestIds.incrementAndGet(), leaseId);
-        if (wait) {
-            Message answer = call(release);
+        if (!wait) {
+            channel.send(release);
+            return CompletableFuture.completedFuture(null);
+        }
+        return call(release).thenAccept(answer -> {
             boolean alreadyEnded = answer instanceof Message.Error e && e.code() == ErrorCodes.UNKNOWN_LEASE;
             if (!(answer instanceof Message.ReleaseAck) && !alreadyEnded) throw refusal(answer);
-        } else {
-            channel.send(release);
-        }
+        });
     }
 
     void leaked(long leaseId) {
         leakedSegments.incrementAndGet();
-        LOG.log(Level.WARNING, "LEAK: the remote segment of lease " + leaseId + " from "
-                + socket.getRemoteSocketAddress() + " became unreachable without close(); released through the Cleaner");
+        LOG.log(Level.WARNING, "LEAK: the remote segment of lease " + leaseId + " from " + peerAddress
+                + " became unreachable without close(); released through the Cleaner");
     }
 
     /** Remote segments dropped without close() so far. */
@@ -273,30 +454,40 @@ public final class RdmaSession implements AutoCloseable {
         return leakedSegments.get();
     }
 
-    // ---- agent -----------------------------------------------------------------------------------------------
+    // ---- completions and the agent ---------------------------------------------------------------------------
 
-    private void onCompletion(WorkCompletion wc) {
-        channel.onCompletion(wc, this::toAgent, (why, c) -> lost(why));
-    }
-
-    private void toAgent(MemorySegment bytes) {
-        try {
-            agent.execute(() -> serve(bytes));
-        } catch (RejectedExecutionException e) { // closing: the agent has stopped, nothing is served any more
-            LOG.log(Level.DEBUG, "a control message arrived after the session closed; dropped");
+    /** A completion of one of this session's QPs that no future claimed: a receive, or a failure. */
+    void onCompletion(WorkCompletion wc) {
+        if (!wc.isSuccess()) {
+            lost((wc.qpNumber() == controlQp.number() ? "a control" : "a data") + " receive completed with "
+                    + wc.status());
+            return;
         }
+        if (wc.qpNumber() == dataQp.number()) {
+            try {
+                messages.received(wc);
+            } catch (RuntimeException | OutOfMemoryError e) { // no block for the next receive (memlock)
+                lost("receiving a message failed: " + e.getMessage());
+            }
+            return;
+        }
+        int slot = (int) wc.wrId();
+        int length = wc.byteLength();
+        if (!agent.offer(() -> serve(slot, length))) lost("the agent's queue overflowed");
     }
 
-    private void serve(MemorySegment bytes) {
+    private void serve(int slot, int length) {
         Message m;
         try {
-            m = MessageCodec.decode(bytes);
+            m = MessageCodec.decode(channel.received(slot, length));
         } catch (MalformedMessageException e) {
-            LOG.log(Level.WARNING, "malformed control message from " + socket.getRemoteSocketAddress() + ": " + e.getMessage());
+            repost(slot);
+            LOG.log(Level.WARNING, "malformed control message from " + peerAddress + ": " + e.getMessage());
             reply(new Message.Error(e.requestId(), ErrorCodes.MALFORMED, e.getMessage()));
             if (malformed.incrementAndGet() > MALFORMED_LIMIT) lost("the peer sent " + MALFORMED_LIMIT + " malformed messages");
             return;
         }
+        if (!repost(slot)) return;
         try {
             switch (m) {
                 case Message.Request r -> grant(r);
@@ -306,6 +497,7 @@ public final class RdmaSession implements AutoCloseable {
                     RemoteSegment.State s = remote.remove(r.leaseId());
                     if (s != null) s.revoked();
                 }
+                case Message.Credit c -> messages.credited(c.messages());
                 case Message.Grant g -> answer(g);
                 case Message.Renewed r -> answer(r);
                 case Message.ReleaseAck a -> answer(a);
@@ -317,11 +509,22 @@ public final class RdmaSession implements AutoCloseable {
         }
     }
 
+    /** The message is decoded: its buffer takes the next one. False if the session broke meanwhile. */
+    private boolean repost(int slot) {
+        try {
+            channel.repost(slot);
+            return true;
+        } catch (RuntimeException e) {
+            lost("reposting a control receive failed: " + e.getMessage());
+            return false;
+        }
+    }
+
     private void grant(Message.Request r) {
         // Refused before anything is allocated: a peer must not make this side map memory it would refuse anyway.
-        if (r.size() > config.limits().maxBytes()) {
+        if (r.size() > endpoint.limits().maxBytes()) {
             reply(new Message.Error(r.requestId(), ErrorCodes.LIMIT_EXCEEDED, "a lease of " + r.size()
-                    + " bytes exceeds the per-peer limit of " + config.limits().maxBytes()));
+                    + " bytes exceeds the per-peer limit of " + endpoint.limits().maxBytes()));
             return;
         }
         if (r.alignment() > MAX_ALIGNMENT) {
@@ -331,24 +534,27 @@ public final class RdmaSession implements AutoCloseable {
         }
         Block block;
         try {
-            block = config.arena().allocateShared(r.size(), r.alignment());
+            block = endpoint.arena().allocateShared(r.size(), r.alignment());
         } catch (IllegalArgumentException | VerbsException | OutOfMemoryError e) { // e.g. the memlock limit
             reply(new Message.Error(r.requestId(), ErrorCodes.OUT_OF_MEMORY, "cannot allocate " + r.size() + " bytes: "
                     + e.getMessage()));
             return;
         }
+        Lease lease;
         try {
-            Lease lease = leases.grant(block, Duration.ofNanos(r.durationNanos()), Access.of(r.access()));
-            lease.ended().thenAccept(reason -> {
-                if (reason == EndReason.EXPIRED || reason == EndReason.OWNER_CLOSED) {
-                    reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
-                }
-            });
-            reply(new Message.Grant(r.requestId(), lease.id(), lease.address(), lease.length(), lease.rkey(), r.durationNanos()));
-        } catch (LeaseRefusedException e) {
+            lease = leases.grant(block, Duration.ofNanos(r.durationNanos()), Access.of(r.access()));
+        } catch (RuntimeException e) { // refused, or the bind failed or timed out: the block is still ours
             block.close();
-            reply(new Message.Error(r.requestId(), e.code(), e.getMessage()));
+            int code = e instanceof LeaseRefusedException refused ? refused.code() : ErrorCodes.INVALID_REQUEST;
+            reply(new Message.Error(r.requestId(), code, String.valueOf(e.getMessage())));
+            return;
         }
+        lease.ended().thenAccept(reason -> {
+            if (reason == EndReason.EXPIRED || reason == EndReason.OWNER_CLOSED) {
+                reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
+            }
+        });
+        reply(new Message.Grant(r.requestId(), lease.id(), lease.address(), lease.length(), lease.rkey(), r.durationNanos()));
     }
 
     private void renew(Message.Renew r) {
@@ -381,6 +587,7 @@ public final class RdmaSession implements AutoCloseable {
         else LOG.log(Level.DEBUG, "answer to no pending request: " + m);
     }
 
+    /** Sends without waiting (never blocks the caller, often a shared thread); a failed send loses the session. */
     private void reply(Message m) {
         if (lostReason != null) return;
         channel.send(m).exceptionally(e -> {
@@ -408,20 +615,28 @@ public final class RdmaSession implements AutoCloseable {
     }
 
     /**
-     * Ends the session from the peer's side; a peer closing it is ordinary (INFO: the session "ended"), anything
-     * else a failure (WARNING: it was "lost").
+     * Ends the session from the peer's side; a peer closing it is ordinary (INFO: the session "ended"), anything else
+     * a failure (WARNING: it was "lost", and the peer waits before its next session is accepted). Never blocks: the
+     * caller may be the endpoint's dispatcher.
      */
     private synchronized void lost(String reason, Level level) {
         if (lostReason != null || closing) return;
-        lostReason = "session to " + socket.getRemoteSocketAddress() + (level == Level.INFO ? " ended: " : " lost: ")
-                + reason;
+        lostReason = "session to " + peerAddress + (level == Level.INFO ? " ended: " : " lost: ") + reason;
+        if (level == Level.INFO) peer.endedCleanly();
+        else peer.failed();
         ended.complete(lostReason);
         LOG.log(level, lostReason + "; revoking every lease granted to the peer");
+        leases.stopGranting();
         pending.values().forEach(f -> f.completeExceptionally(new SessionLostException(lostReason)));
         remote.values().forEach(RemoteSegment.State::revoked);
         remote.clear();
-        qp.moveToError(); // no invalidation can complete on it any more; the manager deallocates windows instead
-        agent.execute(() -> leases.endAll(EndReason.SESSION_LOST));
+        messages.end(lostReason);
+        controlQp.moveToError();
+        dataQp.moveToError(); // no invalidation can complete on it any more; the manager deallocates windows instead
+        Thread.ofVirtual().name("mooring-session-end-" + peerAddress).start(() -> {
+            leases.endAll(EndReason.SESSION_LOST);
+            tearDown();
+        });
     }
 
     /** Why the session ended on the peer's side (it closed it, or the session broke), or null while it works. */
@@ -444,17 +659,39 @@ public final class RdmaSession implements AutoCloseable {
             if (closing) return;
             closing = true;
         }
-        ended.complete("session to " + socket.getRemoteSocketAddress() + " closed by this side");
+        ended.complete("session to " + peerAddress + " closed by this side");
+        if (lostReason == null) peer.endedCleanly();
         leases.close();
-        agent.shutdown();
-        try {
-            agent.awaitTermination(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        tearDown();
+    }
+
+    /**
+     * Frees what the session made, once: by {@link #close()}, or by the session itself once a lost session's leases
+     * have ended — an endpoint serving many peers must not depend on the application to clean up after each loss.
+     */
+    private void tearDown() {
+        if (tearingDown.getAndSet(true)) { // the other path does it: wait, so that close() returns with all freed
+            tornDown.join();
+            return;
         }
-        closeQuietly(socket);
-        qp.close();
-        cq.close();
-        channel.close();
+        try {
+            leases.close(); // after endAll: frees the pooled windows
+            agent.stop();
+            closeQuietly(socket);
+            messages.end("the session to " + peerAddress + " closed");
+            endpoint.unroute(controlQp, dataQp);
+            controlQp.close();
+            dataQp.close();
+            channel.close();
+            messages.close();
+            endpoint.removed(this);
+        } finally {
+            tornDown.complete(null);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RdmaSession[" + peerAddress + (lostReason != null ? ", lost" : closing ? ", closed" : "") + "]";
     }
 }

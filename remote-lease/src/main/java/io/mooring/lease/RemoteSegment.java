@@ -2,6 +2,7 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.verbs.Access;
+import io.mooring.verbs.Opcode;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
@@ -10,7 +11,6 @@ import java.lang.ref.Cleaner;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -53,6 +53,8 @@ public final class RemoteSegment implements AutoCloseable {
             }
         }
     }
+
+    private static final long MIN_TRANSFER_NANOS = 1_000_000;
 
     private final RdmaSession session;
     private final State state;
@@ -97,9 +99,13 @@ public final class RemoteSegment implements AutoCloseable {
      * @throws LeaseRefusedException with the owner's reason
      */
     public void renew(Duration duration) {
+        RdmaSession.join(renewAsync(duration));
+    }
+
+    /** {@link #renew} without waiting: the future fails with the same exceptions. */
+    public CompletableFuture<Void> renewAsync(Duration duration) {
         if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
-        long sent = System.nanoTime();
-        session.renew(state, duration, sent);
+        return session.renew(state, duration, System.nanoTime());
     }
 
     /** Whether operations may still be posted (open, not revoked, before the local deadline, session alive). */
@@ -117,6 +123,22 @@ public final class RemoteSegment implements AutoCloseable {
         check(Access.REMOTE_WRITE, offset, src.size());
         return session.qp().postAsync(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
                 .remote(address + offset, rkey));
+    }
+
+    /**
+     * Writes all of {@code src} at {@code offset} and consumes one of the owner's message receives with
+     * {@code immediate}, which its {@link RdmaSession#receiveWriteImmAsync} returns once the data is in place
+     * (async-rdma's {@code write_with_imm}). Spends a message credit, as a send does.
+     */
+    public CompletableFuture<WorkCompletion> writeWithImmAsync(Block src, long offset, int immediate) {
+        check(Access.REMOTE_WRITE, offset, src.size());
+        return session.writeWithImm(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
+                .opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(immediate).remote(address + offset, rkey));
+    }
+
+    /** {@link #writeWithImmAsync} and waits for its completion. */
+    public void writeWithImm(Block src, long offset, int immediate) {
+        join(writeWithImmAsync(src, offset, immediate));
     }
 
     /** Reads {@code dst.size()} bytes at {@code offset} into {@code dst} and waits. */
@@ -154,13 +176,27 @@ public final class RemoteSegment implements AutoCloseable {
         if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
         session.checkUsable();
         if (state.revoked) throw new IllegalStateException("lease " + state.leaseId + " was revoked by its owner");
-        if (System.nanoTime() >= state.deadlineNanos) {
+        long left = state.deadlineNanos - System.nanoTime();
+        if (left <= 0) {
             throw new IllegalStateException("lease " + state.leaseId + " has expired (locally, a margin before the owner's deadline)");
+        }
+        if (left < transferBoundNanos(bytes)) {
+            throw new IllegalStateException("lease " + state.leaseId + " ends in " + left / 1000 + " µs, too soon for "
+                    + bytes + " bytes to move (allowed: " + transferBoundNanos(bytes) / 1000 + " µs): renew it first");
         }
         if (!access.contains(right)) throw new IllegalStateException("lease " + state.leaseId + " grants " + access + ", not " + right);
         if (offset < 0 || bytes < 0 || offset > length - bytes) {
             throw new IndexOutOfBoundsException("[" + offset + ", +" + bytes + ") is outside the " + length + "-byte lease " + state.leaseId);
         }
+    }
+
+    /**
+     * How long an operation of {@code bytes} may take, for the deadline check: an operation still in flight when the
+     * owner revokes fails on the NIC and ends the session, so one that might is refused here. Generous on purpose
+     * (1 ms plus 100 MB/s): the owner's grace covers the rest.
+     */
+    static long transferBoundNanos(long bytes) {
+        return MIN_TRANSFER_NANOS + bytes * 10;
     }
 
     /*
@@ -198,21 +234,25 @@ public final class RemoteSegment implements AutoCloseable {
         return (int) block.size();
     }
 
+    /**
+     * Waits for an operation: an error completion is a {@link WorkCompletionException}; a QP destroyed under it (the
+     * session ended meanwhile) an {@link IllegalStateException}.
+     */
     private static void join(CompletableFuture<WorkCompletion> f) {
-        try {
-            f.join();
-        } catch (CompletionException e) {
-            if (e.getCause() instanceof WorkCompletionException wce) throw wce;
-            throw e;
-        }
+        RdmaSession.join(f);
     }
 
     /** Releases the lease and waits for the owner's acknowledgement (access is revoked then). Idempotent. */
     @Override
     public void close() {
-        if (state.closed.getAndSet(true)) return;
+        RdmaSession.join(closeAsync());
+    }
+
+    /** {@link #close()} without waiting: completes when the owner acknowledged the release. */
+    public CompletableFuture<Void> closeAsync() {
+        if (state.closed.getAndSet(true)) return CompletableFuture.completedFuture(null);
         try {
-            session.release(state.leaseId, true);
+            return session.release(state.leaseId, true);
         } finally {
             cleanable.clean(); // the action finds the state closed and does nothing
         }

@@ -13,6 +13,7 @@ import io.mooring.verbs.ConnectOptions;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.ReceiveRequest;
@@ -25,7 +26,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.time.Duration;
@@ -38,6 +38,7 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -80,20 +81,16 @@ class AgentFuzzTest {
         List<Long> granted = new ArrayList<>();
         int drops = 0;
         int input = 0;
+        RdmaEndpoint endpoint = RdmaEndpoint.builder(ownerPd, arena).limits(LIMITS).isolation(Isolation.WINDOW)
+                .failureBackoff(Duration.ZERO).build(); // the fuzzer reconnects at once after each drop
+        RdmaListener listener = endpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
         while (input < INPUTS) {
             int malformed = 0;
             granted.clear();
-            try (var server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-                var accepted = CompletableFuture.supplyAsync(() -> {
-                    try {
-                        return RdmaSession.accept(server, SessionConfig.of(ownerPd, arena).withLimits(LIMITS)
-                                .withIsolation(Isolation.WINDOW));
-                    } catch (IOException e) {
-                        throw new IllegalStateException(e);
-                    }
-                });
-                try (Peer peer = new Peer(peerPd, new InetSocketAddress(server.getInetAddress(), server.getLocalPort()))) {
-                    RdmaSession owner = accepted.join();
+            {
+                var accepted = listener.accept();
+                try (Peer peer = new Peer(peerPd, listener.address())) {
+                    RdmaSession owner = accepted.get(30, TimeUnit.SECONDS);
                     managers.add(owner.leases());
                     boolean lost = false;
                     while (input < INPUTS && !lost) {
@@ -143,6 +140,8 @@ class AgentFuzzTest {
             ends += s.released() + s.expired() + s.revoked();
         }
         assertEquals(grants, ends, "every granted lease ended exactly once");
+        listener.close();
+        endpoint.close();
         assertEquals(0, arena.stats().liveBlocks(), "a leased block or control buffer was never given back");
         arena.close();
         graph.close();
@@ -229,7 +228,8 @@ class AgentFuzzTest {
             case 5 -> new Message.Renew(id, lease, duration);
             case 6 -> new Message.Grant(id, lease, r.nextLong(), 1 + r.nextInt(4096), r.nextInt(), duration);
             case 7 -> new Message.Revoked(id, lease, r.nextInt(5));
-            case 8 -> new Message.Error(id, r.nextInt(10), "e".repeat(r.nextInt(250)));
+            case 8 -> r.nextBoolean() ? new Message.Error(id, r.nextInt(10), "e".repeat(r.nextInt(250)))
+                    : new Message.Credit(id, 1 + r.nextInt(64));
             default -> r.nextBoolean() ? new Message.Renewed(id, lease, duration) : new Message.ReleaseAck(id, lease);
         };
     }
@@ -250,6 +250,7 @@ class AgentFuzzTest {
         private final Arena memory = Arena.ofShared();
         private final CompletionQueue cq;
         private final QueuePair qp;
+        private final QueuePair data;
         private final MemoryRegion buffers;
         private final ArrayDeque<Message> answers = new ArrayDeque<>();
         private final WorkCompletion[] polled = {new WorkCompletion(), new WorkCompletion(), new WorkCompletion(),
@@ -260,11 +261,18 @@ class AgentFuzzTest {
             socket.connect(owner, 10_000);
             cq = pd.context().createCompletionQueue(256);
             qp = pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
+            data = pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
             buffers = pd.register(memory.allocate((RECEIVES + 1L) * SLOT, 4096), EnumSet.of(Access.LOCAL_WRITE));
             var bootstrap = Bootstrap.of(socket);
-            var peer = bootstrap.exchange(qp.info(ConnectOptions.DEFAULT),
-                    ByteBuffer.allocate(4).putInt(0, MessageCodec.VERSION));
+            // The session's bootstrap record: protocol version, the data QP, the message window and size it takes.
+            var record = ByteBuffer.allocate(4 + QpInfo.BYTES + 8).putInt(MessageCodec.VERSION);
+            data.info(ConnectOptions.DEFAULT).writeTo(record);
+            record.putInt(16).putInt(4096).flip();
+            var peer = bootstrap.exchange(qp.info(ConnectOptions.DEFAULT), record, record.limit());
+            var peerRecord = peer.data();
+            peerRecord.getInt();
             qp.connect(peer.qp(), ConnectOptions.DEFAULT);
+            data.connect(QpInfo.readFrom(peerRecord), ConnectOptions.DEFAULT);
             for (int slot = 0; slot < RECEIVES; slot++) repost(slot);
             bootstrap.barrier();
         }
@@ -323,6 +331,7 @@ class AgentFuzzTest {
         public void close() throws IOException {
             socket.close();
             qp.close();
+            data.close();
             cq.close();
             buffers.close();
             memory.close();

@@ -17,10 +17,10 @@ import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;
@@ -45,6 +45,8 @@ class RdmaSessionTest {
     private ResourceGraph graph;
     private RdmaArena ownerArena;
     private RdmaArena requesterArena;
+    private RdmaEndpoint ownerEndpoint;
+    private RdmaEndpoint requesterEndpoint;
     private RdmaSession owner;
     private RdmaSession requester;
 
@@ -53,17 +55,12 @@ class RdmaSessionTest {
         graph = ResourceGraph.builder().name("sessions").build();
         ownerArena = arena(System.getProperty("mooring.lease.test.owner", "soft:soft0"));
         requesterArena = arena(System.getProperty("mooring.lease.test.requester", "soft:soft1"));
-        try (var server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            var accepted = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return RdmaSession.accept(server, SessionConfig.of(pdOf(ownerArena), ownerArena));
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            });
-            requester = RdmaSession.connect(new InetSocketAddress(server.getInetAddress(), server.getLocalPort()),
-                    SessionConfig.of(pdOf(requesterArena), requesterArena));
-            owner = accepted.join();
+        ownerEndpoint = RdmaEndpoint.builder(pdOf(ownerArena), ownerArena).build();
+        requesterEndpoint = RdmaEndpoint.builder(pdOf(requesterArena), requesterArena).build();
+        try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            var accepted = listener.accept();
+            requester = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            owner = accepted.get(30, TimeUnit.SECONDS);
         }
     }
 
@@ -86,6 +83,8 @@ class RdmaSessionTest {
     void teardown() {
         requester.close();
         owner.close();
+        requesterEndpoint.close();
+        ownerEndpoint.close();
         ownerArena.close();
         requesterArena.close();
         graph.close();
@@ -193,7 +192,7 @@ class RdmaSessionTest {
         var refused = assertThrows(LeaseRefusedException.class,
                 () -> requester.requestRemote(1L << 40, Duration.ofSeconds(1), RW));
         assertTrue(refused.getMessage().contains("peer refused"), refused.getMessage());
-        var forged = requester.call(new Message.Release(999_001, 424242));
+        var forged = requester.call(new Message.Release(999_001, 424242)).join();
         assertInstanceOf(Message.Error.class, forged);
         assertEquals(ErrorCodes.UNKNOWN_LEASE, ((Message.Error) forged).code());
         assertEquals(0, owner.leases().stats().active());
@@ -236,7 +235,7 @@ class RdmaSessionTest {
     void malformedMessagesAreAnsweredAndChangeNothing() throws Exception {
         try (Block garbage = requesterArena.allocateShared(40, 8)) {
             garbage.segment().fill((byte) 0x5a);
-            requester.qp().postAsync(WorkRequest.send(garbage.region(), garbage.regionOffset(), 40)).join();
+            requester.controlQp().postAsync(WorkRequest.send(garbage.region(), garbage.regionOffset(), 40)).join();
         }
         RemoteSegment still = requester.requestRemote(64, Duration.ofSeconds(10), RW);
         assertEquals(1, owner.leases().stats().active(), "the session still works");
@@ -268,6 +267,107 @@ class RdmaSessionTest {
         assertEquals(why, owner.lostReason());
         assertTrue(log.entries().stream().noneMatch(e -> e.message().contains(" lost: ")
                 || e.level().compareTo(System.Logger.Level.INFO) > 0), () -> "logged: " + log.entries());
+    }
+
+    // ---- messages ---------------------------------------------------------------------------------------------
+
+    /** Writes {@code text} into a fresh block of the requester's. */
+    private Block message(String text) {
+        byte[] bytes = text.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        Block b = requesterArena.allocate(bytes.length);
+        MemorySegment.copy(bytes, 0, b.segment(), ValueLayout.JAVA_BYTE, 0, bytes.length);
+        return b;
+    }
+
+    private static String text(InboundMessage m) {
+        return new String(m.data().toArray(ValueLayout.JAVA_BYTE), java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void messagesArriveInOrderWithTheirImmediatesInBlocksTheReceiverOwns() throws Exception {
+        try (Block a = message("first"); Block b = message("second")) {
+            requester.send(a);
+            requester.sendWithImm(b, 0xC0FFEE);
+        }
+        try (InboundMessage first = owner.receive(Duration.ofSeconds(10));
+             InboundMessage second = owner.receive(Duration.ofSeconds(10))) {
+            assertEquals("first", text(first));
+            assertFalse(first.hasImmediate());
+            assertEquals("second", text(second));
+            assertEquals(0xC0FFEE, second.immediate());
+            assertEquals(owner, second.session());
+        }
+        // and back, on the same session
+        try (Block reply = ownerArena.allocate(8)) {
+            reply.segment().set(ValueLayout.JAVA_LONG, 0, 42);
+            owner.send(reply);
+        }
+        try (InboundMessage m = requester.receive(Duration.ofSeconds(10))) {
+            assertEquals(42, m.data().get(ValueLayout.JAVA_LONG, 0));
+        }
+    }
+
+    /**
+     * A sender never outruns the receiver's posted receives: past the window its sends wait for credit (no RNR, no
+     * loss, no unbounded queue), and go out as the application takes messages.
+     */
+    @Test
+    void sendsPastTheWindowWaitForCreditAndNothingIsLost() throws Exception {
+        int window = 16; // the endpoint's default
+        int total = 3 * window;
+        java.util.List<CompletableFuture<?>> sent = new java.util.ArrayList<>();
+        java.util.List<Block> blocks = new java.util.ArrayList<>();
+        for (int i = 0; i < total; i++) {
+            Block b = requesterArena.allocate(8);
+            b.segment().set(ValueLayout.JAVA_LONG, 0, i);
+            blocks.add(b);
+            sent.add(requester.sendAsync(b, 8));
+        }
+        awaitTrue(() -> sent.stream().filter(CompletableFuture::isDone).count() == window);
+        Thread.sleep(100);
+        assertEquals(window, sent.stream().filter(CompletableFuture::isDone).count(), "only the window went out");
+        for (int i = 0; i < total; i++) {
+            try (InboundMessage m = owner.receive(Duration.ofSeconds(10))) {
+                assertEquals(i, m.data().get(ValueLayout.JAVA_LONG, 0), "in order, none lost");
+            }
+        }
+        CompletableFuture.allOf(sent.toArray(CompletableFuture[]::new)).get(10, TimeUnit.SECONDS);
+        blocks.forEach(Block::close);
+        assertEquals(null, owner.lostReason());
+    }
+
+    /** A peer that posts sends past its credits (straight on the QP) breaks the protocol and loses its session. */
+    @Test
+    void aPeerSendingPastItsCreditsLosesTheSession() throws Exception {
+        try (Block b = requesterArena.allocateShared(8, 8)) {
+            for (int i = 0; i <= 16; i++) {
+                requester.queuePair().postAsync(WorkRequest.send(b.region(), b.regionOffset(), 8)).get(10, TimeUnit.SECONDS);
+            }
+        }
+        String why = owner.closed().get(15, TimeUnit.SECONDS);
+        assertTrue(why.contains("past its 16 credits"), why);
+    }
+
+    @Test
+    void aMessageLargerThanThePeerTakesIsRefusedBeforeSending() {
+        try (Block big = requesterArena.allocate(owner.endpoint().maxMessageSize() + 1)) {
+            var e = assertThrows(IllegalArgumentException.class, () -> requester.send(big));
+            assertTrue(e.getMessage().contains("the peer takes at most 4096 bytes"), e.getMessage());
+        }
+        assertEquals(null, requester.lostReason());
+    }
+
+    /** async-rdma's write_with_imm: the data lands in the leased block and the owner learns of it by the immediate. */
+    @Test
+    void aWriteWithImmediateIsNoticedByTheOwnerWithTheDataInPlace() throws Exception {
+        try (RemoteSegment remote = requester.requestRemote(64, Duration.ofSeconds(30), RW);
+             Block src = message("written with an immediate")) {
+            remote.writeWithImm(src, 0, 7);
+            assertEquals(7, owner.receiveWriteImm(Duration.ofSeconds(10)));
+            Lease lease = owner.leases().lease(remote.leaseId());
+            var landed = lease.block().segment().asSlice(0, src.size()).toArray(ValueLayout.JAVA_BYTE);
+            assertEquals("written with an immediate", new String(landed, java.nio.charset.StandardCharsets.UTF_8));
+        }
     }
 
     private static void awaitTrue(BooleanSupplier condition) throws InterruptedException {

@@ -17,15 +17,13 @@ import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.RdmaDevices;
 import java.io.IOException;
 import java.net.InetAddress;
-import java.net.ServerSocket;
+import java.net.InetSocketAddress;
 import java.net.Socket;
-import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumSet;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -33,8 +31,9 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * A session that never comes about costs nothing that stays: peers that break the bootstrap off, send garbage, speak
- * another protocol version or say nothing at all make {@link RdmaSession#accept} throw — the silent one within the
- * request timeout — with no block, verbs object, thread or file descriptor left behind, however often they try.
+ * another protocol version or say nothing at all are refused by the listener — the silent one within the handshake
+ * timeout — with no block, verbs object, thread or file descriptor left behind, however often they try, and while
+ * they hang an honest peer is served.
  */
 @Timeout(120)
 class SessionSetupTest {
@@ -45,11 +44,12 @@ class SessionSetupTest {
     private final ProtectionDomain pd = context.allocateProtectionDomain();
     private final RdmaArena arena = RdmaArena.builder(pd).chunkSize(1 << 20).shards(1)
             .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
-    private final SessionConfig config = new SessionConfig(pd, arena, LeaseLimits.DEFAULT, Isolation.WINDOW,
-            Duration.ofMillis(300), ConnectOptions.DEFAULT);
+    private final RdmaEndpoint endpoint = RdmaEndpoint.builder(pd, arena).isolation(Isolation.WINDOW)
+            .handshakeTimeout(Duration.ofMillis(300)).build();
 
     @AfterEach
     void teardown() {
+        endpoint.close();
         arena.close();
         graph.close();
         assertEquals(0, graph.liveCount(), graph::dump);
@@ -67,20 +67,20 @@ class SessionSetupTest {
         Peer silent = s -> { }; // says nothing and keeps the connection open
         Peer otherVersion = s -> {
             var fake = new QpInfo(7, 1, Gid.of(InetAddress.getLoopbackAddress()), 1, Mtu.MTU_1024, 1);
-            Bootstrap.of(s).exchange(fake, ByteBuffer.allocate(4).putInt(0, 99));
+            int record = 4 + QpInfo.BYTES + 8; // a session's bootstrap record, with version 99
+            Bootstrap.of(s).exchange(fake, ByteBuffer.allocate(record).putInt(0, 99), record);
         };
-        try (var server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
-            refuse(server, hangUp); // warms up what a first session makes once (classes, the soft fabric's listener)
+        try (var listener = endpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            refuse(listener, hangUp); // warms up what a first session makes once (classes, the soft fabric's listener)
             long liveResources = graph.liveCount();
             long fds = openFds();
             int threads = Thread.activeCount();
             for (int i = 0; i < ROUNDS; i++) {
-                for (Peer peer : new Peer[] {hangUp, garbage, otherVersion}) refuse(server, peer);
+                for (Peer peer : new Peer[] {hangUp, garbage, otherVersion}) refuse(listener, peer);
             }
             long start = System.nanoTime();
-            var timeout = refuse(server, silent);
-            assertTrue(timeout instanceof SocketTimeoutException, () -> "a silent peer: " + timeout);
-            assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(30), "dropped within the request timeout");
+            refuse(listener, silent);
+            assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(30), "dropped within the handshake timeout");
 
             assertEquals(0, arena.stats().liveBlocks(), "control buffers of failed sessions");
             assertEquals(liveResources, graph.liveCount(), graph::dump);
@@ -96,23 +96,49 @@ class SessionSetupTest {
                 .access(EnumSet.of(Access.LOCAL_WRITE)).build();
              RdmaArena noWrite = RdmaArena.builder(pd).chunkSize(1 << 20).shards(1)
                      .access(EnumSet.of(Access.MW_BIND)).build()) {
-            var e = assertThrows(IllegalArgumentException.class, () -> SessionConfig.of(pd, noBind));
+            var e = assertThrows(IllegalArgumentException.class, () -> RdmaEndpoint.builder(pd, noBind).build());
             assertTrue(e.getMessage().contains("needs MW_BIND to lease blocks through memory windows"), e.getMessage());
             // A dedicated registration per lease binds no window: the same arena serves then.
-            assertEquals(Isolation.DEDICATED_REGISTRATION, new SessionConfig(pd, noBind, LeaseLimits.DEFAULT,
-                    Isolation.DEDICATED_REGISTRATION, Duration.ofSeconds(10), ConnectOptions.DEFAULT).isolation());
-            e = assertThrows(IllegalArgumentException.class, () -> SessionConfig.of(pd, noWrite));
+            try (var dedicated = RdmaEndpoint.builder(pd, noBind).isolation(Isolation.DEDICATED_REGISTRATION).build()) {
+                assertEquals(Isolation.DEDICATED_REGISTRATION, dedicated.isolation());
+            }
+            e = assertThrows(IllegalArgumentException.class, () -> RdmaEndpoint.builder(pd, noWrite).build());
             assertTrue(e.getMessage().contains("needs LOCAL_WRITE"), e.getMessage());
         }
     }
 
-    /** Lets {@code peer} connect and misbehave; returns what {@link RdmaSession#accept} threw. */
-    private IOException refuse(ServerSocket server, Peer peer) throws Exception {
-        var accepted = CompletableFuture.supplyAsync(() -> assertThrows(IOException.class,
-                () -> RdmaSession.accept(server, config).close()));
-        try (var socket = new Socket(server.getInetAddress(), server.getLocalPort())) {
+    /** Silent connections hang in their handshakes on their own threads: an honest peer is served meanwhile. */
+    @Test
+    void silentPeersDoNotStallAnHonestOne() throws Exception {
+        try (var patient = RdmaEndpoint.builder(pd, arena).isolation(Isolation.WINDOW)
+                     .handshakeTimeout(Duration.ofSeconds(20)).build();
+             var listener = patient.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+             var requester = RdmaEndpoint.builder(pd, arena).isolation(Isolation.WINDOW).build()) {
+            var silent = new java.util.ArrayList<Socket>();
+            try {
+                for (int i = 0; i < 8; i++) silent.add(new Socket(listener.address().getAddress(), listener.address().getPort()));
+                var accepted = listener.accept();
+                try (RdmaSession s = requester.connect(listener.address()).get(10, TimeUnit.SECONDS);
+                     RdmaSession o = accepted.get(10, TimeUnit.SECONDS)) {
+                    assertEquals(null, o.lostReason());
+                    assertEquals(null, s.lostReason());
+                }
+            } finally {
+                for (Socket s : silent) s.close();
+            }
+        }
+    }
+
+    /** Lets {@code peer} connect and misbehave, and waits until the listener refused it. */
+    private void refuse(RdmaListener listener, Peer peer) throws Exception {
+        long before = listener.refused();
+        try (var socket = new Socket(listener.address().getAddress(), listener.address().getPort())) {
             peer.misbehave(socket);
-            return accepted.get(60, TimeUnit.SECONDS);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (listener.refused() == before) {
+                if (System.nanoTime() > deadline) throw new AssertionError("the listener never refused the peer");
+                Thread.sleep(2);
+            }
         }
     }
 

@@ -2,15 +2,15 @@ package io.mooring.examples.guide;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lease.RdmaEndpoint;
+import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
-import io.mooring.lease.SessionConfig;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.EnumSet;
 
@@ -27,35 +27,35 @@ public final class LeaseExample {
              // MW_BIND: a lease may expose its block through a memory window over the chunk's region.
              RdmaArena arena = RdmaArena.builder(pd)
                      .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build()) {
-            SessionConfig config = SessionConfig.of(pd, arena);
-            if (args[0].equals("owner")) owner(config, Integer.parseInt(args[1]));
-            else requester(config, args[1]);
+            try (RdmaEndpoint endpoint = RdmaEndpoint.builder(pd, arena).build()) {
+                if (args[0].equals("owner")) owner(endpoint, Integer.parseInt(args[1]));
+                else requester(endpoint, args[1]);
+            }
             liveBlocks = arena.stats().liveBlocks();
         }
         System.out.println(args[0] + ": done, " + liveBlocks + " live blocks, "
                 + RdmaDevices.graph().liveCount() + " live resources");
     }
 
-    private static void owner(SessionConfig config, int port) throws Exception {
-        try (var server = new ServerSocket(port)) {
-            System.out.println("listening on " + server.getLocalPort());
-            try (RdmaSession session = RdmaSession.accept(server, config)) {
-                // The session's agent thread serves the peer's requests; wait until the peer leaves.
-                while (session.lostReason() == null) Thread.sleep(50);
+    private static void owner(RdmaEndpoint endpoint, int port) throws Exception {
+        try (RdmaListener listener = endpoint.listen(port)) {
+            System.out.println("listening on " + listener.address().getPort());
+            try (RdmaSession session = listener.accept().get()) {
+                session.closed().get(); // the session's agent serves the peer's requests until the peer leaves
                 System.out.println("owner: " + session.leases().stats().released() + " lease(s) released");
             }
         }
     }
 
-    private static void requester(SessionConfig config, String owner) throws Exception {
+    private static void requester(RdmaEndpoint endpoint, String owner) throws Exception {
         int colon = owner.lastIndexOf(':');
         var address = new InetSocketAddress(owner.substring(0, colon),
                 Integer.parseInt(owner.substring(colon + 1)));
-        try (RdmaSession session = RdmaSession.connect(address, config);
+        try (RdmaSession session = endpoint.connect(address).get();
              RemoteSegment lease = session.requestRemote(4096, Duration.ofSeconds(30),
                      EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE));
-             Block mine = config.arena().allocate(4096);
-             Block back = config.arena().allocate(4096)) {
+             Block mine = endpoint.arena().allocate(4096);
+             Block back = endpoint.arena().allocate(4096)) {
             mine.segment().fill((byte) 0x42);
             lease.write(mine, 0); // RDMA WRITE into the owner's block...
             lease.read(back, 0);  // ...and READ it back

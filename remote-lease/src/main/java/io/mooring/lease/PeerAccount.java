@@ -1,0 +1,79 @@
+package io.mooring.lease;
+
+import java.net.InetAddress;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What one peer — everything connecting from one address — holds across all its sessions with an endpoint, so that
+ * opening more sessions never buys more than the {@link LeaseLimits}: its leased bytes and leases, and how soon it
+ * may connect again after a session of its ended in failure (the wait doubles with each failure, from the
+ * endpoint's first backoff up to {@link #MAX_BACKOFF_NANOS}, and is forgotten after a clean end) — so a peer guessing
+ * keys pays a growing wait for every wrong guess, not one reconnect.
+ */
+final class PeerAccount {
+    static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    private final String name;
+    private final long firstBackoffNanos;
+    private long leasedBytes;    // guarded by this
+    private int leases;          // guarded by this
+    private long backoffNanos;   // guarded by this
+    private long barredUntil;    // guarded by this; System.nanoTime()
+
+    PeerAccount(InetAddress address, long firstBackoffNanos) {
+        this(address.getHostAddress(), firstBackoffNanos);
+    }
+
+    PeerAccount(String name, long firstBackoffNanos) {
+        this.name = name;
+        this.firstBackoffNanos = firstBackoffNanos;
+    }
+
+    String name() {
+        return name;
+    }
+
+    /** Counts a lease of {@code bytes} against {@code limits}, or refuses it naming the limit. */
+    synchronized void reserve(long bytes, LeaseLimits limits) {
+        if (leases >= limits.maxLeases()) {
+            throw new LeaseRefusedException(ErrorCodes.LIMIT_EXCEEDED, "peer " + name + " holds " + leases
+                    + " leases across its sessions, the limit is " + limits.maxLeases());
+        }
+        if (leasedBytes + bytes > limits.maxBytes()) {
+            throw new LeaseRefusedException(ErrorCodes.LIMIT_EXCEEDED, "peer " + name + " holds " + leasedBytes
+                    + " leased bytes across its sessions; " + bytes + " more exceed the limit of " + limits.maxBytes());
+        }
+        leases++;
+        leasedBytes += bytes;
+    }
+
+    synchronized void unreserve(long bytes) {
+        leases--;
+        leasedBytes -= bytes;
+    }
+
+    synchronized long leasedBytes() {
+        return leasedBytes;
+    }
+
+    synchronized int leases() {
+        return leases;
+    }
+
+    /** A session of this peer was lost (an access error, a protocol violation, a broken connection). */
+    synchronized void failed() {
+        if (firstBackoffNanos == 0) return;
+        backoffNanos = backoffNanos == 0 ? firstBackoffNanos : Math.min(MAX_BACKOFF_NANOS, 2 * backoffNanos);
+        barredUntil = System.nanoTime() + backoffNanos;
+    }
+
+    /** A session of this peer ended cleanly: its earlier failures are forgiven. */
+    synchronized void endedCleanly() {
+        backoffNanos = 0;
+    }
+
+    /** How long the peer must still wait before a new session is accepted; 0 or less if it may connect now. */
+    synchronized long barredForNanos() {
+        return backoffNanos == 0 ? 0 : barredUntil - System.nanoTime();
+    }
+}

@@ -1,0 +1,445 @@
+package io.mooring.lease;
+
+import io.mooring.allocator.RdmaArena;
+import io.mooring.verbs.Access;
+import io.mooring.verbs.CompletionDispatcher;
+import io.mooring.verbs.CompletionQueue;
+import io.mooring.verbs.ConnectOptions;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.WorkCompletion;
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Where an application's sessions live (async-rdma's {@code RdmaListener} and {@code Rdma} builder in one): one
+ * protection domain and arena, one completion queue with one dispatcher thread, and the limits per peer — shared by
+ * every session, so a session costs two QPs, a few buffers and two virtual threads, not a platform thread.
+ * <pre>{@code
+ * try (var endpoint = RdmaEndpoint.builder(pd, arena).build();
+ *      var listener = endpoint.listen(7471)) {
+ *     RdmaSession session = listener.accept().join();
+ *     try (InboundMessage m = session.receive()) { ... }
+ * }
+ * }</pre>
+ * {@link #listen} accepts peers concurrently: each handshake runs on its own virtual thread under the handshake
+ * timeout, at most {@link Builder#maxHandshakes} at once (more are refused at once, so a flood of silent connections
+ * stalls nobody), and a failed or abandoned one leaves nothing behind. {@link #connect} returns a future. A peer —
+ * every session from one address — shares one set of {@link LeaseLimits}, and a peer whose session was lost waits a
+ * growing time before its next one is accepted.
+ */
+public final class RdmaEndpoint implements AutoCloseable {
+    private static final System.Logger LOG = System.getLogger(RdmaEndpoint.class.getName());
+    /** Closes handshakes that run past their timeout; its tasks only close sockets, so it never waits on a peer. */
+    private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().daemon().name("mooring-handshake-watchdog").factory());
+
+    private final ProtectionDomain pd;
+    private final RdmaArena arena;
+    private final LeaseLimits limits;
+    private final Isolation isolation;
+    private final Duration requestTimeout;
+    private final Duration handshakeTimeout;
+    private final Duration failureBackoff;
+    private final ConnectOptions connect;
+    private final int maxMessageSize;
+    private final int messageWindow;
+    private final int maxSessions;
+    private final CompletionQueue cq;
+    private final Semaphore handshakes;
+    private final AtomicInteger sessionSlots = new AtomicInteger();
+    private final Map<Integer, RdmaSession> byQpNumber = new ConcurrentHashMap<>();
+    private final Set<RdmaSession> sessions = ConcurrentHashMap.newKeySet();
+    private final Map<InetAddress, PeerAccount> peers = new ConcurrentHashMap<>();
+    private final List<RdmaListener> listeners = new CopyOnWriteArrayList<>();
+    private volatile boolean closed;
+
+    private RdmaEndpoint(Builder b) {
+        this.pd = b.pd;
+        this.arena = b.arena;
+        this.limits = b.limits;
+        this.requestTimeout = b.requestTimeout;
+        this.handshakeTimeout = b.handshakeTimeout;
+        this.failureBackoff = b.failureBackoff;
+        this.connect = b.connect;
+        this.maxMessageSize = b.maxMessageSize;
+        this.messageWindow = b.messageWindow;
+        this.handshakes = new Semaphore(b.maxHandshakes);
+        checkArenaRights(b.arena.access(), b.isolation);
+        this.isolation = b.isolation != null ? b.isolation : IsolationProbe.probe(pd);
+        // Every QP of every session completes here, so the CQ holds what all of them can have outstanding at once.
+        int perSession = RdmaSession.CONTROL_QP.maxSendWr() + RdmaSession.CONTROL_QP.maxRecvWr()
+                + RdmaSession.DATA_SENDS + messageWindow;
+        int deviceMax = pd.context().device().attributes().maxCqe();
+        this.maxSessions = Math.min(b.maxSessions, deviceMax / perSession);
+        if (maxSessions < 1) {
+            throw new IllegalArgumentException("a session needs " + perSession + " completion queue entries, the device"
+                    + " has at most " + deviceMax + " per CQ: lower messageWindow");
+        }
+        this.cq = pd.context().createCompletionQueue(maxSessions * perSession);
+        try {
+            cq.startDispatcher(b.polling, this::onCompletion);
+        } catch (RuntimeException e) {
+            cq.close();
+            throw e;
+        }
+    }
+
+    /** Checked here, not at the first grant, where a missing right would fail on the NIC and end the session. */
+    private static void checkArenaRights(Set<Access> rights, Isolation isolation) {
+        if (!rights.contains(Access.LOCAL_WRITE)) {
+            throw new IllegalArgumentException("an endpoint's arena needs LOCAL_WRITE (the NIC writes received messages"
+                    + " and what peers write), but it registers its chunks with " + rights);
+        }
+        if ((isolation == null || isolation == Isolation.WINDOW) && !rights.contains(Access.MW_BIND)) {
+            throw new IllegalArgumentException("an endpoint's arena needs MW_BIND to lease blocks through memory"
+                    + " windows, but it registers its chunks with " + rights + ": add MW_BIND to its access, or use"
+                    + " Isolation.DEDICATED_REGISTRATION");
+        }
+    }
+
+    /** An endpoint on {@code pd} whose messages, control buffers and leased blocks come from {@code arena}. */
+    public static Builder builder(ProtectionDomain pd, RdmaArena arena) {
+        return new Builder(pd, arena);
+    }
+
+    // ---- sessions --------------------------------------------------------------------------------------------
+
+    /** Listens on {@code port} of every local address (0: a free port, see {@link RdmaListener#address()}). */
+    public RdmaListener listen(int port) throws IOException {
+        return listen(new InetSocketAddress(port));
+    }
+
+    /** Listens on {@code address}; sessions come from {@link RdmaListener#accept()}. */
+    public RdmaListener listen(InetSocketAddress address) throws IOException {
+        checkOpen();
+        var server = new ServerSocket();
+        try {
+            server.bind(address);
+        } catch (IOException e) {
+            server.close();
+            throw e;
+        }
+        var listener = new RdmaListener(this, server);
+        listeners.add(listener);
+        listener.start();
+        return listener;
+    }
+
+    /**
+     * Connects to a peer's {@link #listen listener}. The future fails with an {@link IOException} if the peer cannot
+     * be reached, refuses, or does not finish the handshake within the handshake timeout.
+     */
+    public CompletableFuture<RdmaSession> connect(InetSocketAddress peer) {
+        checkOpen();
+        var session = new CompletableFuture<RdmaSession>();
+        Thread.ofVirtual().name("mooring-connect-" + peer).start(() -> {
+            var socket = new Socket();
+            try {
+                handshakes.acquire();
+            } catch (InterruptedException e) {
+                session.completeExceptionally(e);
+                return;
+            }
+            try {
+                socket.connect(peer, (int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
+                session.complete(handshake(socket));
+            } catch (IOException | RuntimeException e) {
+                RdmaSession.closeQuietly(socket);
+                session.completeExceptionally(e);
+            } finally {
+                handshakes.release();
+            }
+        });
+        return session;
+    }
+
+    /** Takes a handshake slot for an accepted connection, or false if {@link Builder#maxHandshakes} are running. */
+    boolean tryStartHandshake() {
+        return handshakes.tryAcquire();
+    }
+
+    void handshakeDone() {
+        handshakes.release();
+    }
+
+    /**
+     * Runs the bootstrap on {@code socket} under the handshake timeout (a watchdog closes the socket when it runs
+     * out, so a peer dripping bytes cannot stretch it) and registers the session.
+     */
+    RdmaSession handshake(Socket socket) throws IOException {
+        PeerAccount peer = account(socket.getInetAddress());
+        if (!takeSessionSlot()) {
+            RdmaSession.closeQuietly(socket);
+            throw new IOException("the endpoint already serves " + maxSessions + " sessions, its limit");
+        }
+        boolean done = false;
+        ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> RdmaSession.closeQuietly(socket),
+                handshakeTimeout.toNanos(), TimeUnit.NANOSECONDS);
+        try {
+            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
+            var session = new RdmaSession(this, socket, peer);
+            if (!watchdog.cancel(false)) { // the watchdog fired just as the handshake finished: too late all the same
+                session.close();
+                throw new IOException("the handshake with " + socket.getRemoteSocketAddress() + " took longer than "
+                        + handshakeTimeout);
+            }
+            sessions.add(session);
+            if (closed) session.close();
+            done = true;
+            return session;
+        } catch (IOException e) {
+            if (watchdog.isDone() && !watchdog.isCancelled()) {
+                throw new IOException("the handshake with " + socket.getRemoteSocketAddress() + " took longer than "
+                        + handshakeTimeout, e);
+            }
+            throw e;
+        } finally {
+            watchdog.cancel(false);
+            if (!done) sessionSlots.decrementAndGet();
+        }
+    }
+
+    private boolean takeSessionSlot() {
+        int n;
+        do {
+            n = sessionSlots.get();
+            if (n >= maxSessions) return false;
+        } while (!sessionSlots.compareAndSet(n, n + 1));
+        return true;
+    }
+
+    PeerAccount account(InetAddress address) {
+        return peers.computeIfAbsent(address, a -> new PeerAccount(a, failureBackoff.toNanos()));
+    }
+
+    /** The sessions open now. */
+    public Set<RdmaSession> sessions() {
+        return Set.copyOf(sessions);
+    }
+
+    /** The most sessions this endpoint serves at once: {@link Builder#maxSessions}, or fewer if its CQ cannot hold more. */
+    public int maxSessions() {
+        return maxSessions;
+    }
+
+    /** What the peer at {@code address} holds across its sessions: leases, and leased bytes. */
+    public PeerUsage usage(InetAddress address) {
+        PeerAccount a = peers.get(address);
+        return a == null ? new PeerUsage(0, 0) : new PeerUsage(a.leases(), a.leasedBytes());
+    }
+
+    /** What one peer holds across its sessions. */
+    public record PeerUsage(int leases, long leasedBytes) {}
+
+    // ---- completions -----------------------------------------------------------------------------------------
+
+    void route(RdmaSession session) {
+        byQpNumber.put(session.controlQpNumber(), session);
+        byQpNumber.put(session.qp().number(), session);
+    }
+
+    void unroute(QueuePair... qps) {
+        for (QueuePair qp : qps) if (qp != null) byQpNumber.remove(qp.number());
+    }
+
+    void removed(RdmaSession session) {
+        if (sessions.remove(session)) sessionSlots.decrementAndGet();
+    }
+
+    private void onCompletion(WorkCompletion wc) {
+        RdmaSession session = byQpNumber.get(wc.qpNumber());
+        if (session != null) session.onCompletion(wc);
+        else LOG.log(Level.DEBUG, "a completion of no live session: " + wc);
+    }
+
+    // ---- settings --------------------------------------------------------------------------------------------
+
+    public ProtectionDomain pd() {
+        return pd;
+    }
+
+    public RdmaArena arena() {
+        return arena;
+    }
+
+    public LeaseLimits limits() {
+        return limits;
+    }
+
+    /** How leases are confined: as configured, or what {@link IsolationProbe} found for the device. */
+    public Isolation isolation() {
+        return isolation;
+    }
+
+    public Duration requestTimeout() {
+        return requestTimeout;
+    }
+
+    public int maxMessageSize() {
+        return maxMessageSize;
+    }
+
+    int messageWindow() {
+        return messageWindow;
+    }
+
+    ConnectOptions connectOptions() {
+        return connect;
+    }
+
+    CompletionQueue cq() {
+        return cq;
+    }
+
+    private void checkOpen() {
+        if (closed) throw new IllegalStateException("the endpoint is closed");
+    }
+
+    /** Stops listening, closes every session (revoking every lease), then the completion queue. */
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        listeners.forEach(RdmaListener::close);
+        sessions().forEach(RdmaSession::close);
+        cq.close();
+    }
+
+    void listenerClosed(RdmaListener listener) {
+        listeners.remove(listener);
+    }
+
+    /** How an {@link RdmaEndpoint} is made; every setting has a default. */
+    public static final class Builder {
+        private final ProtectionDomain pd;
+        private final RdmaArena arena;
+        private LeaseLimits limits = LeaseLimits.DEFAULT;
+        private Isolation isolation;
+        private Duration requestTimeout = Duration.ofSeconds(10);
+        private Duration handshakeTimeout = Duration.ofSeconds(10);
+        private Duration failureBackoff = Duration.ofMillis(100);
+        private ConnectOptions connect = ConnectOptions.DEFAULT;
+        private CompletionDispatcher.Mode polling = CompletionDispatcher.Mode.EVENTS;
+        private int maxMessageSize = 4096;
+        private int messageWindow = 16;
+        private int maxSessions = 256;
+        private int maxHandshakes = 16;
+
+        private Builder(ProtectionDomain pd, RdmaArena arena) {
+            this.pd = Objects.requireNonNull(pd, "pd");
+            this.arena = Objects.requireNonNull(arena, "arena");
+        }
+
+        /** What each peer may hold at once, across all its sessions (default {@link LeaseLimits#DEFAULT}). */
+        public Builder limits(LeaseLimits limits) {
+            this.limits = Objects.requireNonNull(limits, "limits");
+            return this;
+        }
+
+        /** How leases are confined; by default the device is probed once ({@link Isolation}). */
+        public Builder isolation(Isolation isolation) {
+            this.isolation = Objects.requireNonNull(isolation, "isolation");
+            return this;
+        }
+
+        /** How long a lease REQUEST, RENEW or RELEASE, or a blocking send, waits for the peer (default 10 s). */
+        public Builder requestTimeout(Duration timeout) {
+            this.requestTimeout = positive(timeout, "requestTimeout");
+            return this;
+        }
+
+        /** How long a peer may take to complete the handshake (default 10 s). */
+        public Builder handshakeTimeout(Duration timeout) {
+            this.handshakeTimeout = positive(timeout, "handshakeTimeout");
+            return this;
+        }
+
+        /**
+         * How long a peer whose session was lost (an access error, a protocol violation, a broken connection) waits
+         * before its next session is accepted; the wait doubles with each further loss, up to 30 s, and a clean end
+         * forgets it (default 100 ms; zero: never wait).
+         */
+        public Builder failureBackoff(Duration backoff) {
+            if (backoff.isNegative()) throw new IllegalArgumentException("failureBackoff must not be negative, was " + backoff);
+            this.failureBackoff = backoff;
+            return this;
+        }
+
+        /** How the sessions' QPs are connected (default {@link ConnectOptions#DEFAULT}). */
+        public Builder connectOptions(ConnectOptions options) {
+            this.connect = Objects.requireNonNull(options, "options");
+            return this;
+        }
+
+        /** Whether the dispatcher sleeps on completion events (default) or spins for the lowest latency. */
+        public Builder polling(CompletionDispatcher.Mode mode) {
+            this.polling = Objects.requireNonNull(mode, "mode");
+            return this;
+        }
+
+        /** The largest message a peer may send this endpoint, in bytes (default 4096): each receive buffer's size. */
+        public Builder maxMessageSize(int bytes) {
+            if (bytes < 1) throw new IllegalArgumentException("maxMessageSize must be positive, was " + bytes);
+            this.maxMessageSize = bytes;
+            return this;
+        }
+
+        /**
+         * Messages a peer may send ahead of the application taking them, per session (default 16): the receives each
+         * session keeps posted, so the endpoint holds up to this many blocks of {@link #maxMessageSize} per session.
+         */
+        public Builder messageWindow(int messages) {
+            if (messages < 1) throw new IllegalArgumentException("messageWindow must be positive, was " + messages);
+            this.messageWindow = messages;
+            return this;
+        }
+
+        /** Sessions served at once (default 256); more are refused at their handshake. */
+        public Builder maxSessions(int sessions) {
+            if (sessions < 1) throw new IllegalArgumentException("maxSessions must be positive, was " + sessions);
+            this.maxSessions = sessions;
+            return this;
+        }
+
+        /** Handshakes in progress at once (default 16); a listener refuses connections beyond them at once. */
+        public Builder maxHandshakes(int handshakes) {
+            if (handshakes < 1) throw new IllegalArgumentException("maxHandshakes must be positive, was " + handshakes);
+            this.maxHandshakes = handshakes;
+            return this;
+        }
+
+        /**
+         * Makes the endpoint: checks the arena's rights (LOCAL_WRITE, and MW_BIND unless leases go through dedicated
+         * registrations), probes the device's isolation if none was set, and starts the dispatcher.
+         *
+         * @throws IllegalArgumentException naming a right the arena lacks
+         */
+        public RdmaEndpoint build() {
+            return new RdmaEndpoint(this);
+        }
+
+        private static Duration positive(Duration d, String name) {
+            if (d.isNegative() || d.isZero()) throw new IllegalArgumentException(name + " must be positive, was " + d);
+            return d;
+        }
+    }
+}
