@@ -50,6 +50,12 @@ public interface ArenaStats {
      */
     long uncollectedFrees();
 
+    /**
+     * Blocks closed while pinned whose memory waits for their last pin's release (see {@link Block#pin}); they are
+     * counted in {@link #liveBlocks()} too, since their memory is still in use.
+     */
+    long closedPinnedBlocks();
+
     /** Allocations served by a thread cache without a lock. */
     long cacheHits();
 

@@ -32,16 +32,38 @@ import java.lang.invoke.VarHandle;
  * 20 ms after the close (and at every {@link RdmaArena#purge()}) and collects it if the owner has ended, or is
  * between calls into the arena and never made the block's {@link #segment()} (a confined scope only the owner can
  * close: the owner could still write through it). A shared block is freed at once by whichever thread closes it.
+ *
+ * <p>A {@linkplain #pin pinned} block is closed for its user at once but freed only by its last pin's release
+ * (counted in {@link ArenaStats#closedPinnedBlocks()} meanwhile): a lease pins the block it exposes.
  */
 public final class Block implements AutoCloseable {
+    /**
+     * Keeps a block's memory from being freed or reused while held, even after the block is closed: what a lease
+     * takes, since a peer may still write into the memory until the lease is revoked. Get one from
+     * {@link Block#pin}; {@link #close()} releases it and is idempotent.
+     */
+    public sealed interface Pin extends AutoCloseable permits BlockPin {
+        /** Releases the pin; the last release after the block's close frees its memory. Idempotent. */
+        @Override
+        void close();
+    }
+
     private static final VarHandle STATE;
+    private static final VarHandle PINS;
+    // The state word: a status in the low two bits, the number of pins above them (in steps of PIN). OPEN is 0
+    // exactly — open and unpinned — the one state the owner's fast close tests for.
     private static final int OPEN = 0;
-    private static final int CLOSED = 1;   // and freed: locally by its owner, or by anyone for a shared block
-    private static final int MT_FREED = 2; // closed by another thread, on the owner's mt-free list until collected
+    private static final int CLOSED = 1;        // and freed: locally by its owner, or by anyone for a shared block
+    private static final int MT_FREED = 2;      // closed by another thread, on the owner's mt-free list until collected
+    private static final int CLOSED_PINNED = 3; // closed while pinned: freed by the last unpin
+    private static final int STATUS = 3;
+    private static final int PIN = 4;
 
     static {
         try {
-            STATE = MethodHandles.lookup().findVarHandle(Block.class, "state", int.class);
+            var lookup = MethodHandles.lookup();
+            STATE = lookup.findVarHandle(Block.class, "state", int.class);
+            PINS = lookup.findVarHandle(Block.class, "pins", BlockPin.List.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -54,10 +76,13 @@ public final class Block implements AutoCloseable {
     final Chunk chunk;               // every block: the chunk it lies in
     private final long address;
     private final long size;
-    private Arena scope;             // shared: made with the block; confined: by the owner at its first segment()
+    // Shared: made with the block. Confined: made by the owner at its first segment(), and null again once the
+    // owner closed it — so null means no open confined scope, which the collector checks.
+    private Arena scope;
     private final boolean confined;  // checked and confined to the owner, which alone makes and closes the scope
     @SuppressWarnings("unused") // through STATE
     private volatile int state;
+    volatile BlockPin.List pins;     // made by the first pin (through PINS)
     Block nextMtFree;                // on the owner's mt-free list
 
     Block(Caller owner, Slab slab, Chunk chunk, long address, long size, Arena sharedScope, boolean confined) {
@@ -134,46 +159,161 @@ public final class Block implements AutoCloseable {
     }
 
     public boolean isOpen() {
-        return state == OPEN;
+        return (state & STATUS) == OPEN;
     }
 
     private void checkOpen() {
-        if (state != OPEN) throw new IllegalStateException("block 0x" + Long.toHexString(address) + " is closed");
+        if ((state & STATUS) != OPEN) throw closed();
+    }
+
+    private IllegalStateException closed() {
+        return new IllegalStateException("block 0x" + Long.toHexString(address) + " is closed");
     }
 
     /**
-     * Frees the block: locally if the caller is its owner, else as an mt free (see the class comment).
+     * Frees the block: locally if the caller is its owner, else as an mt free (see the class comment). A pinned
+     * block is closed at once — {@link #isOpen()} is false, a checked segment's access throws, each pin's
+     * {@code onClose} runs here — but its memory is freed by the last pin's release.
      *
-     * <p>Why the owner of a confined or unchecked block needs no atomic instruction: every other thread closes
-     * with a compare-and-set and only pushes the block onto the owner's mt-free list. If both close at once, the
-     * owner's write lands after the other's CAS and the collection finds the block freed locally already and frees
-     * it only once. Shared blocks are closed with a CAS by everyone (see {@link #closeShared()}).
+     * <p>Why the owner of an unpinned confined or unchecked block needs no atomic instruction: every other thread
+     * changes the state with a compare-and-set. A close by another thread only pushes the block onto the owner's
+     * mt-free list; if both close at once, the owner's write lands after the other's CAS and the collection finds the
+     * block freed locally already and frees it only once. A pin by another thread waits until the owner is seen
+     * outside the allocator, so no owner's close overwrites it unseen (see {@link #pin}).
      *
      * @throws IllegalStateException if it was already closed (nothing else happens)
      */
     @Override
     public void close() {
-        if (!confined && scope != null) {
-            closeShared();
-        } else if (Thread.currentThread() != owner.thread) {
-            if (!STATE.compareAndSet(this, OPEN, MT_FREED)) throw alreadyClosed();
-            arena().collector.freeMt(this);
-        } else {
-            if ((int) STATE.getOpaque(this) != OPEN) throw alreadyClosed();
+        if (Thread.currentThread() == owner.thread && (int) STATE.getOpaque(this) == OPEN && (confined || scope == null)) {
             STATE.setOpaque(this, CLOSED);
-            if (scope != null) scope.close();
+            if (scope != null) closeConfinedScope();
             arena().threads.freeLocal(this);
+        } else {
+            closeSlow();
+        }
+    }
+
+    /** Every close but the owner's of its open unpinned block: with a CAS, as state may change under it. */
+    private void closeSlow() {
+        boolean shared = !confined && scope != null;
+        boolean byOwner = Thread.currentThread() == owner.thread;
+        while (true) {
+            int s = state;
+            if ((s & STATUS) != OPEN) throw alreadyClosed();
+            if (s != OPEN) {
+                if (closePinned(shared, byOwner)) return;
+            } else if (!STATE.compareAndSet(this, OPEN, shared || byOwner ? CLOSED : MT_FREED)) {
+                continue; // a pin came or went
+            } else if (shared) {
+                // A shared block is made to be handed between threads and its close costs a handshake anyway: anyone
+                // frees it at once, so its memory never waits for an owner that may be idle.
+                scope.close();
+                arena().threads.free(this);
+                return;
+            } else if (byOwner) {
+                if (scope != null) closeConfinedScope();
+                arena().threads.freeLocal(this);
+                return;
+            } else {
+                arena().collector.freeMt(this);
+                return;
+            }
         }
     }
 
     /**
-     * A shared block is made to be handed between threads and its close costs a handshake anyway: every thread
-     * closes it with a CAS and frees it at once, so its memory never waits for an owner that may be idle.
+     * Closes a pinned block and runs its pins' {@code onClose}; false if the pins were all released meanwhile. The
+     * scope is closed now if the closer may (anyone a shared one, the owner a confined one); otherwise the owner closes
+     * it when it collects the block after the last unpin, as for any mt free.
      */
-    private void closeShared() {
-        if (!STATE.compareAndSet(this, OPEN, CLOSED)) throw alreadyClosed();
+    private boolean closePinned(boolean shared, boolean byOwner) {
+        BlockPin taken;
+        BlockPin.List list = pins;
+        synchronized (list) {
+            int s = state;
+            if ((s & STATUS) != OPEN) throw alreadyClosed();
+            if (s == OPEN || !STATE.compareAndSet(this, s, s | CLOSED_PINNED)) return false;
+            taken = list.takeAll();
+        }
+        arena().closedPinned.incrementAndGet();
+        if (shared) scope.close();
+        else if (byOwner && scope != null) closeConfinedScope();
+        BlockPin.runOnClose(taken);
+        return true;
+    }
+
+    private void closeConfinedScope() {
         scope.close();
-        arena().threads.free(this);
+        scope = null; // the owner alone writes it
+    }
+
+    // ---- pins ------------------------------------------------------------------------------------------------
+
+    /**
+     * Pins the block: until the pin is released, its memory is neither freed nor reused, even once the block is
+     * closed. Any thread may pin. A pin by another thread than the block's owner costs a handshake with the owner
+     * (tens of microseconds; see {@link #close()} for why): pin on the owner where that matters.
+     *
+     * @param onClose run once if the block is closed while this pin is held, on the closing thread (what it throws
+     *                is logged, never thrown into the close); may be null
+     * @throws IllegalStateException if the block is closed
+     */
+    public Pin pin(Runnable onClose) {
+        BlockPin.List list = pins;
+        if (list == null) {
+            PINS.compareAndSet(this, null, new BlockPin.List());
+            list = pins;
+        }
+        BlockPin pin = list.add(this, onClose);
+        if (Thread.currentThread() != owner.thread && (confined || scope == null)) {
+            // The owner closes an open unpinned block with two plain accesses, which may have overwritten the count
+            // just added. Once the owner is seen outside the allocator (a handshake, which orders its accesses with
+            // this thread's), its close either ended before — the state shows it, and the pin is void — or starts
+            // after and sees the pin.
+            MtFreeCollector.awaitBetweenCalls(owner);
+            if ((state & ~STATUS) == 0) { // closed with no pins: the owner's close overwrote this one
+                list.unlink(pin);
+                throw closed();
+            }
+        }
+        return pin;
+    }
+
+    /** Counts a new pin in the state word. Under the pin list's monitor. */
+    void countPin() {
+        while (true) {
+            int s = state;
+            if ((s & STATUS) != OPEN) throw closed();
+            if (s + PIN < 0) throw new IllegalStateException("block 0x" + Long.toHexString(address) + " has "
+                    + (s >>> 2) + " pins, the most a block can hold");
+            if (STATE.compareAndSet(this, s, s + PIN)) return;
+        }
+    }
+
+    /** A pin was released; the last one after the close frees the memory, as a close of an unpinned block would. */
+    void unpin() {
+        while (true) {
+            int s = state;
+            int left = s - PIN;
+            if (left != CLOSED_PINNED) {
+                if (STATE.compareAndSet(this, s, left)) return;
+                continue;
+            }
+            boolean shared = !confined && scope != null;
+            boolean byOwner = Thread.currentThread() == owner.thread;
+            if (!STATE.compareAndSet(this, s, shared || byOwner ? CLOSED : MT_FREED)) continue;
+            arena().closedPinned.decrementAndGet();
+            if (shared) {
+                arena().threads.free(this);
+            } else if (byOwner) {
+                if (scope != null) closeConfinedScope();
+                arena().threads.freeLocal(this);
+            } else {
+                arena().collector.freeMt(this);
+            }
+            return;
+        }
     }
 
     RdmaArena arena() {
@@ -195,9 +335,9 @@ public final class Block implements AutoCloseable {
                 + " bytes is already closed");
     }
 
-    /** Whether a checked block's confined scope was made: after an mt free only its owner can collect it then. */
+    /** Whether a checked block's confined scope is open: after an mt free only its owner can collect it then. */
     boolean hasScope() {
-        return scope != null;
+        return confined && scope != null;
     }
 
     /**
@@ -208,7 +348,7 @@ public final class Block implements AutoCloseable {
      */
     boolean finishMtFree(boolean byOwner) {
         if ((int) STATE.getOpaque(this) != MT_FREED) return false;
-        if (byOwner && confined && scope != null) scope.close();
+        if (byOwner && confined && scope != null) closeConfinedScope();
         return true;
     }
 

@@ -5,6 +5,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * Collects mt frees — mimalloc's word for frees made by another thread than the owner.
@@ -29,8 +30,8 @@ final class MtFreeCollector {
     private static final System.Logger LOG = System.getLogger(MtFreeCollector.class.getName());
     /** The classes whose frames mean a thread may be half way through a cache operation or a block's close. */
     private static final Set<String> ALLOCATOR_CLASSES = Set.of(RdmaArena.class.getName(), Block.class.getName(),
-            ThreadBinding.class.getName(), ThreadCache.class.getName(), Shard.class.getName(),
-            MtFreeCollector.class.getName());
+            BlockPin.class.getName(), ThreadBinding.class.getName(), ThreadCache.class.getName(),
+            Shard.class.getName(), MtFreeCollector.class.getName());
 
     private final ThreadBinding threads;
     /** Owners whose mt-free list may hold blocks: added by whoever pushes onto an empty list, removed by passes. */
@@ -178,10 +179,30 @@ final class MtFreeCollector {
      * simply tried again later.
      */
     static boolean isBetweenCalls(Caller owner) {
-        for (StackTraceElement frame : owner.thread.getStackTrace()) {
-            if (ALLOCATOR_CLASSES.contains(frame.getClassName())) return false;
+        for (StackTraceElement frame : owner.thread.getStackTrace()) { // innermost first
+            if (ALLOCATOR_CLASSES.contains(frame.getClassName())) return isRunningPinsOnClose(frame);
         }
         return true;
+    }
+
+    /**
+     * Whether the innermost allocator frame is a close running its pins' {@code onClose}: that close has done all it
+     * does to the block and the cache, so the owner counts as between calls — which keeps a pinner on another thread
+     * from waiting for an {@code onClose} that waits for it.
+     */
+    private static boolean isRunningPinsOnClose(StackTraceElement frame) {
+        return frame.getClassName().equals(BlockPin.class.getName()) && frame.getMethodName().equals("runOnClose");
+    }
+
+    /**
+     * Waits until the owner is {@linkplain #isBetweenCalls between calls} or has ended: what a pin by another thread
+     * waits for (see {@link Block#pin}). Yields, then sleeps a little, between stack walks.
+     */
+    static void awaitBetweenCalls(Caller owner) {
+        for (int tries = 0; owner.thread.isAlive() && !isBetweenCalls(owner); tries++) {
+            if (tries < 16) Thread.yield();
+            else LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(100));
+        }
     }
 
     // ---- stats -----------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A jemalloc-style allocator of registered memory: a few large chunks are registered once with the protection
@@ -61,6 +62,8 @@ public final class RdmaArena implements AutoCloseable {
     private final Shard[] shards;
     final ThreadBinding threads;
     final MtFreeCollector collector;
+    /** Blocks closed while pinned whose memory waits for their last unpin (see {@link Block#pin}). */
+    final AtomicLong closedPinned = new AtomicLong();
     private final ScheduledFuture<?> purging;
 
     private RdmaArena(Builder b) {
@@ -221,6 +224,7 @@ public final class RdmaArena implements AutoCloseable {
             for (Shard shard : shards) shard.countMemory(s);
             chunks.count(s);
             s.uncollectedFrees = collector.uncollected();
+            s.closedPinnedBlocks = closedPinned.get();
             return s;
         }
     }

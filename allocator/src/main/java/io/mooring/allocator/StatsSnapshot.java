@@ -20,6 +20,7 @@ final class StatsSnapshot implements ArenaStats {
     long registrations;
     long deregistrations;
     long uncollectedFrees;
+    long closedPinnedBlocks;
     long cacheHits;
     long cacheMisses;
     long cachedRegions;
@@ -124,6 +125,11 @@ final class StatsSnapshot implements ArenaStats {
     }
 
     @Override
+    public long closedPinnedBlocks() {
+        return closedPinnedBlocks;
+    }
+
+    @Override
     public long cacheHits() {
         return cacheHits;
     }
@@ -147,7 +153,8 @@ final class StatsSnapshot implements ArenaStats {
                 + ", activeBytes=" + activeBytes() + ", registeredBytes=" + registeredBytes
                 + ", retainedBytes=" + retainedBytes() + ", dirtyBytes=" + dirtyBytes() + ", chunks=" + chunks
                 + ", registrations=" + registrations + ", deregistrations=" + deregistrations
-                + ", uncollectedFrees=" + uncollectedFrees + ", cacheHits=" + cacheHits + ", cacheMisses=" + cacheMisses
+                + ", uncollectedFrees=" + uncollectedFrees + ", closedPinnedBlocks=" + closedPinnedBlocks
+                + ", cacheHits=" + cacheHits + ", cacheMisses=" + cacheMisses
                 + ", cachedRegions=" + cachedRegions + "]";
     }
 

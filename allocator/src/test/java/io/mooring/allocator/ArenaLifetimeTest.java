@@ -17,7 +17,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -67,7 +66,7 @@ class ArenaLifetimeTest {
             Block posted = owner.call(() -> arena.allocate(4096)); // never touched through a segment
             arena.close();
             onAnotherThread(posted::close);
-            awaitTrue(() -> arena.stats().chunks() == 0, "the chunk released without a call by the owner");
+            ArenaFixture.awaitTrue(() -> arena.stats().chunks() == 0, "the chunk released without a call by the owner");
             assertAllReleased(arena, "");
         }
     }
@@ -115,7 +114,7 @@ class ArenaLifetimeTest {
         try (RdmaArena arena = fx.arena().build(); Owner owner = new Owner()) {
             List<Block> blocks = owner.call(() -> allocateMany(arena));
             onAnotherThread(() -> blocks.forEach(Block::close));
-            awaitTrue(() -> arena.stats().uncollectedFrees() == 0, "mt frees collected by the arena's collector");
+            ArenaFixture.awaitTrue(() -> arena.stats().uncollectedFrees() == 0, "mt frees collected by the arena's collector");
             assertEquals(0, arena.stats().liveBlocks());
         }
     }
@@ -219,14 +218,6 @@ class ArenaLifetimeTest {
         assertEquals(0, s.chunks(), () -> why + ": " + s);
         assertEquals(0, s.registeredBytes());
         assertEquals(ResourceState.DESTROYED, arena.resource().state());
-    }
-
-    private static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + GENEROUS_NANOS;
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("not within 20 s: " + what);
-            Thread.sleep(5);
-        }
     }
 
     /** A platform thread that runs the steps it is given and otherwise waits, idle and alive, outside the arena. */
