@@ -16,10 +16,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
 /**
- * The owner's side of one exposure of one block: the peer may reach {@code [address, address + length)}
+ * The owner's side of one exposure of (part of) one block: the peer may reach {@code [address, address + length)}
  * through {@link #rkey()} until the lease ends — then access is revoked (window invalidated, or dedicated
  * registration deregistered), the owner's own work requests on the block are drained, and only after that is
- * the block given back to its arena. The lease owns its block from the grant on. {@link #close()} ends it now.
+ * the lease's pin on the block released. The block stays the application's: a lease pins it, so its memory is not
+ * reused while the lease lives, and closing the block ends the lease. {@link #close()} ends it now.
  *
  * <p>The owner may use the block itself while the lease is active (e.g. SEND from it, READ into it, post a
  * receive into it). Such work requests must be posted through {@link #postAsync(QueuePair, WorkRequest)} or
@@ -31,11 +32,15 @@ public final class Lease implements AutoCloseable {
     private final LeaseManager manager;
     private final long id;
     private final Block block;
-    private final int rkey;
+    private final long offset;
+    private final long length;
+    private final boolean ownsBlock;
     private final Set<Access> access;
     private final long grantedNanos;
-    final MemoryWindow window;      // WINDOW isolation
-    final MemoryRegion dedicated;   // DEDICATED_REGISTRATION isolation
+    Block.Pin pin;                  // set once pinned, before anyone else sees the lease
+    private int rkey;               // set by exposeThrough, before anyone else sees the lease
+    MemoryWindow window;            // WINDOW isolation
+    MemoryRegion dedicated;         // DEDICATED_REGISTRATION isolation
     /** {@link #ENDING} once the end is claimed, plus the owner work requests on the block still in flight. */
     private final AtomicInteger posts = new AtomicInteger();
     private static final int ENDING = 1 << 31;
@@ -44,34 +49,51 @@ public final class Lease implements AutoCloseable {
     private volatile long deadlineNanos;
     volatile ScheduledFuture<?> expiry;
 
-    Lease(LeaseManager manager, long id, Block block, int rkey, Set<Access> access, Duration duration,
-          MemoryWindow window, MemoryRegion dedicated) {
+    Lease(LeaseManager manager, long id, Block block, long offset, long length, Set<Access> access, Duration duration,
+          boolean ownsBlock) {
         this.manager = manager;
         this.id = id;
         this.block = block;
-        this.rkey = rkey;
+        this.offset = offset;
+        this.length = length;
+        this.ownsBlock = ownsBlock;
         this.access = Set.copyOf(access);
-        this.window = window;
-        this.dedicated = dedicated;
         this.grantedNanos = System.nanoTime();
         this.deadlineNanos = grantedNanos + duration.toNanos();
+    }
+
+    void exposeThrough(int key, MemoryWindow boundWindow, MemoryRegion registration) {
+        this.rkey = key;
+        this.window = boundWindow;
+        this.dedicated = registration;
+    }
+
+    /** The lease has ended: its pin is released, and a block it owned (one allocated for a REQUEST) closed. */
+    void giveBack() {
+        if (pin != null) pin.close();
+        if (ownsBlock) block.close();
     }
 
     public long id() {
         return id;
     }
 
-    /** The exposed block, for local use while the lease is active. */
+    /** The block the lease exposes (part of), for local use while the lease is active. */
     public Block block() {
         return block;
     }
 
+    /** Where the exposed bytes start in {@link #block()}. */
+    public long offset() {
+        return offset;
+    }
+
     public long address() {
-        return block.address();
+        return block.address() + offset;
     }
 
     public long length() {
-        return block.size();
+        return length;
     }
 
     /** The key the peer names this block with: the window's, the dedicated region's, or the chunk region's. */

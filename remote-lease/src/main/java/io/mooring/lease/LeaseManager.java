@@ -98,12 +98,30 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * Exposes {@code block} to the peer for {@code duration} with {@code access}. The lease owns the block from
-     * now on (it closes it when it ends); if the grant fails, the caller still owns it.
+     * Exposes {@code block} to the peer for {@code duration} with {@code access}. The lease <em>pins</em> the block: it
+     * stays the caller's, several leases (to several peers) may expose it at once, and its memory is not reused while
+     * any is live — closing the block ends its leases (the peer is told: REVOKED) and frees it once they have ended.
      *
-     * @throws LeaseRefusedException naming the limit or argument at fault
+     * @throws LeaseRefusedException naming the limit or argument at fault, or if the block is closed
      */
     public Lease grant(Block block, Duration duration, Set<Access> access) {
+        return grant(block, 0, block.size(), duration, access);
+    }
+
+    /** Exposes {@code [offset, offset + length)} of {@code block}, as {@link #grant(Block, Duration, Set)} does. */
+    public Lease grant(Block block, long offset, long length, Duration duration, Set<Access> access) {
+        if (offset < 0 || length <= 0 || offset > block.size() - length) {
+            throw refuse(ErrorCodes.INVALID_REQUEST, "[" + offset + ", +" + length + ") is not inside " + block);
+        }
+        return grant(block, offset, length, duration, access, false);
+    }
+
+    /** A grant of a block the lease owns: it closes the block when it ends (a block allocated for a REQUEST). */
+    Lease grantOwned(Block block, Duration duration, Set<Access> access) {
+        return grant(block, 0, block.size(), duration, access, true);
+    }
+
+    private Lease grant(Block block, long offset, long length, Duration duration, Set<Access> access, boolean owned) {
         if (access.isEmpty() || !Access.REMOTE.containsAll(access) || !limits.maxAccess().containsAll(access)) {
             throw refuse(ErrorCodes.INVALID_REQUEST, "a lease needs remote rights within " + limits.maxAccess()
                     + ", not " + access);
@@ -112,15 +130,28 @@ public final class LeaseManager implements AutoCloseable {
             throw refuse(ErrorCodes.LIMIT_EXCEEDED, "lease duration " + duration + " is outside (0, "
                     + limits.maxDuration() + "]");
         }
-        reserve(block.size());
+        reserve(length);
+        Lease lease = null;
         try {
-            Lease lease = expose(block, duration, access);
+            lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned);
+            Lease pinned = lease;
+            try {
+                lease.pin = block.pin(() -> end(pinned, EndReason.OWNER_CLOSED)); // closing the block ends the lease
+            } catch (IllegalStateException e) {
+                throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
+            }
+            expose(lease);
+            if (!lease.isActive()) { // the block was closed while it was exposed: that end found nothing to revoke yet
+                revoke(lease).join();
+                throw refuse(ErrorCodes.INVALID_REQUEST, "the block was closed during the grant");
+            }
             leases.put(lease.id(), lease);
             granted.incrementAndGet();
             schedule(lease);
             return lease;
         } catch (RuntimeException e) {
-            unreserve(block.size());
+            if (lease != null && lease.pin != null) lease.pin.close();
+            unreserve(length);
             throw e;
         }
     }
@@ -135,15 +166,16 @@ public final class LeaseManager implements AutoCloseable {
         return lease;
     }
 
-    private Lease expose(Block block, Duration duration, Set<Access> access) {
-        long id = ids.incrementAndGet();
-        return switch (isolation) {
+    /** Makes the key the peer will use: a window bound over the lease's bytes, a registration of them, or the chunk's. */
+    private void expose(Lease lease) {
+        Block block = lease.block();
+        switch (isolation) {
             case WINDOW -> {
                 MemoryWindow window = takeWindow();
                 WorkCompletion wc;
                 try {
-                    wc = await(qp.postAsync(WorkRequest.bind(window, block.region(), block.regionOffset(),
-                            block.size(), access)), "bind of a window for a lease");
+                    wc = await(qp.postAsync(WorkRequest.bind(window, block.region(), block.regionOffset()
+                            + lease.offset(), lease.length(), lease.access())), "bind of a window for a lease");
                 } catch (RuntimeException e) {
                     retire(window);
                     throw e;
@@ -152,23 +184,23 @@ public final class LeaseManager implements AutoCloseable {
                     retire(window);
                     throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
                 }
-                yield new Lease(this, id, block, window.rkey(), access, duration, window, null);
+                lease.exposeThrough(window.rkey(), window, null);
             }
             case DEDICATED_REGISTRATION -> {
-                EnumSet<Access> rights = EnumSet.copyOf(access);
+                EnumSet<Access> rights = EnumSet.copyOf(lease.access());
                 rights.add(Access.LOCAL_WRITE); // the NIC writes what the peer writes
-                // The NIC's view: the block's bytes within its chunk's registered segment, not the block's scoped
+                // The NIC's view: the lease's bytes within its chunk's registered segment, not the block's scoped
                 // segment. A registration over the scoped segment would also stop working when the block closes
                 // (the soft provider checks the scope), which would hide a missing deregistration that a real NIC
                 // would not forgive. The chunk's region is the memory's owner, so the memory outlives this
                 // registration.
                 MemoryRegion chunk = block.region();
-                MemorySegment memory = chunk.segment().asSlice(block.address() - chunk.address(), block.size());
+                MemorySegment memory = chunk.segment().asSlice(lease.address() - chunk.address(), lease.length());
                 MemoryRegion region = pd.register(memory, rights, chunk.resource());
-                yield new Lease(this, id, block, region.rkey(), access, duration, null, region);
+                lease.exposeThrough(region.rkey(), null, region);
             }
-            case WHOLE_REGION -> new Lease(this, id, block, block.rkey(), access, duration, null, null);
-        };
+            case WHOLE_REGION -> lease.exposeThrough(block.rkey(), null, null);
+        }
     }
 
     private synchronized MemoryWindow takeWindow() {
@@ -247,7 +279,7 @@ public final class LeaseManager implements AutoCloseable {
         if (!lease.beginEnd()) return lease.ended().thenRun(() -> {});
         if (lease.expiry != null) lease.expiry.cancel(false);
         return revoke(lease).thenCompose(v -> drain(lease)).whenComplete((v, e) -> {
-            lease.block().close();
+            lease.giveBack();
             leases.remove(lease.id());
             unreserve(lease.length());
             (switch (reason) {
@@ -261,9 +293,10 @@ public final class LeaseManager implements AutoCloseable {
 
     private CompletableFuture<Void> revoke(Lease lease) {
         return switch (isolation) {
-            case WINDOW -> invalidate(lease.window);
+            case WINDOW -> lease.window == null ? CompletableFuture.completedFuture(null) // ended while exposed
+                    : invalidate(lease.window);
             case DEDICATED_REGISTRATION -> {
-                lease.dedicated.close(); // deregistered now, or when the last request using it completes
+                if (lease.dedicated != null) lease.dedicated.close(); // deregistered now, or after its last request
                 yield CompletableFuture.completedFuture(null);
             }
             case WHOLE_REGION -> CompletableFuture.completedFuture(null);

@@ -56,6 +56,8 @@ public final class RdmaSession implements AutoCloseable {
     static final int DATA_SENDS = 256;
     /** RNR retries before a peer that posts no receives is declared lost (7 would retry forever). */
     static final int RNR_RETRY = 6;
+    /** How long a lost session waits for its QPs' requests to be flushed before destroying them. */
+    private static final Duration FLUSH_WAIT = Duration.ofSeconds(5);
     /** Bootstrap record: protocol version, the data QP's address, the message window and size this side takes. */
     private static final int RECORD_BYTES = 4 + QpInfo.BYTES + 4 + 4;
 
@@ -542,7 +544,7 @@ public final class RdmaSession implements AutoCloseable {
         }
         Lease lease;
         try {
-            lease = leases.grant(block, Duration.ofNanos(r.durationNanos()), Access.of(r.access()));
+            lease = leases.grantOwned(block, Duration.ofNanos(r.durationNanos()), Access.of(r.access()));
         } catch (RuntimeException e) { // refused, or the bind failed or timed out: the block is still ours
             block.close();
             int code = e instanceof LeaseRefusedException refused ? refused.code() : ErrorCodes.INVALID_REQUEST;
@@ -635,8 +637,25 @@ public final class RdmaSession implements AutoCloseable {
         dataQp.moveToError(); // no invalidation can complete on it any more; the manager deallocates windows instead
         Thread.ofVirtual().name("mooring-session-end-" + peerAddress).start(() -> {
             leases.endAll(EndReason.SESSION_LOST);
+            awaitFlushed();
             tearDown();
         });
+    }
+
+    /**
+     * Waits (a bounded while) until both QPs, in ERROR, have completed every request posted on them: so that what the
+     * application posted gets its own completion — the error that broke the session, or a flush — before the QPs are
+     * destroyed, instead of a "destroyed" failure.
+     */
+    private void awaitFlushed() {
+        long deadline = System.nanoTime() + FLUSH_WAIT.toNanos();
+        try {
+            while ((controlQp.outstandingSends() > 0 || dataQp.outstandingSends() > 0) && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     /** Why the session ended on the peer's side (it closed it, or the session broke), or null while it works. */

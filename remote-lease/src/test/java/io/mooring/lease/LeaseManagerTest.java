@@ -73,12 +73,15 @@ class LeaseManagerTest extends LeasePeers {
     @EnumSource(value = Isolation.class, names = {"WINDOW", "DEDICATED_REGISTRATION"})
     void aLateWriteAfterReleaseFailsAndReusedMemoryIsIntact(Isolation isolation) {
         try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT, isolation)) {
-            Lease lease = leases.grant(arena.allocate(64), Duration.ofMinutes(1), WRITE);
+            Block block = arena.allocate(64);
+            Lease lease = leases.grant(block, Duration.ofMinutes(1), WRITE);
             long address = lease.address();
             int key = lease.rkey();
             lease.close();
             assertEquals(EndReason.RELEASED, lease.ended().join());
             assertFalse(lease.isActive());
+            assertTrue(block.isOpen(), "a lease pins its block, it does not take it");
+            block.close();
             try (Block reused = arena.allocate(64)) {
                 assertEquals(address, reused.address(), "the block went back to the arena and was handed out again");
                 reused.segment().fill((byte) 0x11);
@@ -105,7 +108,7 @@ class LeaseManagerTest extends LeasePeers {
                     ReceiveRequest.into(block.region(), block.regionOffset(), 64)), "no new requests once ending");
             assertThrows(TimeoutException.class, () -> end.get(200, TimeUnit.MILLISECONDS));
             assertEquals(1, lease.inFlight());
-            assertTrue(block.isOpen(), "revoked, but not given back while the receive may still write into it");
+            block.close(); // the application is done with it; the ending lease still pins its memory
             Block[] others = new Block[4];
             for (int i = 0; i < others.length; i++) {
                 others[i] = arena.allocate(64);
@@ -117,7 +120,6 @@ class LeaseManagerTest extends LeasePeers {
             assertEquals(WcStatus.SUCCESS, receive.get(10, TimeUnit.SECONDS).status());
             end.get(10, TimeUnit.SECONDS);
             assertEquals(EndReason.RELEASED, lease.ended().join());
-            assertFalse(block.isOpen(), "given back once the receive completed");
             assertEquals(0, lease.inFlight());
             for (Block other : others) {
                 assertEquals(-1, other.segment().mismatch(MemorySegment.ofArray(new byte[64]).fill((byte) 0x11)),
@@ -142,8 +144,33 @@ class LeaseManagerTest extends LeasePeers {
             var flushed = assertThrows(ExecutionException.class, () -> receive.get(10, TimeUnit.SECONDS));
             assertEquals(WcStatus.WR_FLUSH_ERR, ((WorkCompletionException) flushed.getCause()).status());
             end.get(10, TimeUnit.SECONDS);
-            assertFalse(block.isOpen());
+            assertTrue(block.isOpen(), "the block stays the application's");
+            block.close();
         }
+    }
+
+    /**
+     * A lease pins its block: one block leased twice (a stored value read by two peers), closed by the application
+     * while leased, ends both leases (OWNER_CLOSED) and its memory is reused only after their keys are revoked.
+     */
+    @Test
+    void closingALeasedBlockEndsItsLeasesBeforeItsMemoryIsReused() {
+        try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT)) {
+            Block value = arena.allocate(64);
+            Lease first = leases.grant(value, Duration.ofMinutes(1), WRITE);
+            Lease second = leases.grant(value, 16, 32, Duration.ofMinutes(1), WRITE);
+            assertEquals(value.address() + 16, second.address());
+            assertEquals(32, second.length());
+            assertEquals(WcStatus.SUCCESS, peerWrite(second.address(), second.rkey(), 32));
+            value.close();
+            assertEquals(EndReason.OWNER_CLOSED, first.ended().orTimeout(10, TimeUnit.SECONDS).join());
+            assertEquals(EndReason.OWNER_CLOSED, second.ended().orTimeout(10, TimeUnit.SECONDS).join());
+            assertEquals(WcStatus.REM_ACCESS_ERR, peerWrite(first.address(), first.rkey(), 8));
+            var refused = assertThrows(LeaseRefusedException.class, () -> leases.grant(value, Duration.ofSeconds(1), WRITE));
+            assertTrue(refused.getMessage().contains("cannot lease"), refused.getMessage());
+        }
+        arena.flushThreadCaches();
+        assertEquals(0, arena.stats().liveBlocks(), "the last lease's end freed the closed block");
     }
 
     @Test
@@ -174,7 +201,8 @@ class LeaseManagerTest extends LeasePeers {
     void limitsRefuseClearlyAndLeakNothing() {
         var limits = new LeaseLimits(256, 2, Duration.ofSeconds(5), Duration.ofSeconds(5), WRITE, Duration.ZERO);
         try (LeaseManager leases = LeaseManager.create(ownerQp, limits)) {
-            Lease first = leases.grant(arena.allocate(128), Duration.ofSeconds(1), WRITE);
+            Block firstBlock = arena.allocate(128);
+            Lease first = leases.grant(firstBlock, Duration.ofSeconds(1), WRITE);
             Block big = arena.allocate(200);
             var bytes = assertThrows(LeaseRefusedException.class, () -> leases.grant(big, Duration.ofSeconds(1), WRITE));
             assertTrue(bytes.getMessage().contains("exceed the limit of 256"), bytes.getMessage());
@@ -194,9 +222,11 @@ class LeaseManagerTest extends LeasePeers {
             assertEquals(5, leases.stats().refused());
             big.close();
             third.close();
+            firstBlock.close();
+            small.close();
         }
         arena.flushThreadCaches();
-        assertEquals(0, arena.stats().liveBlocks(), "the manager's close gave every leased block back");
+        assertEquals(0, arena.stats().liveBlocks(), "the manager's close released every pin");
     }
 
     @Test
@@ -213,13 +243,17 @@ class LeaseManagerTest extends LeasePeers {
     @Test
     void losingTheSessionRevokesEveryLease() {
         try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT)) {
-            Lease a = leases.grant(arena.allocate(64), Duration.ofMinutes(1), WRITE);
-            Lease b = leases.grant(arena.allocate(4096), Duration.ofMinutes(1), WRITE);
+            Block one = arena.allocate(64);
+            Block two = arena.allocate(4096);
+            Lease a = leases.grant(one, Duration.ofMinutes(1), WRITE);
+            Lease b = leases.grant(two, Duration.ofMinutes(1), WRITE);
             ownerQp.moveToError(); // as when the peer dies: no invalidation can complete on this QP
             leases.endAll(EndReason.SESSION_LOST);
             assertEquals(EndReason.SESSION_LOST, a.ended().join());
             assertEquals(EndReason.SESSION_LOST, b.ended().join());
-            arena.flushThreadCaches(); // blocks closed on the dispatcher thread wait for their owner: us
+            one.close();
+            two.close();
+            arena.flushThreadCaches();
             assertEquals(0, arena.stats().liveBlocks());
             assertEquals(0, leases.stats().pooledWindows(), "windows that could not be invalidated were deallocated");
         }
