@@ -14,6 +14,13 @@ sealed interface Message {
     record Grant(long requestId, long leaseId, long address, long length, int rkey, long durationNanos)
             implements Message {}
 
+    /**
+     * The owner offers a lease it made on its own (async-rdma's {@code send_local_mr}): the receiver may reach
+     * {@code [address, address + length)} through {@code rkey} with {@code access} until it ends.
+     */
+    record Offer(long requestId, long leaseId, long address, long length, int rkey, int access, long durationNanos)
+            implements Message {}
+
     /** Asks to extend a lease by {@code durationNanos} from now. */
     record Renew(long requestId, long leaseId, long durationNanos) implements Message {}
 

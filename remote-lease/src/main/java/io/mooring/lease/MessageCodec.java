@@ -21,6 +21,7 @@ import java.nio.charset.StandardCharsets;
  * RELEASE, RELEASE_ACK   leaseId:u64                                                          (8)
  * REVOKED      leaseId:u64  reason:u32  reserved:u32                                          (16)
  * CREDIT       messages:u32  reserved:u32                                                       (8)
+ * OFFER        leaseId:u64  address:u64  length:u64  rkey:u32  access:u32  durationNanos:u64   (40)
  * ERROR        code:u32  messageLength:u32  message:utf8[messageLength ≤ 200]                 (8 + n)
  * </pre>
  * {@link #decode} accepts exactly this and nothing else: wrong magic, version, type or length, a truncated or
@@ -50,6 +51,8 @@ final class MessageCodec {
     static final StructLayout LEASE = MemoryLayout.structLayout(U64.withName("leaseId"));
     static final StructLayout REVOKED = MemoryLayout.structLayout(U64.withName("leaseId"), U32.withName("reason"),
             U32.withName("reserved"));
+    static final StructLayout OFFER = MemoryLayout.structLayout(U64.withName("leaseId"), U64.withName("address"),
+            U64.withName("length"), U32.withName("rkey"), U32.withName("access"), U64.withName("durationNanos"));
     static final StructLayout CREDIT = MemoryLayout.structLayout(U32.withName("messages"), U32.withName("reserved"));
     static final StructLayout ERROR = MemoryLayout.structLayout(U32.withName("code"), U32.withName("messageLength"));
 
@@ -57,7 +60,7 @@ final class MessageCodec {
     enum Type {
         REQUEST(MessageCodec.REQUEST), GRANT(MessageCodec.GRANT), RENEW(LEASE_DURATION), RENEWED(LEASE_DURATION),
         RELEASE(LEASE), RELEASE_ACK(LEASE), REVOKED(MessageCodec.REVOKED), ERROR(MessageCodec.ERROR),
-        CREDIT(MessageCodec.CREDIT);
+        CREDIT(MessageCodec.CREDIT), OFFER(MessageCodec.OFFER);
 
         final StructLayout body;
 
@@ -75,6 +78,12 @@ final class MessageCodec {
     private static final VarHandle H_REQUEST_ID = field(HEADER, "requestId");
 
     // Field offsets inside each body, named after the layout and member.
+    private static final long OFFER_ACCESS = offset(OFFER, "access");
+    private static final long OFFER_ADDRESS = offset(OFFER, "address");
+    private static final long OFFER_DURATION_NANOS = offset(OFFER, "durationNanos");
+    private static final long OFFER_LEASE_ID = offset(OFFER, "leaseId");
+    private static final long OFFER_LENGTH = offset(OFFER, "length");
+    private static final long OFFER_RKEY = offset(OFFER, "rkey");
     private static final long CREDIT_MESSAGES = offset(CREDIT, "messages");
     private static final long CREDIT_RESERVED = offset(CREDIT, "reserved");
     private static final long ERROR_CODE = offset(ERROR, "code");
@@ -143,6 +152,14 @@ final class MessageCodec {
                 body.set(U32, REVOKED_REASON, r.reason());
             }
             case Message.Credit c -> body.set(U32, CREDIT_MESSAGES, c.messages());
+            case Message.Offer o -> {
+                body.set(U64, OFFER_LEASE_ID, o.leaseId());
+                body.set(U64, OFFER_ADDRESS, o.address());
+                body.set(U64, OFFER_LENGTH, o.length());
+                body.set(U32, OFFER_RKEY, o.rkey());
+                body.set(U32, OFFER_ACCESS, o.access());
+                body.set(U64, OFFER_DURATION_NANOS, o.durationNanos());
+            }
             case Message.Error e -> {
                 body.set(U32, ERROR_CODE, e.code());
                 body.set(U32, ERROR_MESSAGE_LENGTH, text.length);
@@ -179,6 +196,7 @@ final class MessageCodec {
             case Message.Revoked r -> Type.REVOKED;
             case Message.Error e -> Type.ERROR;
             case Message.Credit c -> Type.CREDIT;
+            case Message.Offer o -> Type.OFFER;
         };
     }
 
@@ -224,6 +242,10 @@ final class MessageCodec {
                 yield new Message.Revoked(requestId, leaseId(requestId, body, REVOKED_LEASE_ID), body.get(U32, REVOKED_REASON));
             }
             case ERROR -> error(requestId, body);
+            case OFFER -> new Message.Offer(requestId, leaseId(requestId, body, OFFER_LEASE_ID),
+                    body.get(U64, OFFER_ADDRESS), positive(requestId, "length", body.get(U64, OFFER_LENGTH)),
+                    body.get(U32, OFFER_RKEY), access(requestId, body.get(U32, OFFER_ACCESS)),
+                    positive(requestId, "duration", body.get(U64, OFFER_DURATION_NANOS)));
             case CREDIT -> {
                 if (body.get(U32, CREDIT_RESERVED) != 0) throw new MalformedMessageException(requestId, "reserved bits set");
                 yield new Message.Credit(requestId, (int) positive(requestId, "credit",
@@ -238,14 +260,18 @@ final class MessageCodec {
         if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
             throw new MalformedMessageException(requestId, "alignment " + alignment + " is not a power of two");
         }
-        int access = body.get(U32, REQUEST_ACCESS);
+        int access = access(requestId, body.get(U32, REQUEST_ACCESS));
+        if (body.get(U32, REQUEST_RESERVED) != 0) throw new MalformedMessageException(requestId, "reserved bits set");
+        return new Message.Request(requestId, size, alignment, access,
+                positive(requestId, "duration", body.get(U64, REQUEST_DURATION_NANOS)));
+    }
+
+    private static int access(long requestId, int access) throws MalformedMessageException {
         if (access == 0 || (access & ~LEASE_ACCESS_BITS) != 0) {
             throw new MalformedMessageException(requestId, "access 0x" + Integer.toHexString(access)
                     + " is not a non-empty set of REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC");
         }
-        if (body.get(U32, REQUEST_RESERVED) != 0) throw new MalformedMessageException(requestId, "reserved bits set");
-        return new Message.Request(requestId, size, alignment, access,
-                positive(requestId, "duration", body.get(U64, REQUEST_DURATION_NANOS)));
+        return access;
     }
 
     private static Message grant(long requestId, MemorySegment body) throws MalformedMessageException {

@@ -5,10 +5,9 @@ import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Accepts peers for an {@link RdmaEndpoint} (async-rdma's {@code RdmaListener}). A virtual thread accepts
@@ -25,10 +24,8 @@ public final class RdmaListener implements AutoCloseable {
     private final RdmaEndpoint endpoint;
     private final ServerSocket server;
     private final Thread acceptor;
-    private final ArrayDeque<RdmaSession> ready = new ArrayDeque<>();                      // guarded by this
-    private final ArrayDeque<CompletableFuture<RdmaSession>> takers = new ArrayDeque<>(); // guarded by this
-    private boolean closed;                                                              // guarded by this
-    private long refused;                                                                // guarded by this
+    private final Handoff<RdmaSession> ready = new Handoff<>(BACKLOG, "a session");
+    private final AtomicLong refused = new AtomicLong();
 
     RdmaListener(RdmaEndpoint endpoint, ServerSocket server) {
         this.endpoint = endpoint;
@@ -47,23 +44,12 @@ public final class RdmaListener implements AutoCloseable {
 
     /** The next peer's session, once its handshake is done. */
     public CompletableFuture<RdmaSession> accept() {
-        synchronized (this) {
-            if (closed) return CompletableFuture.failedFuture(new IllegalStateException("the listener is closed"));
-            RdmaSession s = ready.poll();
-            if (s != null) return CompletableFuture.completedFuture(s);
-            takers.removeIf(CompletableFuture::isDone);
-            if (takers.size() >= BACKLOG) {
-                throw new FlowControlException(BACKLOG + " accept() calls already wait on " + address());
-            }
-            var f = new CompletableFuture<RdmaSession>();
-            takers.add(f);
-            return f;
-        }
+        return ready.take();
     }
 
     /** Connections closed without a session: over the handshake limit, barred, failed, or past the backlog. */
-    public synchronized long refused() {
-        return refused;
+    public long refused() {
+        return refused.get();
     }
 
     private void acceptLoop() {
@@ -95,51 +81,23 @@ public final class RdmaListener implements AutoCloseable {
     }
 
     private void refuse(Socket socket, String why) {
-        synchronized (this) {
-            refused++;
-        }
+        refused.incrementAndGet();
         LOG.log(Level.INFO, "refused " + socket.getRemoteSocketAddress() + " on " + address() + ": " + why);
         RdmaSession.closeQuietly(socket);
     }
 
     private void offer(RdmaSession session) {
-        while (true) {
-            CompletableFuture<RdmaSession> taker;
-            synchronized (this) {
-                if (!closed && takers.isEmpty() && ready.size() < BACKLOG) {
-                    ready.add(session);
-                    return;
-                }
-                taker = closed ? null : takers.poll();
-                if (taker == null) refused++;
-            }
-            if (taker == null) { // closed, or the application takes no sessions: do not pile them up
-                LOG.log(Level.WARNING, "closing the session to " + session.peerAddress() + ": "
-                        + (closed() ? "the listener is closed" : BACKLOG + " sessions wait for accept()"));
-                session.close();
-                return;
-            }
-            if (taker.complete(session)) return;
-        }
-    }
-
-    private synchronized boolean closed() {
-        return closed;
+        if (ready.offer(session)) return;
+        refused.incrementAndGet(); // closed, or the application takes no sessions: do not pile them up
+        LOG.log(Level.WARNING, "closing the session to " + session.peerAddress() + ": the listener is closed or "
+                + BACKLOG + " sessions wait for accept()");
+        session.close();
     }
 
     /** Stops accepting; sessions not yet taken by {@link #accept()} are closed, waiting calls fail. */
     @Override
     public void close() {
-        List<RdmaSession> untaken;
-        List<CompletableFuture<RdmaSession>> waiting;
-        synchronized (this) {
-            if (closed) return;
-            closed = true;
-            untaken = new ArrayList<>(ready);
-            waiting = new ArrayList<>(takers);
-            ready.clear();
-            takers.clear();
-        }
+        List<RdmaSession> untaken = ready.close(new IllegalStateException("the listener is closed"));
         try {
             server.close();
         } catch (IOException e) {
@@ -151,7 +109,6 @@ public final class RdmaListener implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         untaken.forEach(RdmaSession::close);
-        waiting.forEach(f -> f.completeExceptionally(new IllegalStateException("the listener closed")));
         endpoint.listenerClosed(this);
     }
 }

@@ -56,6 +56,8 @@ public final class RdmaSession implements AutoCloseable {
     static final int DATA_SENDS = 256;
     /** RNR retries before a peer that posts no receives is declared lost (7 would retry forever). */
     static final int RNR_RETRY = 6;
+    /** Offers received and not yet taken by {@link #receiveOfferAsync()}, at most. */
+    static final int OFFER_BACKLOG = 64;
     /** How long a lost session waits for its QPs' requests to be flushed before destroying them. */
     private static final Duration FLUSH_WAIT = Duration.ofSeconds(5);
     /** Bootstrap record: protocol version, the data QP's address, the message window and size this side takes. */
@@ -74,6 +76,7 @@ public final class RdmaSession implements AutoCloseable {
     private final int peerMessageSize;
     private final Map<Long, CompletableFuture<Message>> pending = new ConcurrentHashMap<>();
     private final Map<Long, RemoteSegment.State> remote = new ConcurrentHashMap<>();
+    private final Handoff<RemoteSegment> offers = new Handoff<>(OFFER_BACKLOG, "an offer");
     private final AtomicLong requestIds = new AtomicLong();
     private final AtomicInteger malformed = new AtomicInteger();
     private final AtomicLong leakedSegments = new AtomicLong();
@@ -278,6 +281,64 @@ public final class RdmaSession implements AutoCloseable {
     /** The application took {@code n} messages: tell the peer it may send that many more. */
     void grantCredits(int n) {
         if (lostReason == null && !closing) reply(new Message.Credit(requestIds.incrementAndGet(), n));
+    }
+
+    // ---- offers ----------------------------------------------------------------------------------------------
+
+    /**
+     * Leases {@code block} to the peer without being asked (async-rdma's {@code send_local_mr}): the peer's
+     * {@link #receiveOffer()} gets it as a {@link RemoteSegment}. The lease pins the block, which stays the caller's —
+     * a stored value can be offered to many peers at once — and closing the block ends the lease.
+     *
+     * @throws LeaseRefusedException naming the limit or argument at fault
+     * @throws SessionLostException  if the session has ended
+     */
+    public Lease offer(Block block, Duration duration, Set<Access> access) {
+        return offer(block, 0, block.size(), duration, access);
+    }
+
+    /** Offers {@code [offset, offset + length)} of {@code block}, as {@link #offer(Block, Duration, Set)} does. */
+    public Lease offer(Block block, long offset, long length, Duration duration, Set<Access> access) {
+        checkUsable();
+        Lease lease = leases.grant(block, offset, length, duration, access);
+        announceRevocation(lease);
+        reply(new Message.Offer(requestIds.incrementAndGet(), lease.id(), lease.address(), lease.length(), lease.rkey(),
+                Access.mask(access), duration.toNanos()));
+        return lease;
+    }
+
+    /**
+     * The next lease the peer offers, as a segment this side may use until the lease ends (async-rdma's
+     * {@code receive_remote_mr}). Offers nobody takes wait in a queue of {@value #OFFER_BACKLOG}; past it they are
+     * released at once.
+     */
+    public CompletableFuture<RemoteSegment> receiveOfferAsync() {
+        return offers.take();
+    }
+
+    /** Waits for the next offer, at most {@code timeout}. */
+    public RemoteSegment receiveOffer(Duration timeout) throws TimeoutException {
+        return awaitOrTimeout(receiveOfferAsync(), timeout);
+    }
+
+    private void offered(Message.Offer o) {
+        var state = new RemoteSegment.State(o.leaseId(), localDeadline(System.nanoTime(), o.durationNanos()));
+        remote.put(o.leaseId(), state);
+        var segment = new RemoteSegment(this, state, o.address(), o.length(), o.rkey(), Access.of(o.access()));
+        if (!offers.offer(segment)) {
+            LOG.log(Level.WARNING, "an offer of lease " + o.leaseId() + " from " + peerAddress + " found "
+                    + OFFER_BACKLOG + " offers untaken; released");
+            segment.closeAsync();
+        }
+    }
+
+    /** When the owner ends a lease on its own, the peer is told (REVOKED); a release the peer asked for is acked. */
+    private void announceRevocation(Lease lease) {
+        lease.ended().thenAccept(reason -> {
+            if (reason == EndReason.EXPIRED || reason == EndReason.OWNER_CLOSED) {
+                reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
+            }
+        });
     }
 
     // ---- requester -------------------------------------------------------------------------------------------
@@ -500,6 +561,7 @@ public final class RdmaSession implements AutoCloseable {
                     if (s != null) s.revoked();
                 }
                 case Message.Credit c -> messages.credited(c.messages());
+                case Message.Offer o -> offered(o);
                 case Message.Grant g -> answer(g);
                 case Message.Renewed r -> answer(r);
                 case Message.ReleaseAck a -> answer(a);
@@ -551,11 +613,7 @@ public final class RdmaSession implements AutoCloseable {
             reply(new Message.Error(r.requestId(), code, String.valueOf(e.getMessage())));
             return;
         }
-        lease.ended().thenAccept(reason -> {
-            if (reason == EndReason.EXPIRED || reason == EndReason.OWNER_CLOSED) {
-                reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
-            }
-        });
+        announceRevocation(lease);
         reply(new Message.Grant(r.requestId(), lease.id(), lease.address(), lease.length(), lease.rkey(), r.durationNanos()));
     }
 
@@ -633,6 +691,7 @@ public final class RdmaSession implements AutoCloseable {
         remote.values().forEach(RemoteSegment.State::revoked);
         remote.clear();
         messages.end(lostReason);
+        offers.close(new SessionLostException(lostReason)).forEach(RemoteSegment::closeAsync);
         controlQp.moveToError();
         dataQp.moveToError(); // no invalidation can complete on it any more; the manager deallocates windows instead
         Thread.ofVirtual().name("mooring-session-end-" + peerAddress).start(() -> {
@@ -698,6 +757,8 @@ public final class RdmaSession implements AutoCloseable {
             agent.stop();
             closeQuietly(socket);
             messages.end("the session to " + peerAddress + " closed");
+            offers.close(new SessionLostException("the session to " + peerAddress + " closed"))
+                    .forEach(RemoteSegment::closeAsync);
             endpoint.unroute(controlQp, dataQp);
             controlQp.close();
             dataQp.close();

@@ -227,7 +227,8 @@ class AgentFuzzTest {
             case 3, 4 -> new Message.Release(id, lease);
             case 5 -> new Message.Renew(id, lease, duration);
             case 6 -> new Message.Grant(id, lease, r.nextLong(), 1 + r.nextInt(4096), r.nextInt(), duration);
-            case 7 -> new Message.Revoked(id, lease, r.nextInt(5));
+            case 7 -> r.nextBoolean() ? new Message.Revoked(id, lease, r.nextInt(5))
+                    : new Message.Offer(id, lease, r.nextLong(), 1 + r.nextInt(4096), r.nextInt(), 2 * (1 + r.nextInt(7)), duration);
             case 8 -> r.nextBoolean() ? new Message.Error(id, r.nextInt(10), "e".repeat(r.nextInt(250)))
                     : new Message.Credit(id, 1 + r.nextInt(64));
             default -> r.nextBoolean() ? new Message.Renewed(id, lease, duration) : new Message.ReleaseAck(id, lease);
@@ -294,12 +295,12 @@ class AgentFuzzTest {
             }
         }
 
-        /** The owner's next answer (REVOKED notices skipped), or an AssertionError naming {@code at}. */
+        /** The owner's next answer (REVOKED notices and RELEASEs of offers it had no room for skipped), or an AssertionError naming {@code at}. */
         Message nextAnswer(String at) throws InterruptedException {
             long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
             while (true) {
                 Message m = answers.poll();
-                if (m instanceof Message.Revoked) continue;
+                if (m instanceof Message.Revoked || m instanceof Message.Release) continue; // notices, not answers
                 if (m != null) return m;
                 if (System.nanoTime() > deadline) throw new AssertionError("no answer to " + at + " within 15 s");
                 poll();

@@ -20,7 +20,9 @@ class MessageCodecTest {
             new Message.Release(5, 17),
             new Message.ReleaseAck(6, 17),
             new Message.Revoked(7, 17, 2),
-            new Message.Error(8, 3, "lease 17 is not yours ✗"));
+            new Message.Error(8, 3, "lease 17 is not yours ✗"),
+            new Message.Credit(9, 8),
+            new Message.Offer(10, 18, 0x7f00_0000_2000L, 64, 0x1234_56ac, 0b0100, 30_000_000_000L));
 
     private final MemorySegment buf = Arena.ofAuto().allocate(MessageCodec.MAX_MESSAGE);
 

@@ -370,6 +370,37 @@ class RdmaSessionTest {
         }
     }
 
+    // ---- offers -----------------------------------------------------------------------------------------------
+
+    /**
+     * async-rdma's send_local_mr / receive_remote_mr: the owner offers a stored value without being asked, to read
+     * only, twice at once; the value stays the owner's, and closing it revokes both offers before its memory is reused.
+     */
+    @Test
+    void anOfferedValueIsReadByThePeerAndClosingItRevokesTheOffers() throws Exception {
+        Block value = ownerArena.allocateShared(64, 8);
+        value.segment().fill((byte) 0x2b);
+        Lease one = owner.offer(value, Duration.ofSeconds(30), EnumSet.of(Access.REMOTE_READ));
+        Lease half = owner.offer(value, 32, 32, Duration.ofSeconds(30), EnumSet.of(Access.REMOTE_READ));
+        RemoteSegment first = requester.receiveOffer(Duration.ofSeconds(10));
+        RemoteSegment second = requester.receiveOffer(Duration.ofSeconds(10));
+        assertEquals(one.id(), first.leaseId());
+        assertEquals(32, second.length());
+        try (Block dst = requesterArena.allocate(64); Block src = requesterArena.allocate(8)) {
+            first.read(dst, 0);
+            assertEquals((byte) 0x2b, dst.segment().get(ValueLayout.JAVA_BYTE, 63));
+            assertThrows(IllegalStateException.class, () -> first.write(src, 0), "offered to read only");
+            value.close(); // the owner replaces its value: both offers end, the peer is told
+            assertEquals(EndReason.OWNER_CLOSED, half.ended().get(10, TimeUnit.SECONDS));
+            awaitTrue(() -> !first.isUsable() && !second.isUsable());
+            assertThrows(IllegalStateException.class, () -> first.read(dst, 0), "revoked: refused before posting");
+        }
+        first.close();
+        second.close();
+        assertEquals(null, requester.lostReason());
+        assertEquals(0, owner.leases().stats().active());
+    }
+
     private static void awaitTrue(BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
         while (!condition.getAsBoolean()) {

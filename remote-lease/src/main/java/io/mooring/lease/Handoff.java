@@ -1,0 +1,77 @@
+package io.mooring.lease;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Hands items from the side that makes them (a listener, a session's agent) to an application that may ask before
+ * they exist: a queue of at most {@code capacity} items nobody has asked for yet, and at most {@code capacity} callers
+ * waiting for the next one. Bounded both ways, so neither a peer nor the application can make it grow.
+ */
+final class Handoff<T> {
+    private final int capacity;
+    private final String what;
+    private final ArrayDeque<T> items = new ArrayDeque<>();                      // guarded by this
+    private final ArrayDeque<CompletableFuture<T>> takers = new ArrayDeque<>();  // guarded by this
+    private RuntimeException closed;                                             // guarded by this
+
+    Handoff(int capacity, String what) {
+        this.capacity = capacity;
+        this.what = what;
+    }
+
+    /** Gives {@code item} to the oldest waiting taker, or queues it; false if the queue is full or closed. */
+    boolean offer(T item) {
+        while (true) {
+            CompletableFuture<T> taker;
+            synchronized (this) {
+                if (closed != null) return false;
+                taker = takers.poll();
+                if (taker == null) {
+                    if (items.size() >= capacity) return false;
+                    items.add(item);
+                    return true;
+                }
+            }
+            if (taker.complete(item)) return true; // else it gave up (timed out, cancelled): the next one gets it
+        }
+    }
+
+    /**
+     * The oldest item, or a future for the next one.
+     *
+     * @throws FlowControlException if {@code capacity} callers already wait
+     */
+    CompletableFuture<T> take() {
+        synchronized (this) {
+            if (closed != null) return CompletableFuture.failedFuture(closed);
+            T item = items.poll();
+            if (item != null) return CompletableFuture.completedFuture(item);
+            takers.removeIf(CompletableFuture::isDone);
+            if (takers.size() >= capacity) {
+                throw new FlowControlException(capacity + " callers already wait for " + what);
+            }
+            var f = new CompletableFuture<T>();
+            takers.add(f);
+            return f;
+        }
+    }
+
+    /** Refuses everything from now on: waiting callers fail with {@code why}; returns the items nobody took. */
+    List<T> close(RuntimeException why) {
+        List<T> untaken;
+        List<CompletableFuture<T>> waiting;
+        synchronized (this) {
+            if (closed != null) return List.of();
+            closed = why;
+            untaken = new ArrayList<>(items);
+            waiting = new ArrayList<>(takers);
+            items.clear();
+            takers.clear();
+        }
+        waiting.forEach(f -> f.completeExceptionally(why));
+        return untaken;
+    }
+}
