@@ -1,4 +1,5 @@
 /** Applications on Mooring's public API: the user guide's examples. */
 module io.mooring.examples {
     requires io.mooring.lease;
+    exports io.mooring.examples.kv; // the KV cache, which `mooring kv` runs
 }

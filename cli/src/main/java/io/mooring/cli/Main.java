@@ -27,6 +27,8 @@ public final class Main {
                     PingPong::run),
             "demo", new Entry("two processes lease, use, release and revoke remote memory (the main job)",
                     Demo.USAGE, Demo::run),
+            "kv", new Entry("a remote key-value cache: PUT by message, GET by READ of a leased value",
+                    KvCommand.USAGE, KvCommand::run),
             "lifecycle-demo", new Entry("ordered teardown, pins, leaks and failures in the lifecycle graph",
                     "usage: mooring lifecycle-demo", (args, out, err) -> LifecycleDemo.run(args, out))));
 

@@ -28,6 +28,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
  * The owner's side of leasing blocks to one peer over one connected QP: grants expose exactly one block each
@@ -58,6 +59,7 @@ public final class LeaseManager implements AutoCloseable {
     private final LeaseLimits limits;
     private final Isolation isolation;
     private final PeerAccount peer;
+    private volatile Consumer<Lease> revocationNotice;
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
     private final ArrayDeque<MemoryWindow> windows = new ArrayDeque<>(); // guarded by this
@@ -136,7 +138,7 @@ public final class LeaseManager implements AutoCloseable {
             lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned);
             Lease pinned = lease;
             try {
-                lease.pin = block.pin(() -> end(pinned, EndReason.OWNER_CLOSED)); // closing the block ends the lease
+                lease.pin = block.pin(() -> blockClosed(pinned));
             } catch (IllegalStateException e) {
                 throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
             }
@@ -154,6 +156,23 @@ public final class LeaseManager implements AutoCloseable {
             unreserve(length);
             throw e;
         }
+    }
+
+    /**
+     * The application closed a leased block: the peer is told at once (it stops starting operations on it), and given
+     * the grace margin to finish those in flight before the key is revoked — revoking under an access in flight would
+     * fail it on the NIC and end the peer's whole session. The memory waits for the revocation either way.
+     */
+    private void blockClosed(Lease lease) {
+        if (!lease.isActive()) return;
+        Consumer<Lease> notice = revocationNotice;
+        if (notice != null) notice.accept(lease);
+        TIMER.schedule(() -> end(lease, EndReason.OWNER_CLOSED), limits.grace().toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /** Tells the peer that a lease is about to end on the owner's side (a session sends REVOKED). */
+    void onRevocationNotice(Consumer<Lease> notice) {
+        this.revocationNotice = notice;
     }
 
     /**

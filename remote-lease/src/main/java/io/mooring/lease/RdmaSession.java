@@ -131,6 +131,8 @@ public final class RdmaSession implements AutoCloseable {
             this.messages = madeMessages = new MessageFlow(this, dataQp, endpoint.arena(), endpoint.maxMessageSize(),
                     endpoint.messageWindow(), peerWindow);
             this.leases = madeLeases = new LeaseManager(dataQp, endpoint.limits(), endpoint.isolation(), peer);
+            leases.onRevocationNotice(lease -> reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(),
+                    EndReason.OWNER_CLOSED.ordinal())));
             this.agent = madeAgent = new SessionAgent("mooring-agent-" + peerAddress);
             endpoint.route(this);
             var options = endpoint.connectOptions().toBuilder().rnrRetry(RNR_RETRY).build();
@@ -249,9 +251,13 @@ public final class RdmaSession implements AutoCloseable {
         return awaitOrTimeout(receiveAsync(), timeout);
     }
 
-    /** Waits for the next message. */
+    /**
+     * Waits for the next message.
+     *
+     * @throws SessionLostException once the session has ended (the peer left, or this side closed it)
+     */
     public InboundMessage receive() {
-        return messages.receive().join();
+        return join(messages.receive());
     }
 
     /**

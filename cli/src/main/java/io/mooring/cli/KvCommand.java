@@ -1,0 +1,85 @@
+package io.mooring.cli;
+
+import io.mooring.examples.kv.KvClient;
+import io.mooring.examples.kv.KvServer;
+import io.mooring.verbs.RdmaDevices;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code mooring kv}: the key-value cache example ({@code examples/}, package {@code io.mooring.examples.kv}) as two
+ * processes — a server started as a second process and a client (this one) that PUTs and GETs and prints the
+ * latencies — or one side of it ({@code --role server|client}).
+ */
+final class KvCommand {
+    static final String USAGE = """
+            usage: mooring kv [--provider auto|ibv|soft] [--keys N] [--ops N]
+                   mooring kv --role server [--port P] [--sessions N] [--provider ...]
+                   mooring kv --role client --connect HOST:PORT [--keys N] [--ops N] [--provider ...]
+              a server keeps values in arena blocks; a client PUTs by message and GETs by one RDMA READ of the
+              stored value, leased to it on its first GET; prints ops/s and GET/PUT p50/p99""";
+
+    private KvCommand() {}
+
+    static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
+        Options o = Options.parse(args, Set.of("provider", "role", "port", "sessions", "connect", "keys", "ops"));
+        String provider = o.choice("provider", RdmaDevices.configuredProvider(), DeviceChoice.PROVIDERS);
+        String role = o.choice("role", "both", List.of("both", "server", "client"));
+        int keys = o.number("keys", 64, 1, 100_000);
+        int ops = o.number("ops", 20_000, 1, 100_000_000);
+        DeviceChoice.Choice device;
+        try {
+            device = DeviceChoice.installed().choose(provider, null);
+        } catch (IllegalArgumentException e) {
+            err.println("mooring kv: " + e.getMessage());
+            return 1;
+        }
+        String name = device.name();
+        switch (role) {
+            case "server" -> KvServer.run(name, o.number("port", 0, 0, 65535), o.number("sessions", 0, 0, 1_000_000));
+            case "client" -> {
+                String server = o.text("connect", null);
+                if (server == null || server.lastIndexOf(':') < 1) throw new UsageException("--role client needs --connect HOST:PORT");
+                KvClient.run(name, server, keys, ops).forEach(out::println);
+            }
+            default -> {
+                return both(device.provider(), name, keys, ops, out, err);
+            }
+        }
+        return 0;
+    }
+
+    /** Starts a server process for one client, runs the client here, and relays the server's lines. */
+    private static int both(String provider, String device, int keys, int ops, PrintStream out, PrintStream err)
+            throws Exception {
+        List<String> command = new ArrayList<>(Main.command("kv", "--role", "server", "--port", "0", "--sessions", "1",
+                "--provider", provider));
+        Process server = new ProcessBuilder(command).redirectErrorStream(true).start();
+        try {
+            var lines = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
+            String first = lines.readLine();
+            if (first == null || !first.startsWith("listening on ")) {
+                err.println("mooring kv: the server process did not start: " + first);
+                return 1;
+            }
+            var relay = CompletableFuture.runAsync(() -> lines.lines().forEach(l -> out.println("  server | " + l)));
+            out.println("kv on " + device + ": " + keys + " keys, " + ops + " operations (90% GET, 10% PUT)");
+            KvClient.run(device, "127.0.0.1:" + first.substring("listening on ".length()), keys, ops).forEach(out::println);
+            if (!server.waitFor(30, TimeUnit.SECONDS)) {
+                err.println("mooring kv: the server did not finish");
+                return 1;
+            }
+            relay.get(10, TimeUnit.SECONDS);
+            return server.exitValue();
+        } finally {
+            server.destroyForcibly();
+        }
+    }
+}

@@ -1,0 +1,59 @@
+package io.mooring.examples.kv;
+
+import io.mooring.allocator.RdmaArena;
+import io.mooring.verbs.Access;
+import io.mooring.verbs.DeviceContext;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.RdmaDevices;
+import java.util.EnumSet;
+
+/**
+ * A remote key-value cache on Mooring's public API: {@link KvServer} keeps values in arena blocks; {@link KvClient}
+ * PUTs by message and GETs by one-sided READ of a value the server offered. The protocol, in application messages:
+ * a request is {@code op:u8 keyLength:u8 key value}, a reply {@code status:u8}; a GET that finds its key is also
+ * answered with an offer of the value.
+ * <pre>
+ *   Kv server PORT [DEVICE [SESSIONS]]          serves until SESSIONS clients have left (0: forever)
+ *   Kv client HOST:PORT [DEVICE [KEYS [OPS]]]   PUTs KEYS values, then GETs and PUTs OPS times, and prints latencies
+ * </pre>
+ * DEVICE defaults to {@code soft:soft0}.
+ */
+public final class Kv {
+    static final byte PUT = 1;
+    static final byte GET = 2;
+    static final byte OK = 0;
+    static final byte MISSING = 1;
+
+    private Kv() {}
+
+    /** A device, its protection domain and an arena whose blocks a peer may reach through windows. */
+    record Memory(DeviceContext device, ProtectionDomain pd, RdmaArena arena) implements AutoCloseable {
+        @Override
+        public void close() {
+            arena.close();
+            pd.close();
+            device.close();
+        }
+    }
+
+    static Memory open(String device) {
+        DeviceContext context = RdmaDevices.open(device);
+        ProtectionDomain pd = context.allocateProtectionDomain();
+        return new Memory(context, pd, RdmaArena.builder(pd)
+                .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build());
+    }
+
+    public static void main(String[] args) throws Exception {
+        String device = args.length > 2 ? args[2] : "soft:soft0";
+        if (args.length >= 2 && args[0].equals("server")) {
+            KvServer.run(device, Integer.parseInt(args[1]), args.length > 3 ? Integer.parseInt(args[3]) : 0);
+        } else if (args.length >= 2 && args[0].equals("client")) {
+            int keys = args.length > 3 ? Integer.parseInt(args[3]) : 64;
+            KvClient.run(device, args[1], keys, args.length > 4 ? Integer.parseInt(args[4]) : 20_000)
+                    .forEach(System.out::println);
+        } else {
+            System.err.println("usage: Kv server PORT [DEVICE [SESSIONS]] | Kv client HOST:PORT [DEVICE [KEYS [OPS]]]");
+            System.exit(2);
+        }
+    }
+}

@@ -1,0 +1,142 @@
+package io.mooring.examples.kv;
+
+import io.mooring.allocator.Block;
+import io.mooring.lease.InboundMessage;
+import io.mooring.lease.RdmaEndpoint;
+import io.mooring.lease.RdmaSession;
+import io.mooring.lease.RemoteSegment;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * The client of {@link KvServer}: PUT sends the value in a message; GET reads it with one RDMA READ where the
+ * server keeps it, through a lease the server offered on the first GET and that the client keeps until the server
+ * replaces the value (then it asks again). One thread; its blocks are its own.
+ */
+public final class KvClient implements AutoCloseable {
+    private static final Duration WAIT = Duration.ofSeconds(10);
+
+    /** A value this client may read where the server keeps it, and a block of its size to read it into. */
+    private record Cached(RemoteSegment value, Block local) {}
+
+    private final RdmaSession session;
+    private final Block request;
+    private final Map<String, Cached> leased = new HashMap<>();
+
+    KvClient(RdmaSession session) {
+        this.session = session;
+        this.request = session.endpoint().arena().allocate(session.peerMaxMessageSize());
+    }
+
+    /** Stores {@code value} under {@code key}. */
+    public void put(String key, byte[] value) throws Exception {
+        forget(key); // the server replaces the value: our lease of the old one ends
+        int keyLength = encode(Kv.PUT, key);
+        MemorySegment.copy(value, 0, request.segment(), ValueLayout.JAVA_BYTE, 2 + keyLength, value.length);
+        if (call(2 + keyLength + value.length) != Kv.OK) throw new IllegalStateException("PUT " + key + " refused");
+    }
+
+    /** The value of {@code key}, or null if there is none. */
+    public byte[] get(String key) throws Exception {
+        Cached c = leased.get(key);
+        if (c != null && c.value().isUsable()) {
+            try {
+                c.value().read(c.local(), 0); // the common case: one READ
+                return c.local().segment().toArray(ValueLayout.JAVA_BYTE);
+            } catch (IllegalStateException revoked) { // the server replaced the value meanwhile: ask again
+            }
+        }
+        forget(key);
+        if (call(2 + encode(Kv.GET, key)) == Kv.MISSING) return null;
+        RemoteSegment value = session.receiveOffer(WAIT);
+        c = new Cached(value, session.endpoint().arena().allocate(value.length()));
+        leased.put(key, c);
+        value.read(c.local(), 0);
+        return c.local().segment().toArray(ValueLayout.JAVA_BYTE);
+    }
+
+    private int encode(byte op, String key) {
+        byte[] k = key.getBytes(StandardCharsets.UTF_8);
+        MemorySegment m = request.segment();
+        m.set(ValueLayout.JAVA_BYTE, 0, op);
+        m.set(ValueLayout.JAVA_BYTE, 1, (byte) k.length);
+        MemorySegment.copy(k, 0, m, ValueLayout.JAVA_BYTE, 2, k.length);
+        return k.length;
+    }
+
+    /** Sends the request's first {@code length} bytes and returns the reply's status. */
+    private byte call(int length) throws Exception {
+        session.sendAsync(request, length).get();
+        try (InboundMessage reply = session.receive(WAIT)) {
+            return reply.data().get(ValueLayout.JAVA_BYTE, 0);
+        }
+    }
+
+    private void forget(String key) {
+        Cached c = leased.remove(key);
+        if (c != null) {
+            c.value().closeAsync(); // RELEASE, without waiting for the server's acknowledgement
+            c.local().close();
+        }
+    }
+
+    @Override
+    public void close() {
+        List.copyOf(leased.keySet()).forEach(this::forget);
+        request.close();
+    }
+
+    /** PUTs {@code keys} values, then runs {@code ops} operations (90% GET, 10% PUT) and reports what they took. */
+    public static List<String> run(String device, String server, int keys, int ops) throws Exception {
+        int colon = server.lastIndexOf(':');
+        var address = new InetSocketAddress(server.substring(0, colon), Integer.parseInt(server.substring(colon + 1)));
+        try (var kv = Kv.open(device);
+             RdmaEndpoint endpoint = RdmaEndpoint.builder(kv.pd(), kv.arena()).build();
+             RdmaSession session = endpoint.connect(address).get();
+             KvClient client = new KvClient(session)) {
+            var random = new SplittableRandom(1);
+            Map<String, byte[]> expected = new HashMap<>();
+            for (int i = 0; i < keys; i++) {
+                byte[] value = new byte[64 + random.nextInt(1024)];
+                random.nextBytes(value);
+                client.put("key-" + i, value);
+                expected.put("key-" + i, value);
+            }
+            List<Long> gets = new ArrayList<>();
+            List<Long> puts = new ArrayList<>();
+            long start = System.nanoTime();
+            for (int i = 0; i < ops; i++) {
+                String key = "key-" + random.nextInt(keys);
+                long t = System.nanoTime();
+                if (random.nextInt(10) == 0) {
+                    byte[] value = new byte[64 + random.nextInt(1024)];
+                    random.nextBytes(value);
+                    client.put(key, value);
+                    expected.put(key, value);
+                    puts.add(System.nanoTime() - t);
+                } else {
+                    if (!Arrays.equals(expected.get(key), client.get(key))) throw new IllegalStateException("GET " + key);
+                    gets.add(System.nanoTime() - t);
+                }
+            }
+            double seconds = (System.nanoTime() - start) / 1e9;
+            return List.of(String.format("client: %d ops in %.2f s, %.0f ops/s, every GET returned the last PUT",
+                    ops, seconds, ops / seconds), "client: GET " + percentiles(gets), "client: PUT " + percentiles(puts));
+        }
+    }
+
+    private static String percentiles(List<Long> nanos) {
+        long[] sorted = nanos.stream().mapToLong(Long::longValue).sorted().toArray();
+        return String.format("p50 %.1f µs, p99 %.1f µs (%d)", sorted[sorted.length / 2] / 1e3,
+                sorted[(int) Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] / 1e3, sorted.length);
+    }
+}
