@@ -15,18 +15,14 @@ import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -127,18 +123,10 @@ final class Demo {
     }
 
     private int requester(DeviceChoice.Choice device, PrintStream err) throws Exception {
-        Process owner = startOwner(device.provider());
-        try {
-            var lines = new BufferedReader(new InputStreamReader(owner.getInputStream(), StandardCharsets.UTF_8));
-            String first = lines.readLine();
-            if (first == null || !first.startsWith("listening on ")) {
-                err.println("mooring demo: the owner process did not start: " + first);
-                return 1;
-            }
-            var relay = CompletableFuture.runAsync(() -> lines.lines().forEach(l -> out.println("  owner | " + l)));
-            int port = Integer.parseInt(first.substring("listening on ".length()));
+        try (var owner = ListeningProcess.start("owner", out, "demo", "--role", "owner", "--provider",
+                device.provider())) {
             Side side = Side.open(device);
-            var at = new InetSocketAddress(InetAddress.getLoopbackAddress(), port);
+            var at = new InetSocketAddress(InetAddress.getLoopbackAddress(), owner.port());
             Reuse reuse;
             boolean ok;
             try (var endpoint = RdmaEndpoint.builder(side.pd, side.arena).build()) {
@@ -149,27 +137,23 @@ final class Demo {
                     ok = reuse != null && intact(session, side, reuse);
                 }
             }
-            if (!owner.waitFor(30, TimeUnit.SECONDS)) {
+            int ownerStatus = owner.finish();
+            if (ownerStatus < 0) {
                 err.println("mooring demo: the owner did not finish");
                 return 1;
             }
-            relay.get(10, TimeUnit.SECONDS);
             side.arena.flushThreadCaches();
             out.println("requester arena: " + side.arena.stats().liveBlocks() + " live blocks");
             side.close();
             out.println("requester resource graph: " + side.graph.liveCount() + " live");
-            boolean clean = ok && owner.exitValue() == 0 && side.graph.liveCount() == 0;
+            boolean clean = ok && ownerStatus == 0 && side.graph.liveCount() == 0;
             out.println(clean ? "demo complete: every lease ended, every block returned, nothing leaked"
                     : "demo FAILED (see above)");
             return clean ? 0 : 1;
-        } finally {
-            owner.destroyForcibly();
+        } catch (java.io.IOException e) {
+            err.println("mooring demo: " + e.getMessage());
+            return 1;
         }
-    }
-
-    private static Process startOwner(String provider) throws Exception {
-        return new ProcessBuilder(Main.command("demo", "--role", "owner", "--provider", provider))
-                .redirectErrorStream(true).start(); // its log lines are relayed with its output
     }
 
     /** The block the expired lease had, reused by the next lease, and what that lease wrote into it. */

@@ -3,15 +3,9 @@ package io.mooring.cli;
 import io.mooring.examples.kv.KvClient;
 import io.mooring.examples.kv.KvServer;
 import io.mooring.verbs.RdmaDevices;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 
 /**
  * {@code mooring kv}: the key-value cache example ({@code examples/}, package {@code io.mooring.examples.kv}) as two
@@ -59,27 +53,16 @@ final class KvCommand {
     /** Starts a server process for one client, runs the client here, and relays the server's lines. */
     private static int both(String provider, String device, int keys, int ops, PrintStream out, PrintStream err)
             throws Exception {
-        List<String> command = new ArrayList<>(Main.command("kv", "--role", "server", "--port", "0", "--sessions", "1",
-                "--provider", provider));
-        Process server = new ProcessBuilder(command).redirectErrorStream(true).start();
-        try {
-            var lines = new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8));
-            String first = lines.readLine();
-            if (first == null || !first.startsWith("listening on ")) {
-                err.println("mooring kv: the server process did not start: " + first);
-                return 1;
-            }
-            var relay = CompletableFuture.runAsync(() -> lines.lines().forEach(l -> out.println("  server | " + l)));
+        try (var server = ListeningProcess.start("server", out, "kv", "--role", "server", "--port", "0",
+                "--sessions", "1", "--provider", provider)) {
             out.println("kv on " + device + ": " + keys + " keys, " + ops + " operations (90% GET, 10% PUT)");
-            KvClient.run(device, "127.0.0.1:" + first.substring("listening on ".length()), keys, ops).forEach(out::println);
-            if (!server.waitFor(30, TimeUnit.SECONDS)) {
-                err.println("mooring kv: the server did not finish");
-                return 1;
-            }
-            relay.get(10, TimeUnit.SECONDS);
-            return server.exitValue();
-        } finally {
-            server.destroyForcibly();
+            KvClient.run(device, "127.0.0.1:" + server.port(), keys, ops).forEach(out::println);
+            int status = server.finish();
+            if (status < 0) err.println("mooring kv: the server did not finish");
+            return status < 0 ? 1 : status;
+        } catch (java.io.IOException e) {
+            err.println("mooring kv: " + e.getMessage());
+            return 1;
         }
     }
 }
