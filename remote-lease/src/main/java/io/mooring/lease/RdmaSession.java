@@ -293,7 +293,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /**
      * Leases {@code block} to the peer without being asked (async-rdma's {@code send_local_mr}): the peer's
-     * {@link #receiveOffer()} gets it as a {@link RemoteSegment}. The lease pins the block, which stays the caller's —
+     * {@link #receiveOfferAsync()} gets it as a {@link RemoteSegment}. The lease pins the block, which stays the caller's —
      * a stored value can be offered to many peers at once — and closing the block ends the lease.
      *
      * @throws LeaseRefusedException naming the limit or argument at fault

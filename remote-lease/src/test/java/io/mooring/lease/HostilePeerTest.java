@@ -1,0 +1,185 @@
+package io.mooring.lease;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mooring.allocator.Block;
+import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.testing.CapturedLog;
+import io.mooring.verbs.Access;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.RdmaDevices;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * Promises an endpoint keeps against peers that do not play along (issue: "an adversarial peer broke these promises"):
+ * limits hold per peer across its sessions; a peer that stops taking messages loses its session and every block it
+ * held comes back; a wedged peer delays no other peer's lease; an operation that cannot finish before its lease's
+ * deadline is refused before it can fail on the NIC.
+ */
+@Timeout(120)
+class HostilePeerTest {
+    private static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE);
+
+    @RegisterExtension
+    final CapturedLog log = new CapturedLog(RdmaSession.class.getPackageName());
+
+    private final ResourceGraph graph = ResourceGraph.builder().name("hostile").build();
+    private final ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+    private final ProtectionDomain peerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+    private final RdmaArena ownerArena = arena(ownerPd);
+    private final RdmaArena peerArena = arena(peerPd);
+    private final List<AutoCloseable> closeLast = new ArrayList<>();
+    private RdmaEndpoint ownerEndpoint;
+
+    private static RdmaArena arena(ProtectionDomain pd) {
+        return RdmaArena.builder(pd).chunkSize(1 << 20).shards(1).access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND))
+                .build();
+    }
+
+    @AfterEach
+    void teardown() throws Exception {
+        for (AutoCloseable c : closeLast.reversed()) c.close();
+        ownerArena.close();
+        peerArena.close();
+        graph.close();
+        assertEquals(0, graph.liveCount(), graph::dump);
+    }
+
+    private RdmaListener listen(RdmaEndpoint.Builder builder) throws Exception {
+        ownerEndpoint = builder.build();
+        closeLast.add(ownerEndpoint);
+        RdmaListener listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        closeLast.add(listener);
+        return listener;
+    }
+
+    private RdmaEndpoint peerEndpoint() {
+        RdmaEndpoint endpoint = RdmaEndpoint.builder(peerPd, peerArena).build();
+        closeLast.add(endpoint);
+        return endpoint;
+    }
+
+    /** Promise 2: one peer with three sessions holds what the limits allow one peer, not three times that. */
+    @Test
+    void limitsHoldPerPeerAcrossItsSessions() throws Exception {
+        var limits = new LeaseLimits(1 << 20, 4, Duration.ofMinutes(1), Duration.ofMinutes(5), RW, Duration.ofMillis(50));
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).limits(limits));
+        RdmaEndpoint peer = peerEndpoint();
+        List<RemoteSegment> held = new ArrayList<>();
+        int refused = 0;
+        for (int s = 0; s < 3; s++) {
+            var accepted = listener.accept();
+            RdmaSession session = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+            accepted.get(10, TimeUnit.SECONDS);
+            for (int i = 0; i < 2; i++) {
+                try {
+                    held.add(session.requestRemote(64, Duration.ofSeconds(30), RW));
+                } catch (LeaseRefusedException e) {
+                    assertTrue(e.getMessage().contains("across its sessions, the limit is 4"), e.getMessage());
+                    refused++;
+                }
+            }
+        }
+        assertEquals(4, held.size());
+        assertEquals(2, refused);
+        InetAddress peerAddress = InetAddress.getLoopbackAddress();
+        assertEquals(new RdmaEndpoint.PeerUsage(4, 4 * 64), ownerEndpoint.usage(peerAddress));
+        held.forEach(RemoteSegment::close);
+        assertEquals(new RdmaEndpoint.PeerUsage(0, 0), ownerEndpoint.usage(peerAddress), "released leases stop counting");
+    }
+
+    /**
+     * Promise 3: a peer that stops taking control messages stalls the owner's SENDs; bounded RNR retries declare it
+     * lost, its leases are revoked and every block it held — leased or buffer — returns to the arena.
+     */
+    @Test
+    void aWedgedPeerLosesItsSessionAndEveryBlockComesBack() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ZERO)
+                .limits(new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(5), RW, Duration.ZERO)));
+        var accepted = listener.accept();
+        try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
+            RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
+            for (int i = 1; i <= 20; i++) {
+                peer.send(new Message.Request(i, 4096, 8, Access.mask(RW), Duration.ofMillis(200).toNanos()));
+                assertInstanceOf(Message.Grant.class, peer.nextAnswer("request " + i));
+            }
+            peer.stopReceiving(); // 20 leases expire: 20 REVOKED, of which at most 16 find a receive
+            String why = owner.closed().get(60, TimeUnit.SECONDS);
+            assertTrue(why.contains(" lost: "), why);
+            awaitTrue(() -> ownerArena.stats().liveBlocks() == 0, "every block the wedged session held to return");
+            assertEquals(0, owner.leases().stats().active());
+        }
+    }
+
+    /**
+     * Promise 5: lease ends never wait on a peer, so a peer whose control messages are stuck delays no other peer's
+     * lease: an honest 1 s lease ends on time while a wedged peer's REVOKEDs cannot be delivered.
+     */
+    @Test
+    void aWedgedPeerDelaysNoOtherPeersLease() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena)
+                .limits(new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(5), RW,
+                        Duration.ofMillis(50))));
+        var wedgedSide = listener.accept();
+        try (RawPeer wedged = new RawPeer(peerPd, listener.address())) {
+            wedgedSide.get(10, TimeUnit.SECONDS);
+            for (int i = 1; i <= 24; i++) {
+                wedged.send(new Message.Request(i, 64, 8, Access.mask(RW), Duration.ofMillis(300).toNanos()));
+                wedged.nextAnswer("request " + i);
+            }
+            wedged.stopReceiving();
+            var honestSide = listener.accept();
+            RdmaSession honest = peerEndpoint().connect(listener.address()).get(10, TimeUnit.SECONDS);
+            RdmaSession owner = honestSide.get(10, TimeUnit.SECONDS);
+            long start = System.nanoTime();
+            RemoteSegment lease = honest.requestRemote(64, Duration.ofSeconds(1), RW);
+            owner.leases().lease(lease.leaseId()).ended().get(10, TimeUnit.SECONDS);
+            long tookMillis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(tookMillis < 2_500, "a 1 s lease (50 ms grace) ended after " + tookMillis + " ms");
+            lease.close();
+        }
+    }
+
+    /**
+     * Promise 7: a transfer that cannot finish before the lease's deadline (a 64 MiB WRITE with half a second left) is
+     * refused before posting, instead of being revoked under it, which would end the session; the session goes on.
+     */
+    @Test
+    void aTransferThatCannotFinishBeforeTheDeadlineIsRefusedLocally() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena));
+        var accepted = listener.accept();
+        RdmaSession requester = peerEndpoint().connect(listener.address()).get(10, TimeUnit.SECONDS);
+        RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
+        try (RemoteSegment lease = requester.requestRemote(64 << 20, Duration.ofMillis(600), RW);
+             Block big = peerArena.allocate(64 << 20); Block small = peerArena.allocate(8)) {
+            var e = assertThrows(IllegalStateException.class, () -> lease.write(big, 0));
+            assertTrue(e.getMessage().contains("too soon for 67108864 bytes"), e.getMessage());
+            lease.write(small, 0);
+        }
+        assertEquals(null, requester.lostReason());
+        assertEquals(null, owner.lostReason());
+    }
+
+    private static void awaitTrue(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) throw new AssertionError("waited 30 s for " + what);
+            Thread.sleep(10);
+        }
+    }
+}
