@@ -41,8 +41,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * }
  * }</pre>
  * {@link #listen} accepts peers concurrently: each handshake runs on its own virtual thread under the handshake
- * timeout, at most {@link Builder#maxHandshakes} at once (more are refused at once, so a flood of silent connections
- * stalls nobody), and a failed or abandoned one leaves nothing behind. {@link #connect} returns a future. A peer —
+ * timeout, at most {@link Builder#maxHandshakes} at once (more wait for a slot, each freed within the timeout), and a
+ * failed or abandoned one leaves nothing behind. {@link #connect} returns a future. A peer —
  * every session from one address — shares one set of {@link LeaseLimits}, and a peer whose session was lost waits a
  * growing time before its next one is accepted.
  */
@@ -172,9 +172,15 @@ public final class RdmaEndpoint implements AutoCloseable {
         return session;
     }
 
-    /** Takes a handshake slot for an accepted connection, or false if {@link Builder#maxHandshakes} are running. */
-    boolean tryStartHandshake() {
-        return handshakes.tryAcquire();
+    /** Waits for one of the {@link Builder#maxHandshakes} slots; false if interrupted (the listener is closing). */
+    boolean startHandshake() {
+        try {
+            handshakes.acquire();
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     void handshakeDone() {
@@ -342,7 +348,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         private int maxMessageSize = 4096;
         private int messageWindow = 16;
         private int maxSessions = 256;
-        private int maxHandshakes = 16;
+        private int maxHandshakes = 64;
 
         private Builder(ProtectionDomain pd, RdmaArena arena) {
             this.pd = Objects.requireNonNull(pd, "pd");
@@ -420,7 +426,7 @@ public final class RdmaEndpoint implements AutoCloseable {
             return this;
         }
 
-        /** Handshakes in progress at once (default 16); a listener refuses connections beyond them at once. */
+        /** Handshakes in progress at once (default 64); a listener accepts more connections as they end. */
         public Builder maxHandshakes(int handshakes) {
             if (handshakes < 1) throw new IllegalArgumentException("maxHandshakes must be positive, was " + handshakes);
             this.maxHandshakes = handshakes;

@@ -13,8 +13,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * Accepts peers for an {@link RdmaEndpoint} (async-rdma's {@code RdmaListener}). A virtual thread accepts
  * connections; each handshake runs on a virtual thread of its own, so one silent peer stalls only itself. Sessions
  * that completed their handshake wait for {@link #accept()} in a queue of at most {@link #BACKLOG}: past it — the
- * application does not take them — new sessions are closed at once instead of piling up. Connections beyond the
- * endpoint's handshake limit, or from a peer still barred after a lost session, are closed without a handshake.
+ * application does not take them — new sessions are closed at once instead of piling up. While the endpoint's
+ * handshake limit is reached, the listener accepts no connection (they wait in the kernel's backlog, bounded by it) until
+ * a handshake ends — each ends within the handshake timeout, so silent peers delay others at most that long and cost
+ * nothing that stays. A connection from a peer still barred after a lost session is closed without a handshake.
  */
 public final class RdmaListener implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaListener.class.getName());
@@ -47,7 +49,7 @@ public final class RdmaListener implements AutoCloseable {
         return ready.take();
     }
 
-    /** Connections closed without a session: over the handshake limit, barred, failed, or past the backlog. */
+    /** Connections closed without a session: barred, failed handshakes, or past the backlog. */
     public long refused() {
         return refused.get();
     }
@@ -64,8 +66,8 @@ public final class RdmaListener implements AutoCloseable {
             long barred = endpoint.account(socket.getInetAddress()).barredForNanos();
             if (barred > 0) {
                 refuse(socket, "its last session was lost; barred for " + barred / 1_000_000 + " ms more");
-            } else if (!endpoint.tryStartHandshake()) {
-                refuse(socket, "too many handshakes in progress");
+            } else if (!endpoint.startHandshake()) {
+                refuse(socket, "the endpoint is closing");
             } else {
                 Thread.ofVirtual().name("mooring-handshake-" + socket.getRemoteSocketAddress()).start(() -> {
                     try {
@@ -103,6 +105,7 @@ public final class RdmaListener implements AutoCloseable {
         } catch (IOException e) {
             LOG.log(Level.DEBUG, "closing the listener socket: " + e.getMessage());
         }
+        acceptor.interrupt(); // it may wait for a handshake slot
         try {
             acceptor.join();
         } catch (InterruptedException e) {
