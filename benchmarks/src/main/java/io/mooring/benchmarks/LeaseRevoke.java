@@ -35,10 +35,11 @@ public class LeaseRevoke {
     /** A granted lease per invocation. */
     @State(Scope.Thread)
     public static class Granted {
+        Block block;
         Lease lease;
 
         void grant(LeaseSessions sessions) {
-            Block block = sessions.ownerArena.allocateShared(64, 8);
+            block = sessions.ownerArena.allocateShared(64, 8);
             lease = sessions.owner.leases().grant(block, Duration.ofSeconds(30), LeaseGrantRelease.WRITE);
         }
     }
@@ -59,14 +60,19 @@ public class LeaseRevoke {
 
     @Benchmark
     public boolean revokeWindow(GrantedWindow granted) {
-        granted.lease.close();
-        return granted.lease.block().isOpen();
+        return revoke(granted);
     }
 
     @Benchmark
     public boolean revokeDedicated(GrantedDedicated granted) {
+        return revoke(granted);
+    }
+
+    /** Ends the lease (revoked when close returns), then frees the block, as an application would; true if still active. */
+    private static boolean revoke(Granted granted) {
         granted.lease.close();
-        return granted.lease.block().isOpen();
+        granted.block.close();
+        return granted.lease.isActive();
     }
 
     /** A manager on the session's QP with no grace, so that a lease ends right at its deadline. */
@@ -89,8 +95,8 @@ public class LeaseRevoke {
 
     @Benchmark
     public EndReason expire1ms(NoGrace state) {
-        Lease lease = state.manager.grant(state.ownerArena.allocateShared(64, 8), Duration.ofMillis(1),
-                LeaseGrantRelease.WRITE);
-        return lease.ended().join();
+        try (Block block = state.ownerArena.allocateShared(64, 8)) {
+            return state.manager.grant(block, Duration.ofMillis(1), LeaseGrantRelease.WRITE).ended().join();
+        }
     }
 }

@@ -80,7 +80,7 @@ class LeaseBenchmarksTest {
             var granted = new LeaseRevoke.GrantedWindow();
             for (int i = 0; i < OPERATIONS; i++) {
                 granted.grant(window);
-                assertFalse(benchmark.revokeWindow(granted), "the block is back in the arena");
+                assertFalse(benchmark.revokeWindow(granted), "the lease has ended when close() returns");
             }
             try (var src = window.requesterArena.allocateShared(8, 8)) { // the last lease's key no longer works
                 var late = assertThrows(CompletionException.class, () -> window.requester.queuePair().postAsync(
