@@ -129,6 +129,11 @@ final class CachedRegion {
         return state == 0;
     }
 
+    /** Whether registrations still use it, retired or not. */
+    boolean inUse() {
+        return (state & USERS) != 0;
+    }
+
     boolean isRetired() {
         return state < 0;
     }

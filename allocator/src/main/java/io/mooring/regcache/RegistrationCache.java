@@ -15,6 +15,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
@@ -76,6 +77,11 @@ public final class RegistrationCache implements AutoCloseable {
     // Guarded by lock.
     private final ReentrantLock lock = new ReentrantLock();
     private final List<Pending> pending = new ArrayList<>();
+    /**
+     * Regions a merge retired while in use, handles still open for their holders: an invalidation of their pages or
+     * the cache's close must still close them. A region leaves at its last release (outside the lock).
+     */
+    private final Set<CachedRegion> superseded = ConcurrentHashMap.newKeySet();
     private long misses;
     private long merges;
     private long evictions;
@@ -301,6 +307,7 @@ public final class RegistrationCache implements AutoCloseable {
     void release(CachedRegion r) {
         int after = r.release(tick);
         if (after == CachedRegion.RETIRED) {
+            superseded.remove(r);
             liveCount.decrement();
             liveBytes.add(-r.length());
         } else if (after == 0) {
@@ -348,7 +355,8 @@ public final class RegistrationCache implements AutoCloseable {
      * Takes every region that shares a page with {@code segment} out of the cache: call it before the memory is
      * freed or unmapped. Unused regions are deregistered before this returns; regions still in use are handed out
      * no more, their handles are closed (no new work request can name them), and each is deregistered when its
-     * last registration closes. A registration of those pages in flight is retired as soon as it completes.
+     * last registration closes (regions a merge retired while in use included). A registration of those pages in
+     * flight is retired as soon as it completes.
      *
      * @return how many of them are still in use (or being registered): until those close, the device may still
      *         reach the memory
@@ -365,6 +373,13 @@ public final class RegistrationCache implements AutoCloseable {
             List<CachedRegion> hit = index.overlapping(from, to);
             inUse += withdraw(hit, drop);
             invalidations += hit.size();
+            for (CachedRegion r : superseded) {
+                if (r.start < to && from < r.end && superseded.remove(r)) {
+                    drop.add(r);
+                    invalidations++;
+                    if (r.inUse()) inUse++;
+                }
+            }
             for (Pending p : pending) {
                 if (p.overlaps(from, to) && !p.invalidated) {
                     p.invalidated = true;
@@ -405,6 +420,7 @@ public final class RegistrationCache implements AutoCloseable {
             } else {
                 inUse++;
                 if (closeInUse) drop.add(r);
+                else superseded.add(r);
             }
         }
         if (!out.isEmpty()) index = index.with(null, out);
@@ -497,6 +513,8 @@ public final class RegistrationCache implements AutoCloseable {
             }
             closed = true;
             withdraw(index.all(), drop);
+            drop.addAll(superseded);
+            superseded.clear();
         } finally {
             lock.unlock();
         }

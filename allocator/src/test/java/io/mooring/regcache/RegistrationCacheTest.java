@@ -178,6 +178,27 @@ class RegistrationCacheTest {
     }
 
     @Test
+    void invalidateReachesRegionsAMergeRetiredWhileInUse() {
+        try (RegistrationCache cache = cache().build()) {
+            MemorySegment buf = pages(4);
+            Registration whole = cache.acquire(buf.asSlice(0, 3 * PAGE));
+            Registration beyond = cache.acquire(buf.asSlice(2 * PAGE, 2 * PAGE)); // merged: whole's region retires
+            MemoryRegion old = whole.region();
+            MemoryRegion merged = beyond.region();
+            assertNotSame(old, merged);
+
+            assertEquals(2, cache.invalidate(buf.asSlice(0, 10)), "both still reach the freed page");
+            assertEquals(ResourceState.CLOSING, state(old), "its handle closes: no new work request names it");
+            assertEquals(ResourceState.CLOSING, state(merged));
+            whole.close();
+            beyond.close();
+            assertEquals(ResourceState.DESTROYED, state(old));
+            assertEquals(ResourceState.DESTROYED, state(merged));
+            assertEquals(new RegistrationCacheStats(0, 2, 1, 0, 2, 0, 0, 0, 0, 0), cache.stats());
+        }
+    }
+
+    @Test
     void adjacentRegionsAndRegionsWithRemoteRightsAreNotMerged() {
         try (RegistrationCache cache = cache().build()) {
             MemorySegment buf = pages(2);
