@@ -13,15 +13,15 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What an application module sees of Mooring on the module path: each library module exports exactly its API
- * package, to everyone, and nothing else — the provider SPI, the providers and the allocator's internals cannot be
+ * packages, to everyone, and nothing else — the provider SPI, the providers and the allocator's internals cannot be
  * reached, not even by reflection.
  */
 class ModuleBoundaryTest {
-    private static final Map<String, String> API = Map.of(
-            "io.mooring.lifecycle", "io.mooring.lifecycle",
-            "io.mooring.verbs", "io.mooring.verbs",
-            "io.mooring.allocator", "io.mooring.allocator",
-            "io.mooring.lease", "io.mooring.lease");
+    private static final Map<String, Set<String>> API = Map.of(
+            "io.mooring.lifecycle", Set.of("io.mooring.lifecycle"),
+            "io.mooring.verbs", Set.of("io.mooring.verbs"),
+            "io.mooring.allocator", Set.of("io.mooring.allocator", "io.mooring.regcache"),
+            "io.mooring.lease", Set.of("io.mooring.lease"));
 
     @Test
     void eachLibraryModuleExportsOnlyItsApiPackage() {
@@ -32,9 +32,9 @@ class ModuleBoundaryTest {
             Set<String> exported = module.getDescriptor().exports().stream()
                     .peek(e -> assertFalse(e.isQualified(), () -> name + " exports " + e + " to chosen modules"))
                     .map(ModuleDescriptor.Exports::source).collect(Collectors.toSet());
-            assertEquals(Set.of(api), exported, name + "'s exports");
+            assertEquals(api, exported, name + "'s exports");
             for (String p : module.getPackages()) {
-                assertEquals(p.equals(api), module.isExported(p, application), () -> name + " shows " + p);
+                assertEquals(api.contains(p), module.isExported(p, application), () -> name + " shows " + p);
                 assertFalse(module.isOpen(p, application), () -> name + " opens " + p + " to reflection");
             }
         });

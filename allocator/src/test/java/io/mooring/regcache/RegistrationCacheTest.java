@@ -1,12 +1,12 @@
-package io.mooring.allocator;
+package io.mooring.regcache;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.ResourceClosedException;
@@ -17,6 +17,9 @@ import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -25,26 +28,47 @@ import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
-import java.util.concurrent.Future;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class RegistrationCacheTest {
-    private static final long KERNEL_PAGE = NativeMemory.KERNEL_PAGE; // registrations cover whole kernel pages
+    private static final long PAGE = Pages.SIZE; // registrations cover whole kernel pages
     private static final Set<Access> LOCAL = EnumSet.of(Access.LOCAL_WRITE);
     private static final Set<Access> READABLE = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_READ);
 
     /** Counts native destroys of memory regions per resource id. */
     private final Map<Long, AtomicInteger> mrDestroys = new ConcurrentHashMap<>();
     private final AtomicInteger mrsCreated = new AtomicInteger();
-    private final ArenaFixture fx = new ArenaFixture(ClosePolicy.DEFERRED, new ResourceListener() {
+    /** While set, the first registration waits on it inside {@code ibv_reg_mr}'s soft twin: a slow registration. */
+    private volatile CountDownLatch slowRegistration;
+    private final CountDownLatch slowRegistrationStarted = new CountDownLatch(1);
+    private final AtomicBoolean slowed = new AtomicBoolean();
+    private final PdFixture fx = new PdFixture(ClosePolicy.DEFERRED, new ResourceListener() {
         @Override
         public void created(ResourceInfo r) {
-            if (r.kind().equals("mr")) mrsCreated.incrementAndGet();
+            if (!r.kind().equals("mr")) return;
+            mrsCreated.incrementAndGet();
+            CountDownLatch gate = slowRegistration;
+            if (gate != null && slowed.compareAndSet(false, true)) {
+                slowRegistrationStarted.countDown();
+                try {
+                    gate.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
         }
 
         @Override
@@ -67,7 +91,7 @@ class RegistrationCacheTest {
     }
 
     private MemorySegment pages(int n) {
-        return memory.allocate(n * KERNEL_PAGE, KERNEL_PAGE);
+        return memory.allocate(n * PAGE, PAGE);
     }
 
     private static ResourceState state(MemoryRegion r) {
@@ -82,13 +106,13 @@ class RegistrationCacheTest {
             try (Registration reg = cache.acquire(buf.asSlice(100, 200))) {
                 first = reg.region();
                 assertEquals(buf.address(), first.address(), "registered from the page start");
-                assertEquals(KERNEL_PAGE, first.length(), "one page");
+                assertEquals(PAGE, first.length(), "one page");
                 assertEquals(100, reg.offset());
                 assertEquals(first.lkey(), reg.lkey());
                 assertEquals(buf.address() + 100, reg.segment().address());
             }
             try (Registration reg = cache.acquire(buf.asSlice(1000, 8))) {
-                assertSame(first, reg.region());
+                assertSame(first, reg.region(), "another byte range in the same page");
                 assertEquals(1000, reg.offset());
             }
             RegistrationCacheStats s = cache.stats();
@@ -100,19 +124,19 @@ class RegistrationCacheTest {
     }
 
     @Test
-    void aRegistrationDroppedUnclosedIsReleasedByItsCleanerAndCountedAsALeak() throws Exception {
+    void aRegistrationDroppedUnclosedIsReleasedByTheLeakTrackerAndCountedAsALeak() throws Exception {
         try (RegistrationCache cache = cache().maxCachedBytes(0).build()) {
             MemorySegment buf = pages(1);
             MemoryRegion region = acquireAndDrop(cache, buf);
             long deadline = System.nanoTime() + 10_000_000_000L;
-            // The Cleaner's thread counts the leak, then deregisters: wait for both.
+            // The tracker's thread counts the leak, then deregisters: wait for both.
             while ((cache.stats().leaks() == 0 || state(region) != ResourceState.DESTROYED)
                     && System.nanoTime() < deadline) {
                 System.gc();
                 Thread.sleep(20);
             }
             RegistrationCacheStats s = cache.stats();
-            assertEquals(1, s.leaks(), "the Cleaner released it");
+            assertEquals(1, s.leaks(), "the tracker released it");
             assertEquals(0, s.inUseCount());
             assertEquals(ResourceState.DESTROYED, state(region), "unpinned: nothing may cache it (0 bytes)");
         }
@@ -124,20 +148,73 @@ class RegistrationCacheTest {
     }
 
     @Test
-    void aRangeInsideALargerCachedRegionIsAHitAndOneReachingOutIsAMiss() {
+    void aMissOverlappingACachedRegionMergesWithIt() {
         try (RegistrationCache cache = cache().build()) {
             MemorySegment buf = pages(4);
-            try (Registration whole = cache.acquire(buf.asSlice(0, 3 * KERNEL_PAGE));
-                 Registration inside = cache.acquire(buf.asSlice(KERNEL_PAGE + 10, KERNEL_PAGE));
-                 Registration beyond = cache.acquire(buf.asSlice(2 * KERNEL_PAGE, KERNEL_PAGE + 1))) {
-                assertSame(whole.region(), inside.region());
-                assertEquals(KERNEL_PAGE + 10, inside.offset());
-                assertNotSame(whole.region(), beyond.region());
-                assertEquals(buf.address() + 2 * KERNEL_PAGE, beyond.region().address());
-                assertEquals(2 * KERNEL_PAGE, beyond.region().length());
-                assertEquals(2, cache.stats().inUseCount(), "two regions serve three registrations");
+            Registration whole = cache.acquire(buf.asSlice(0, 3 * PAGE));
+            Registration inside = cache.acquire(buf.asSlice(PAGE + 10, PAGE));
+            assertSame(whole.region(), inside.region(), "inside a larger region: a hit");
+            assertEquals(PAGE + 10, inside.offset());
+
+            Registration beyond = cache.acquire(buf.asSlice(2 * PAGE, PAGE + 1));
+            MemoryRegion old = whole.region();
+            MemoryRegion merged = beyond.region();
+            assertEquals(buf.address(), merged.address(), "joined with the region it overlaps");
+            assertEquals(4 * PAGE, merged.length());
+            assertEquals(2 * PAGE, beyond.offset());
+            assertEquals(ResourceState.OPEN, state(old), "its holders go on using it, handle and all");
+            assertEquals(new RegistrationCacheStats(1, 2, 1, 0, 0, 0, 0, 0, 2, 7 * PAGE), cache.stats());
+
+            try (Registration again = cache.acquire(buf.asSlice(10, 10))) {
+                assertSame(merged, again.region(), "the old region is handed out no more");
             }
-            assertEquals(new RegistrationCacheStats(1, 2, 0, 0, 0, 2, 5 * KERNEL_PAGE, 0, 0), cache.stats());
+            whole.close();
+            assertEquals(ResourceState.OPEN, state(old), "inside still holds it");
+            inside.close();
+            assertEquals(ResourceState.DESTROYED, state(old), "deregistered with its last registration");
+            beyond.close();
+            assertEquals(new RegistrationCacheStats(2, 2, 1, 0, 0, 0, 1, 4 * PAGE, 0, 0), cache.stats());
+        }
+    }
+
+    @Test
+    void invalidateReachesRegionsAMergeRetiredWhileInUse() {
+        try (RegistrationCache cache = cache().build()) {
+            MemorySegment buf = pages(4);
+            Registration whole = cache.acquire(buf.asSlice(0, 3 * PAGE));
+            Registration beyond = cache.acquire(buf.asSlice(2 * PAGE, 2 * PAGE)); // merged: whole's region retires
+            MemoryRegion old = whole.region();
+            MemoryRegion merged = beyond.region();
+            assertNotSame(old, merged);
+
+            assertEquals(2, cache.invalidate(buf.asSlice(0, 10)), "both still reach the freed page");
+            assertEquals(ResourceState.CLOSING, state(old), "its handle closes: no new work request names it");
+            assertEquals(ResourceState.CLOSING, state(merged));
+            whole.close();
+            beyond.close();
+            assertEquals(ResourceState.DESTROYED, state(old));
+            assertEquals(ResourceState.DESTROYED, state(merged));
+            assertEquals(new RegistrationCacheStats(0, 2, 1, 0, 2, 0, 0, 0, 0, 0), cache.stats());
+        }
+    }
+
+    @Test
+    void adjacentRegionsAndRegionsWithRemoteRightsAreNotMerged() {
+        try (RegistrationCache cache = cache().build()) {
+            MemorySegment buf = pages(2);
+            try (Registration a = cache.acquire(buf.asSlice(0, PAGE));
+                 Registration b = cache.acquire(buf.asSlice(PAGE, PAGE))) {
+                assertEquals(PAGE, b.region().length(), "adjacent: a pool of neighbouring buffers stays apart");
+                assertNotSame(a.region(), b.region());
+            }
+            try (Registration r1 = cache.acquire(buf.asSlice(0, PAGE), READABLE);
+                 Registration r2 = cache.acquire(buf, READABLE)) {
+                assertNotSame(r1.region(), r2.region());
+                assertEquals(ResourceState.OPEN, state(r1.region()));
+            }
+            RegistrationCacheStats s = cache.stats();
+            assertEquals(0, s.merges(), "an rkey given to a peer never grows to reach more memory");
+            assertEquals(4, s.cachedCount());
         }
     }
 
@@ -166,69 +243,73 @@ class RegistrationCacheTest {
     }
 
     @Test
-    void theByteBoundEvictsOnlyUnusedRegions() {
-        try (RegistrationCache cache = cache().maxCachedBytes(2 * KERNEL_PAGE).build()) {
+    void theByteBoundEvictsTheLeastRecentlyUsedUnusedRegions() {
+        try (RegistrationCache cache = cache().maxCachedBytes(2 * PAGE).build()) {
             MemorySegment buf = pages(8);
-            Registration held = cache.acquire(buf.asSlice(0, 3 * KERNEL_PAGE)); // larger than the bound, but in use
+            Registration held = cache.acquire(buf.asSlice(0, 3 * PAGE)); // larger than the bound, but in use
             List<MemoryRegion> released = new ArrayList<>();
             for (int i = 4; i < 8; i++) {
-                try (Registration reg = cache.acquire(buf.asSlice(i * KERNEL_PAGE, KERNEL_PAGE))) {
+                try (Registration reg = cache.acquire(buf.asSlice(i * PAGE, PAGE))) {
                     released.add(reg.region());
                 }
-                assertTrue(cache.stats().cachedBytes() <= 2 * KERNEL_PAGE, "within the byte bound");
+                assertTrue(cache.stats().cachedBytes() <= 2 * PAGE, "within the byte bound");
             }
             assertEquals(ResourceState.OPEN, state(held.region()), "in use: never evicted");
-            assertEquals(2, released.stream().filter(r -> state(r) == ResourceState.DESTROYED).count());
-            assertEquals(2, released.stream().filter(r -> state(r) == ResourceState.OPEN).count());
-            assertEquals(new RegistrationCacheStats(0, 5, 2, 0, 0, 2, 2 * KERNEL_PAGE, 1, 3 * KERNEL_PAGE), cache.stats());
+            assertEquals(List.of(ResourceState.DESTROYED, ResourceState.DESTROYED, ResourceState.OPEN,
+                    ResourceState.OPEN), released.stream().map(RegistrationCacheTest::state).toList(), "oldest first");
+            assertEquals(new RegistrationCacheStats(0, 5, 0, 2, 0, 0, 2, 2 * PAGE, 1, 3 * PAGE), cache.stats());
 
             MemoryRegion big = held.region();
             held.close();
             assertEquals(ResourceState.DESTROYED, state(big), "alone it exceeds the bound: evicted when released");
-            assertEquals(3, cache.stats().evictions());
+            assertTrue(cache.stats().cachedBytes() <= 2 * PAGE, cache.stats()::toString);
         }
     }
 
     @Test
-    void theCountBoundEvictsOnlyUnusedRegions() {
+    void theCountBoundEvictsTheLeastRecentlyUsedUnusedRegions() {
         try (RegistrationCache cache = cache().maxCachedCount(2).build()) {
             MemorySegment buf = pages(8);
-            cache.acquire(buf.asSlice(0, KERNEL_PAGE)).close();
-            Registration held = cache.acquire(buf.asSlice(0, KERNEL_PAGE)); // a hit: taken back out of the LRU
+            cache.acquire(buf.asSlice(0, PAGE)).close();
+            Registration held = cache.acquire(buf.asSlice(0, PAGE)); // a hit: in use again
             List<MemoryRegion> released = new ArrayList<>();
             for (int i = 1; i < 6; i++) {
-                try (Registration reg = cache.acquire(buf.asSlice(i * KERNEL_PAGE, 2 * KERNEL_PAGE))) {
+                try (Registration reg = cache.acquire(buf.asSlice(i * PAGE, PAGE))) {
                     released.add(reg.region());
                 }
                 assertTrue(cache.stats().cachedCount() <= 2, "within the count bound");
             }
             assertEquals(ResourceState.OPEN, state(held.region()));
-            assertEquals(3, released.stream().filter(r -> state(r) == ResourceState.DESTROYED).count());
-            assertEquals(new RegistrationCacheStats(1, 6, 3, 0, 0, 2, 4 * KERNEL_PAGE, 1, KERNEL_PAGE), cache.stats());
+            assertEquals(List.of(ResourceState.DESTROYED, ResourceState.DESTROYED, ResourceState.DESTROYED,
+                    ResourceState.OPEN, ResourceState.OPEN), released.stream().map(RegistrationCacheTest::state).toList());
+            assertEquals(new RegistrationCacheStats(1, 6, 0, 3, 0, 0, 2, 2 * PAGE, 1, PAGE), cache.stats());
+            MemoryRegion recent = held.region();
             held.close();
+            assertEquals(ResourceState.DESTROYED, state(released.get(3)), "the least recently used goes");
+            assertEquals(ResourceState.OPEN, state(recent), "used more recently than the one evicted");
             assertEquals(2, cache.stats().cachedCount());
             assertEquals(4, cache.stats().evictions());
         }
     }
 
     @Test
-    void invalidateDeregistersUnusedRegionsAtOnce() {
+    void invalidateDeregistersUnusedRegionsBeforeItReturns() {
         try (RegistrationCache cache = cache().build()) {
             MemorySegment buf = pages(3);
             MemoryRegion first;
             MemoryRegion other;
-            try (Registration a = cache.acquire(buf.asSlice(0, KERNEL_PAGE));
-                 Registration b = cache.acquire(buf.asSlice(2 * KERNEL_PAGE, KERNEL_PAGE))) {
+            try (Registration a = cache.acquire(buf.asSlice(0, PAGE));
+                 Registration b = cache.acquire(buf.asSlice(2 * PAGE, PAGE))) {
                 first = a.region();
                 other = b.region();
             }
             assertEquals(0, cache.invalidate(buf.asSlice(10, 20)), "nothing in use");
             assertEquals(ResourceState.DESTROYED, state(first));
             assertEquals(ResourceState.OPEN, state(other), "a page the freed memory does not touch");
-            try (Registration again = cache.acquire(buf.asSlice(0, KERNEL_PAGE))) {
+            try (Registration again = cache.acquire(buf.asSlice(0, PAGE))) {
                 assertNotSame(first, again.region());
             }
-            assertEquals(new RegistrationCacheStats(0, 3, 0, 1, 0, 2, 2 * KERNEL_PAGE, 0, 0), cache.stats());
+            assertEquals(new RegistrationCacheStats(0, 3, 0, 0, 1, 0, 2, 2 * PAGE, 0, 0), cache.stats());
         }
     }
 
@@ -237,12 +318,12 @@ class RegistrationCacheTest {
         try (RegistrationCache cache = cache().build()) {
             MemorySegment buf = pages(2);
             Registration a = cache.acquire(buf);
-            Registration b = cache.acquire(buf.asSlice(KERNEL_PAGE, 10));
+            Registration b = cache.acquire(buf.asSlice(PAGE, 10));
             MemoryRegion region = a.region();
             int lkey = region.lkey();
             assertSame(region, b.region());
 
-            assertEquals(1, cache.invalidate(buf.asSlice(KERNEL_PAGE, KERNEL_PAGE)));
+            assertEquals(1, cache.invalidate(buf.asSlice(PAGE, PAGE)));
             assertEquals(ResourceState.CLOSING, state(region), "still registered: it is in use");
             assertEquals(lkey, a.lkey(), "its holders still know its keys");
             try (Registration c = cache.acquire(buf)) {
@@ -252,10 +333,93 @@ class RegistrationCacheTest {
             assertEquals(ResourceState.CLOSING, state(region), "b still uses it");
             b.close();
             assertEquals(ResourceState.DESTROYED, state(region));
+            assertEquals(new RegistrationCacheStats(1, 2, 0, 0, 1, 0, 1, 2 * PAGE, 0, 0), cache.stats());
+        }
+    }
+
+    /** Starts {@code task} on a platform or a virtual thread. */
+    private static Thread start(boolean virtual, Runnable task) {
+        return (virtual ? Thread.ofVirtual() : Thread.ofPlatform()).start(task);
+    }
+
+    @ParameterizedTest(name = "virtual threads: {0}")
+    @ValueSource(booleans = {false, true})
+    void concurrentMissesOnTheSamePagesMakeOneRegistration(boolean virtual) throws Exception {
+        int threads = 8;
+        MemorySegment buf = pages(2);
+        try (RegistrationCache cache = cache().build()) {
+            slowRegistration = new CountDownLatch(1);
+            List<AtomicReference<Registration>> got = new ArrayList<>();
+            List<Thread> started = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                var out = new AtomicReference<Registration>();
+                got.add(out);
+                long offset = t * 1000L;
+                started.add(start(virtual, () -> out.set(cache.acquire(buf.asSlice(offset, 2 * PAGE - offset)))));
+                if (t == 0) slowRegistrationStarted.await(); // the first miss is in ibv_reg_mr
+            }
+            // The others must wait for it rather than register the same pages again (or finish on their own).
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (!started.subList(1, threads).stream().allMatch(
+                    t -> t.getState() == Thread.State.WAITING || t.getState() == Thread.State.TERMINATED)) {
+                if (System.nanoTime() > deadline) fail("the other misses neither wait nor end");
+                Thread.onSpinWait();
+            }
+            slowRegistration.countDown();
+            for (Thread t : started) t.join();
+            MemoryRegion region = got.getFirst().get().region();
+            for (var reg : got) {
+                assertSame(region, reg.get().region());
+                reg.get().close();
+            }
+            assertEquals(1, mrsCreated.get(), "one registration");
             RegistrationCacheStats s = cache.stats();
-            assertEquals(1, s.invalidations());
-            assertEquals(1, s.cachedCount(), "only the new region is cached");
-            assertEquals(0, s.inUseCount());
+            assertEquals(1, s.misses());
+            assertEquals(threads - 1, s.hits());
+        }
+    }
+
+    @ParameterizedTest(name = "virtual threads: {0}")
+    @ValueSource(booleans = {false, true})
+    void hitsWhileAnotherThreadInvalidatesNeverGetADeregisteredRegion(boolean virtual) throws Exception {
+        int threads = 4;
+        int opsPerThread = 3000;
+        MemorySegment buf = pages(4);
+        AtomicLong acquires = new AtomicLong();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        try (RegistrationCache cache = cache().build()) {
+            List<Thread> hitters = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                var random = new Random(17 + t);
+                hitters.add(start(virtual, () -> {
+                    try {
+                        for (int i = 0; i < opsPerThread; i++) {
+                            long offset = random.nextLong(3 * PAGE);
+                            try (Registration reg = cache.acquire(buf.asSlice(offset, 1 + random.nextLong(PAGE)))) {
+                                acquires.incrementAndGet();
+                                assertNotEquals(ResourceState.DESTROYED, state(reg.region()), "handed out deregistered");
+                                if (i % 8 == 0) Thread.yield();
+                                assertNotEquals(ResourceState.DESTROYED, state(reg.region()), "deregistered in use");
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    }
+                }));
+            }
+            int invalidations = 0;
+            while (hitters.stream().anyMatch(Thread::isAlive)) {
+                cache.invalidate(buf.asSlice(PAGE * (invalidations % 4), PAGE));
+                invalidations++;
+                Thread.yield();
+            }
+            for (Thread t : hitters) t.join();
+            if (failure.get() != null) throw new AssertionError(failure.get());
+            RegistrationCacheStats s = cache.stats();
+            assertEquals(acquires.get(), s.hits() + s.misses());
+            assertTrue(s.hits() > 0 && s.invalidations() > 0, s::toString);
+            assertEquals(0, s.inUseCount(), s::toString);
+            assertEquals(s.misses(), mrsCreated.get(), "one region per miss");
         }
     }
 
@@ -266,7 +430,7 @@ class RegistrationCacheTest {
         Registration held = cache.acquire(buf.asSlice(0, 8));
         MemoryRegion inUse = held.region();
         MemoryRegion unused;
-        try (Registration reg = cache.acquire(buf.asSlice(KERNEL_PAGE, 8))) {
+        try (Registration reg = cache.acquire(buf.asSlice(PAGE, 8))) {
             unused = reg.region();
         }
         cache.close();
@@ -298,7 +462,7 @@ class RegistrationCacheTest {
 
     @Test
     void aStrictGraphRefusesToCloseTheCacheWhileRegistrationsAreOpen() {
-        try (var strict = new ArenaFixture(ClosePolicy.STRICT)) {
+        try (var strict = new PdFixture(ClosePolicy.STRICT)) {
             RegistrationCache cache = RegistrationCache.builder(strict.pd).build();
             Registration reg = cache.acquire(pages(1));
             var e = assertThrows(IllegalStateException.class, cache::close);
@@ -321,8 +485,9 @@ class RegistrationCacheTest {
             assertTrue(e.getMessage().contains("already closed"), e.getMessage());
             assertThrows(IllegalStateException.class, a::region);
             assertEquals(1, cache.stats().inUseCount(), "b still holds the region");
-            assertEquals(1, b.region().resource().info().pins());
+            assertEquals(1, b.region().resource().info().pins(), "one pin while the region has users");
             b.close();
+            assertEquals(0, cache.stats().inUseCount());
             assertEquals(1, cache.stats().cachedCount());
         }
     }
@@ -335,27 +500,29 @@ class RegistrationCacheTest {
             assertThrows(IllegalArgumentException.class, () -> cache.invalidate(MemorySegment.ofArray(new long[8])));
             var empty = assertThrows(IllegalArgumentException.class, () -> cache.acquire(pages(1).asSlice(0, 0)));
             assertTrue(empty.getMessage().contains("empty"), empty.getMessage());
-            assertThrows(IllegalArgumentException.class, () -> cache().maxCachedBytes(-1));
+            var bytes = assertThrows(IllegalArgumentException.class, () -> cache().maxCachedBytes(-1));
+            assertTrue(bytes.getMessage().contains("-1"), bytes.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> cache().maxCachedCount(-2));
             assertThrows(IllegalArgumentException.class, () -> cache().access(EnumSet.of(Access.REMOTE_ATOMIC)));
         }
     }
 
     @Test
-    void lengthsAndOffsetsAre64Bit() {
-        long size = 3L << 30; // mapped with MAP_NORESERVE and never touched: costs no memory
-        long base = NativeMemory.map(size, SizeClasses.PAGE_SIZE, false);
-        try (RegistrationCache cache = cache().build()) {
-            MemorySegment all = NativeMemory.segment(base, size, null);
+    void lengthsAndOffsetsAre64Bit(@TempDir Path dir) throws Exception {
+        long size = 3L << 30; // a sparse file, mapped and never touched: costs no memory
+        try (FileChannel file = FileChannel.open(dir.resolve("sparse"), StandardOpenOption.CREATE_NEW,
+                StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.SPARSE);
+             Arena mapping = Arena.ofShared();
+             RegistrationCache cache = cache().build()) {
+            MemorySegment all = file.map(FileChannel.MapMode.READ_WRITE, 0, size, mapping);
             try (Registration whole = cache.acquire(all);
-                 Registration tail = cache.acquire(all.asSlice(size - KERNEL_PAGE / 2, 16))) {
+                 Registration tail = cache.acquire(all.asSlice(size - PAGE / 2, 16))) {
                 assertEquals(size, whole.region().length());
                 assertSame(whole.region(), tail.region());
-                assertEquals(size - KERNEL_PAGE / 2, tail.offset());
+                assertEquals(size - PAGE / 2, tail.offset());
                 assertEquals(size, cache.stats().inUseBytes());
             }
             assertEquals(1, cache.stats().evictions(), "3 GiB alone exceeds the default 256 MiB bound");
-        } finally {
-            NativeMemory.unmap(base, size);
         }
     }
 
@@ -364,19 +531,20 @@ class RegistrationCacheTest {
         int threads = 4;
         int opsPerThread = 2000;
         MemorySegment buf = pages(32);
-        RegistrationCache cache = cache().maxCachedBytes(8 * KERNEL_PAGE).maxCachedCount(6).build();
+        RegistrationCache cache = cache().maxCachedBytes(8 * PAGE).maxCachedCount(6).build();
         AtomicLong acquires = new AtomicLong();
-        var start = new CyclicBarrier(threads);
-        try (var pool = Executors.newFixedThreadPool(threads)) {
+        var begin = new CyclicBarrier(threads);
+        ThreadFactory factory = Thread.ofVirtual().factory();
+        try (var pool = Executors.newFixedThreadPool(threads, factory)) {
             List<Future<?>> done = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
                 var random = new Random(31 + t);
                 done.add(pool.submit(() -> {
-                    start.await();
+                    begin.await();
                     ArrayDeque<Registration> held = new ArrayDeque<>();
                     for (int i = 0; i < opsPerThread; i++) {
-                        long offset = random.nextLong(31 * KERNEL_PAGE);
-                        long length = Math.min(1 + random.nextLong(3 * KERNEL_PAGE), buf.byteSize() - offset);
+                        long offset = random.nextLong(31 * PAGE);
+                        long length = Math.min(1 + random.nextLong(3 * PAGE), buf.byteSize() - offset);
                         Set<Access> rights = random.nextInt(4) == 0 ? READABLE : LOCAL;
                         MemorySegment slice = buf.asSlice(offset, length);
                         Registration reg = cache.acquire(slice, rights);
@@ -388,7 +556,7 @@ class RegistrationCacheTest {
                         assertTrue(r.access().containsAll(rights), "has the rights");
                         held.addLast(reg);
                         if (held.size() > 3 || random.nextBoolean()) held.removeFirst().close();
-                        if (random.nextInt(64) == 0) cache.invalidate(buf.asSlice(random.nextLong(31 * KERNEL_PAGE), KERNEL_PAGE));
+                        if (random.nextInt(64) == 0) cache.invalidate(buf.asSlice(random.nextLong(31 * PAGE), PAGE));
                     }
                     held.forEach(Registration::close);
                     return null;
@@ -398,9 +566,9 @@ class RegistrationCacheTest {
         }
         RegistrationCacheStats s = cache.stats();
         assertEquals(acquires.get(), s.hits() + s.misses());
-        assertTrue(s.hits() > 0 && s.evictions() > 0 && s.invalidations() > 0, s::toString);
+        assertTrue(s.hits() > 0 && s.merges() > 0 && s.evictions() > 0 && s.invalidations() > 0, s::toString);
         assertEquals(0, s.inUseCount());
-        assertTrue(s.cachedCount() <= 6 && s.cachedBytes() <= 8 * KERNEL_PAGE, s::toString);
+        assertTrue(s.cachedCount() <= 6 && s.cachedBytes() <= 8 * PAGE, s::toString);
         assertEquals(s.misses(), mrsCreated.get(), "one region per miss");
         assertEquals(s.misses() - s.cachedCount(), mrDestroys.size(), "all but the cached ones are gone");
 

@@ -1,0 +1,149 @@
+package io.mooring.regcache;
+
+import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.verbs.MemoryRegion;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
+/**
+ * One memory region a {@link RegistrationCache} registered: whole pages with some rights, shared by every
+ * {@link Registration} it serves.
+ *
+ * <p>Its {@link #state} word is the only thing a hit writes: the count of open registrations, plus {@link #RETIRED}
+ * once the cache hands it out no more. A hit takes a user by CAS and fails once the region is retired, so no
+ * registration is ever given a region on its way out. While it has users it holds one pin on its MR (taken by the
+ * first user, dropped by the last), so the graph defers the deregistration of a region in use whoever closes it.
+ */
+final class CachedRegion {
+    private static final VarHandle STATE;
+    private static final VarHandle LAST_USED;
+
+    static {
+        try {
+            var lookup = MethodHandles.lookup();
+            STATE = lookup.findVarHandle(CachedRegion.class, "state", int.class);
+            LAST_USED = lookup.findVarHandle(CachedRegion.class, "lastUsed", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /** The state bit of a retired region; the other bits count its users. */
+    static final int RETIRED = Integer.MIN_VALUE;
+    private static final int USERS = ~RETIRED;
+
+    final long start;
+    final long end;
+    /** The {@code IBV_ACCESS_*} mask it was registered with. */
+    final int access;
+    final MemoryRegion region;
+    // Captured at registration: they stay readable while a holder keeps the region alive after its handle closed.
+    final int lkey;
+    final int rkey;
+
+    private volatile int state;
+    /** The cache's miss count when it last became unused: eviction takes the oldest first (LRU between misses). */
+    @SuppressWarnings("unused") // through LAST_USED
+    private long lastUsed;
+
+    /** A new region with one user, its creator; the caller has pinned its MR for that user. */
+    CachedRegion(MemoryRegion region, int access) {
+        this.start = region.address();
+        this.end = start + region.length();
+        this.access = access;
+        this.region = region;
+        this.lkey = region.lkey();
+        this.rkey = region.rkey();
+        this.state = 1;
+    }
+
+    long length() {
+        return end - start;
+    }
+
+    /** Whether it can serve {@code [from, to)} with at least {@code rights}. */
+    boolean covers(long from, long to, int rights) {
+        return start <= from && to <= end && (access & rights) == rights;
+    }
+
+    /**
+     * Takes a user, unless the region is retired or its MR was closed under the cache (its PD's tree closed).
+     *
+     * @return the users it had before (0: it was unused), or -1 if it cannot be used
+     */
+    int tryAcquire() {
+        for (;;) {
+            int s = state;
+            if (s < 0) return -1;
+            if (s == 0) {
+                // Pin before the CAS publishes the user, so that a region with users always holds a pin.
+                try {
+                    region.resource().addPin();
+                } catch (ResourceClosedException closed) {
+                    return -1;
+                }
+                if (STATE.compareAndSet(this, 0, 1)) return 0;
+                region.resource().removePin(); // lost a race with another hit or a retirement: look again
+            } else if (STATE.compareAndSet(this, s, s + 1)) {
+                return s;
+            }
+        }
+    }
+
+    /**
+     * Gives a user back. The last user of a retired region closes its handle and drops the pin, which deregisters
+     * it.
+     *
+     * @return the state after: 0 if it became unused, {@link #RETIRED} if it was retired and is now gone
+     */
+    int release(long tick) {
+        int after = (int) STATE.getAndAdd(this, -1) - 1;
+        if ((after & USERS) == 0) {
+            if (after == 0) LAST_USED.setOpaque(this, tick);
+            else region.close(); // retired while in use (a merge leaves the handle open until now)
+            region.resource().removePin();
+        }
+        return after;
+    }
+
+    /**
+     * Marks the region retired: no hit gets it any more.
+     *
+     * @return the users it had (0: the caller deregisters it now), or -1 if it was already retired
+     */
+    int retire() {
+        for (;;) {
+            int s = state;
+            if (s < 0) return -1;
+            if (STATE.compareAndSet(this, s, s | RETIRED)) return s;
+        }
+    }
+
+    /** Retires it only if it has no users: what eviction does. */
+    boolean retireIfUnused() {
+        return STATE.compareAndSet(this, 0, RETIRED);
+    }
+
+    /** Unused and not retired: in the eviction order. */
+    boolean isUnused() {
+        return state == 0;
+    }
+
+    /** Whether registrations still use it, retired or not. */
+    boolean inUse() {
+        return (state & USERS) != 0;
+    }
+
+    boolean isRetired() {
+        return state < 0;
+    }
+
+    long lastUsed() {
+        return (long) LAST_USED.getOpaque(this);
+    }
+
+    @Override
+    public String toString() {
+        return region + " [0x" + Long.toHexString(start) + ", +" + length() + ")";
+    }
+}

@@ -1,0 +1,83 @@
+package io.mooring.regcache;
+
+import java.lang.ref.ReferenceQueue;
+
+/**
+ * Finds registrations that became unreachable unclosed and gives their regions back, so pages are not pinned
+ * forever by a forgotten {@code close()}. A {@link java.lang.ref.Cleaner} would do it, but its list of cleanables
+ * is one {@code synchronized} list per Cleaner: a global lock on every hit. Here each thread tracks its holds in one
+ * of several stripes (by thread id), so threads meet on a monitor only when they share a stripe; one daemon thread
+ * per JVM waits on the reference queue.
+ */
+final class LeakTracker {
+    static final ReferenceQueue<Registration> QUEUE = new ReferenceQueue<>();
+    private static final Stripe[] STRIPES = new Stripe[Integer.highestOneBit(
+            Math.max(1, Runtime.getRuntime().availableProcessors()) * 4 - 1) << 1];
+
+    static {
+        for (int i = 0; i < STRIPES.length; i++) STRIPES[i] = new Stripe();
+        Thread.ofPlatform().daemon().name("mooring-regcache-leaks").start(LeakTracker::run);
+    }
+
+    private LeakTracker() {}
+
+    /** Padding before a stripe's head: HotSpot lays out a superclass's fields first. */
+    abstract static class StripeHeadPad {
+        @SuppressWarnings("unused") private long p0, p1, p2, p3, p4, p5, p6, p7;
+    }
+
+    abstract static class StripeHead extends StripeHeadPad {
+        Hold head;
+    }
+
+    /**
+     * A doubly-linked list of the holds that the threads of one stripe made; its monitor and head are padded
+     * (Agrona-style) away from the neighbouring stripes', which other threads write.
+     */
+    static final class Stripe extends StripeHead {
+        @SuppressWarnings("unused") private long q0, q1, q2, q3, q4, q5, q6, q7;
+
+        synchronized void add(Hold h) {
+            h.next = head;
+            if (head != null) head.prev = h;
+            head = h;
+        }
+
+        synchronized void remove(Hold h) {
+            if (h.prev != null) h.prev.next = h.next;
+            else if (head == h) head = h.next;
+            else return; // already removed
+            if (h.next != null) h.next.prev = h.prev;
+            h.prev = h.next = null;
+        }
+    }
+
+    /** The stripe of the calling thread. */
+    static Stripe stripe() {
+        return STRIPES[(int) Thread.currentThread().threadId() & (STRIPES.length - 1)];
+    }
+
+    /** Keeps {@code h} reachable until it is closed or found leaked. */
+    static void track(Hold h) {
+        h.stripe.add(h);
+    }
+
+    static void untrack(Hold h) {
+        h.stripe.remove(h);
+    }
+
+    private static void run() {
+        for (;;) {
+            try {
+                Hold h = (Hold) QUEUE.remove();
+                untrack(h);
+                if (h.markClosed()) h.cache.releaseLeaked(h);
+            } catch (InterruptedException e) {
+                // a daemon that lives as long as the JVM: nothing asks it to stop
+            } catch (RuntimeException e) {
+                System.getLogger(LeakTracker.class.getName()).log(System.Logger.Level.ERROR,
+                        "releasing a leaked registration failed", e);
+            }
+        }
+    }
+}

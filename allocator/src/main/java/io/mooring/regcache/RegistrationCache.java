@@ -1,0 +1,586 @@
+package io.mooring.regcache;
+
+import io.mooring.lifecycle.ClosePolicy;
+import io.mooring.lifecycle.DestroyFailedException;
+import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.verbs.Access;
+import io.mooring.verbs.MemoryRegion;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.VerbsException;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Registrations of memory the caller already has (buffers of its own, mapped files), cached so that using the
+ * same memory again costs a lookup instead of an {@code ibv_reg_mr} (tens of microseconds). Shaped like UCX's
+ * rcache: regions keyed by whole pages, merged on a miss, an LRU of unused regions, counters.
+ * <pre>{@code
+ * var cache = RegistrationCache.builder(pd).maxCachedBytes(1L << 30).build();
+ * try (Registration reg = cache.acquire(buffer)) {
+ *     qp.post(WorkRequest.write(reg.region(), reg.offset(), len).remote(addr, rkey));
+ * }
+ * cache.invalidate(buffer);   // before the buffer's memory is freed
+ * }</pre>
+ *
+ * <p><b>A hit</b> takes no lock: it reads the immutable {@link RegionIndex}, takes a user of the covering region by
+ * CAS and counts itself in a striped counter. <b>A miss</b> registers the whole pages around the segment, joined
+ * with every overlapping region of the same local-only rights (UCX's merge), outside the lock; concurrent misses
+ * on those pages wait for that one registration instead of making their own. Regions in use are never
+ * deregistered; unused ones are kept within a bound on bytes and on count and evicted oldest first.
+ *
+ * <p>The caller owns the memory, so the cache cannot know when it is freed: call {@link #invalidate} before freeing
+ * (or unmapping) it. An unused region is deregistered before {@code invalidate} returns; one still in use is handed
+ * out no more and is deregistered when its last registration closes.
+ *
+ * <p>In the lifecycle graph the cache is a child of its PD and every region a child of both, so closing the cache
+ * (or the PD's tree) deregisters every region, each only after its last registration closed. Thread-safe, for
+ * platform and virtual threads; one lock orders the changes (misses, evictions, invalidations, close), never a
+ * system call.
+ */
+public final class RegistrationCache implements AutoCloseable {
+    private static final AtomicInteger NAMES = new AtomicInteger();
+    private static final System.Logger LOG = System.getLogger(RegistrationCache.class.getName());
+
+    private final ProtectionDomain pd;
+    private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
+    private static final int REMOTE = Access.mask(Access.REMOTE);
+
+    private final Set<Access> access;
+    private final int accessMask;
+    private final long maxCachedBytes;
+    private final long maxCachedCount;
+    private final String name;
+    private final Resource resource;
+
+    /** What a hit reads; replaced (never changed) under {@link #lock}. */
+    private volatile RegionIndex index = RegionIndex.EMPTY;
+    /** The misses so far: the clock of the LRU, read by every release that leaves a region unused. */
+    private volatile long tick;
+
+    // Written by hits and releases: striped, so threads do not contend on one counter.
+    private final LongAdder hits = new LongAdder();
+    private final LongAdder leaks = new LongAdder();
+    private final LongAdder cachedCount = new LongAdder();
+    private final LongAdder cachedBytes = new LongAdder();
+
+    // Guarded by lock.
+    private final ReentrantLock lock = new ReentrantLock();
+    private final List<Pending> pending = new ArrayList<>();
+    /**
+     * Regions a merge retired while in use, handles still open for their holders: an invalidation of their pages or
+     * the cache's close must still close them. A region leaves at its last release (outside the lock).
+     */
+    private final Set<CachedRegion> superseded = ConcurrentHashMap.newKeySet();
+    private long misses;
+    private long merges;
+    private long evictions;
+    private long invalidations;
+    private boolean closed;
+    // Registered and not yet deregistered (in the index or retired in use): written under lock or by a last release.
+    private final LongAdder liveCount = new LongAdder();
+    private final LongAdder liveBytes = new LongAdder();
+
+    private RegistrationCache(Builder b) {
+        this.pd = b.pd;
+        this.access = Set.copyOf(b.access);
+        this.accessMask = Access.mask(access);
+        this.maxCachedBytes = b.maxCachedBytes;
+        this.maxCachedCount = b.maxCachedCount;
+        this.name = b.name != null ? b.name : "regcache-" + NAMES.incrementAndGet();
+        this.resource = pd.resource().createChild("regcache", name, () -> {});
+    }
+
+    /** A cache of registrations with {@code pd}; see {@link Builder} for the settings. */
+    public static Builder builder(ProtectionDomain pd) {
+        return new Builder(pd);
+    }
+
+    /** Registers {@code segment} with the cache's default rights ({@link Builder#access}); see {@link #acquire(MemorySegment, Set)}. */
+    public Registration acquire(MemorySegment segment) {
+        return acquire(segment, access, accessMask);
+    }
+
+    /**
+     * Makes {@code segment} usable for RDMA with at least {@code rights}: reuses a cached region that covers its
+     * pages with those rights, or registers its pages. Close the registration when the work requests that use
+     * it are done.
+     *
+     * @throws IllegalArgumentException if the segment is on the heap or empty, its pages exceed the device's max
+     *                                  MR size, or the rights are inconsistent (remote write without local write)
+     * @throws ResourceClosedException  if the cache is closed
+     * @throws VerbsException           if the device refuses the registration (e.g. the memlock limit)
+     */
+    public Registration acquire(MemorySegment segment, Set<Access> rights) {
+        int mask = Access.mask(rights);
+        // The bit test keeps the stream of Access.requireConsistent off the hit path; it throws with the message.
+        if ((mask & NEEDS_LOCAL_WRITE) != 0 && (mask & Access.LOCAL_WRITE.bit()) == 0) {
+            Access.requireConsistent(rights, "a registration");
+        }
+        return acquire(segment, rights, mask);
+    }
+
+    private Registration acquire(MemorySegment segment, Set<Access> rights, int mask) {
+        long from = Pages.start(segment);
+        long to = Pages.end(segment);
+        resource.checkOpen();
+        // The hit path: no lock. A region retired since the index was read refuses the CAS; the slow path looks again.
+        CachedRegion r = index.covering(from, to, mask);
+        if (r != null) {
+            int users = r.tryAcquire();
+            if (users >= 0) return hit(r, users, segment);
+        }
+        return acquireSlow(from, to, mask, rights, segment);
+    }
+
+    private Registration hit(CachedRegion r, int usersBefore, MemorySegment segment) {
+        hits.increment();
+        if (usersBefore == 0) unusedDelta(r, -1);
+        return new Registration(this, r, segment);
+    }
+
+    private void unusedDelta(CachedRegion r, int sign) {
+        cachedCount.add(sign);
+        cachedBytes.add(sign * r.length());
+    }
+
+    /** A registration in flight: misses on pages it covers wait for it rather than register them again. */
+    private static final class Pending {
+        final long from;
+        final long to;
+        final int access;
+        /** The regions it joins, retired once it is registered. */
+        final List<CachedRegion> merging;
+        final CountDownLatch done = new CountDownLatch(1);
+        /** Set by an invalidation of its pages while it registers: it is then retired at once. */
+        boolean invalidated;
+
+        Pending(long from, long to, int access, List<CachedRegion> merging) {
+            this.from = from;
+            this.to = to;
+            this.access = access;
+            this.merging = merging;
+        }
+
+        boolean serves(long from, long to, int rights) {
+            return this.from <= from && to <= this.to && (access & rights) == rights;
+        }
+
+        boolean overlaps(long from, long to) {
+            return this.from < to && from < this.to;
+        }
+    }
+
+    /** Under the lock: a hit after all, a registration in flight to wait for, or this thread's own miss. */
+    private Registration acquireSlow(long from, long to, int mask, Set<Access> rights, MemorySegment segment) {
+        for (;;) {
+            Pending wait = null;
+            Pending mine = null;
+            List<CachedRegion> drop = new ArrayList<>();
+            lock.lock();
+            try {
+                if (closed) throw closedError();
+                for (CachedRegion r; (r = index.covering(from, to, mask)) != null; ) {
+                    int users = r.tryAcquire();
+                    if (users >= 0) return hit(r, users, segment);
+                    // Retirements happen under this lock, so this one's MR was closed under the cache (its PD's
+                    // tree closed): it can never serve again.
+                    withdraw(List.of(r), drop);
+                }
+                for (Pending p : pending) {
+                    if (p.serves(from, to, mask)) wait = p;
+                }
+                if (wait == null) {
+                    mine = newPending(from, to, mask);
+                    pending.add(mine);
+                }
+            } finally {
+                lock.unlock();
+                deregister(drop);
+            }
+            if (mine != null) return miss(mine, from, to, rights, segment);
+            awaitUninterruptibly(wait.done);
+        }
+    }
+
+    /**
+     * A registration of {@code [from, to)} joined with every region overlapping it that has the same rights, none of
+     * them remote. Remote regions are never merged: a merge would widen what an rkey already given to a peer
+     * reaches. Adjacent regions are not merged either: a pool of neighbouring buffers would re-register a growing
+     * region once per buffer.
+     */
+    private Pending newPending(long from, long to, int mask) {
+        List<CachedRegion> merging = new ArrayList<>();
+        if ((mask & REMOTE) == 0) {
+            for (CachedRegion r : index.overlapping(from, to)) {
+                if (r.access == mask && !r.isRetired()) {
+                    merging.add(r);
+                    from = Math.min(from, r.start);
+                    to = Math.max(to, r.end);
+                }
+            }
+        }
+        return new Pending(from, to, mask, merging);
+    }
+
+    /** Registers a pending range outside the lock, then publishes it. */
+    private Registration miss(Pending mine, long from, long to, Set<Access> rights, MemorySegment segment) {
+        MemoryRegion mr = null;
+        List<CachedRegion> drop = new ArrayList<>();
+        Registration reg = null;
+        try {
+            mr = register(mine, from, to, rights);
+            mr.resource().addPin(); // the creator's user
+            var r = new CachedRegion(mr, mine.access);
+            lock.lock();
+            try {
+                misses++;
+                tick = misses;
+                liveCount.increment();
+                liveBytes.add(r.length());
+                if (closed || mine.invalidated) {
+                    r.retire();
+                    drop.add(r); // its handle closes now; the creator's release deregisters it
+                } else {
+                    List<CachedRegion> joined = mine.merging.stream().filter(m -> !m.isRetired()).toList();
+                    merges += joined.size();
+                    withdraw(joined, drop, false);
+                    index = index.with(r, joined);
+                }
+                if (!closed) reg = new Registration(this, r, segment);
+            } finally {
+                lock.unlock();
+            }
+            if (reg == null) release(r); // the cache closed meanwhile: no one may use it
+        } finally {
+            lock.lock();
+            try {
+                pending.remove(mine);
+            } finally {
+                lock.unlock();
+            }
+            mine.done.countDown();
+            deregister(drop);
+        }
+        if (reg == null) throw closedError();
+        return reg;
+    }
+
+    /** Registers the pending range; if a merged range is refused, the requested pages alone (as UCX does). */
+    private MemoryRegion register(Pending p, long from, long to, Set<Access> rights) {
+        try {
+            return pd.register(Pages.span(p.from, p.to), rights, resource);
+        } catch (VerbsException | IllegalArgumentException refused) {
+            if (p.merging.isEmpty()) throw refused;
+            // The joined pages may differ in protection (a read-only page cannot take LOCAL_WRITE) or exceed the
+            // device's largest region: keep them apart.
+            MemoryRegion mr = pd.register(Pages.span(from, to), rights, resource);
+            lock.lock();
+            try {
+                p.merging.clear();
+            } finally {
+                lock.unlock();
+            }
+            return mr;
+        }
+    }
+
+    /** A registration became unreachable unclosed: the tracker gives its user back. */
+    void releaseLeaked(Hold hold) {
+        leaks.increment();
+        release(hold.cached);
+        LOG.log(System.Logger.Level.WARNING, "a registration of {0} in {1} of {2} was never closed: released when "
+                + "it became unreachable; its pages stayed pinned until then", hold, hold.cached, name);
+    }
+
+    /** Gives a user of {@code r} back: by {@link Registration#close()} or by the leak tracker. */
+    void release(CachedRegion r) {
+        int after = r.release(tick);
+        if (after == CachedRegion.RETIRED) {
+            superseded.remove(r);
+            liveCount.decrement();
+            liveBytes.add(-r.length());
+        } else if (after == 0) {
+            unusedDelta(r, +1);
+            if (cachedCount.sum() > maxCachedCount || cachedBytes.sum() > maxCachedBytes) trim();
+        }
+    }
+
+    /** Evicts the least recently used unused regions until the bounds hold again. */
+    private void trim() {
+        List<CachedRegion> drop = new ArrayList<>();
+        lock.lock();
+        try {
+            List<CachedRegion> unused = new ArrayList<>();
+            long count = 0;
+            long bytes = 0;
+            for (CachedRegion r : index.all()) {
+                if (r.isUnused()) {
+                    unused.add(r);
+                    count++;
+                    bytes += r.length();
+                }
+            }
+            unused.sort(Comparator.comparingLong(CachedRegion::lastUsed));
+            List<CachedRegion> evicted = new ArrayList<>();
+            for (CachedRegion r : unused) {
+                if (count <= maxCachedCount && bytes <= maxCachedBytes) break;
+                if (!r.retireIfUnused()) continue; // taken by a hit meanwhile
+                count--;
+                bytes -= r.length();
+                unusedDelta(r, -1);
+                gone(r);
+                evicted.add(r);
+            }
+            evictions += evicted.size();
+            drop.addAll(evicted);
+            if (!evicted.isEmpty()) index = index.with(null, evicted);
+        } finally {
+            lock.unlock();
+            deregister(drop);
+        }
+    }
+
+    /**
+     * Takes every region that shares a page with {@code segment} out of the cache: call it before the memory is
+     * freed or unmapped. Unused regions are deregistered before this returns; regions still in use are handed out
+     * no more, their handles are closed (no new work request can name them), and each is deregistered when its
+     * last registration closes (regions a merge retired while in use included). A registration of those pages in
+     * flight is retired as soon as it completes.
+     *
+     * @return how many of them are still in use (or being registered): until those close, the device may still
+     *         reach the memory
+     * @throws IllegalArgumentException if the segment is on the heap or empty
+     * @throws DestroyFailedException   if a deregistration failed
+     */
+    public int invalidate(MemorySegment segment) {
+        long from = Pages.start(segment);
+        long to = Pages.end(segment);
+        List<CachedRegion> drop = new ArrayList<>();
+        int inUse = 0;
+        lock.lock();
+        try {
+            List<CachedRegion> hit = index.overlapping(from, to);
+            inUse += withdraw(hit, drop);
+            invalidations += hit.size();
+            for (CachedRegion r : superseded) {
+                if (r.start < to && from < r.end && superseded.remove(r)) {
+                    drop.add(r);
+                    invalidations++;
+                    if (r.inUse()) inUse++;
+                }
+            }
+            for (Pending p : pending) {
+                if (p.overlaps(from, to) && !p.invalidated) {
+                    p.invalidated = true;
+                    invalidations++;
+                    inUse++;
+                }
+            }
+        } finally {
+            lock.unlock();
+            deregister(drop);
+        }
+        return inUse;
+    }
+
+    /** {@link #withdraw(List, List, boolean)} closing the handles of regions in use too. */
+    private int withdraw(List<CachedRegion> regions, List<CachedRegion> drop) {
+        return withdraw(regions, drop, true);
+    }
+
+    /**
+     * Retires regions and takes them out of the index. Unused ones go to {@code drop}, deregistered after unlocking;
+     * those in use close their handles then too if {@code closeInUse} (their memory is going away), otherwise at
+     * their last release (a merge: their holders go on posting work requests that name them). Lock held.
+     *
+     * @return how many were in use
+     */
+    private int withdraw(List<CachedRegion> regions, List<CachedRegion> drop, boolean closeInUse) {
+        int inUse = 0;
+        List<CachedRegion> out = new ArrayList<>();
+        for (CachedRegion r : regions) {
+            int users = r.retire();
+            if (users < 0) continue;
+            out.add(r);
+            if (users == 0) {
+                unusedDelta(r, -1);
+                gone(r);
+                drop.add(r);
+            } else {
+                inUse++;
+                if (closeInUse) drop.add(r);
+                else superseded.add(r);
+            }
+        }
+        if (!out.isEmpty()) index = index.with(null, out);
+        return inUse;
+    }
+
+    /** An unused region leaves: it is deregistered as soon as its handle closes. */
+    private void gone(CachedRegion r) {
+        liveCount.decrement();
+        liveBytes.add(-r.length());
+    }
+
+    /**
+     * Closes the regions' handles: an unused region is deregistered now, one in use when its last registration
+     * closes (its pin holds it). Outside the lock, since a deregistration is a system call.
+     */
+    private static void deregister(List<CachedRegion> regions) {
+        DestroyFailedException failure = null;
+        for (CachedRegion r : regions) {
+            try {
+                r.region.close();
+            } catch (DestroyFailedException e) {
+                if (failure == null) failure = e;
+                else failure.addSuppressed(e);
+            }
+        }
+        if (failure != null) throw failure;
+    }
+
+    private ResourceClosedException closedError() {
+        return new ResourceClosedException(resource.info(), "cannot acquire from " + name + ": it is closed");
+    }
+
+    private static void awaitUninterruptibly(CountDownLatch latch) {
+        boolean interrupted = false;
+        for (;;) {
+            try {
+                latch.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
+    }
+
+    /**
+     * The counters. Each is exact, but hits and releases do not stop while they are read: taken while no thread
+     * acquires or releases, the numbers agree with each other.
+     */
+    public RegistrationCacheStats stats() {
+        lock.lock();
+        try {
+            long unusedCount = cachedCount.sum();
+            long unusedBytes = cachedBytes.sum();
+            return new RegistrationCacheStats(hits.sum(), misses, merges, evictions, invalidations, leaks.sum(),
+                    unusedCount, unusedBytes, liveCount.sum() - unusedCount, liveBytes.sum() - unusedBytes);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The cache's place in the lifecycle graph: a child of its PD, the parent of its regions. */
+    public Resource resource() {
+        return resource;
+    }
+
+    public String name() {
+        return name;
+    }
+
+    /**
+     * Closes the cache: unused regions are deregistered now, regions in use when their last registration closes
+     * (the graph's DEFERRED policy); acquiring afterwards throws. Under STRICT, open registrations make this throw
+     * and the cache stays open. Idempotent.
+     *
+     * @throws IllegalStateException  under STRICT while registrations are open
+     * @throws DestroyFailedException if a deregistration failed
+     */
+    @Override
+    public void close() {
+        List<CachedRegion> drop = new ArrayList<>();
+        lock.lock();
+        try {
+            if (closed) return;
+            long inUse = liveCount.sum() - cachedCount.sum();
+            if (resource.graph().policy() == ClosePolicy.STRICT && (inUse > 0 || !pending.isEmpty())) {
+                throw new IllegalStateException("cannot close " + name + " (policy STRICT): " + inUse
+                        + " regions have open registrations; close them first");
+            }
+            closed = true;
+            withdraw(index.all(), drop);
+            drop.addAll(superseded);
+            superseded.clear();
+        } finally {
+            lock.unlock();
+        }
+        try {
+            deregister(drop);
+        } finally {
+            resource.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "RegistrationCache[" + name + "]";
+    }
+
+    /** Configures a cache. Every setting has a default. */
+    public static final class Builder {
+        private final ProtectionDomain pd;
+        private Set<Access> access = EnumSet.of(Access.LOCAL_WRITE);
+        private long maxCachedBytes = 256L << 20;
+        private long maxCachedCount = 1024;
+        private String name;
+
+        private Builder(ProtectionDomain pd) {
+            this.pd = Objects.requireNonNull(pd, "pd");
+        }
+
+        /** Rights that {@link RegistrationCache#acquire(MemorySegment)} asks for (default LOCAL_WRITE). */
+        public Builder access(Set<Access> rights) {
+            Access.requireConsistent(rights, "a registration");
+            this.access = EnumSet.copyOf(rights);
+            return this;
+        }
+
+        /** Bytes of unused regions kept registered (default 256 MiB); 0 deregisters each region when released. */
+        public Builder maxCachedBytes(long bytes) {
+            if (bytes < 0) throw new IllegalArgumentException("max cached bytes must be >= 0, was " + bytes);
+            this.maxCachedBytes = bytes;
+            return this;
+        }
+
+        /** Unused regions kept registered (default 1024): devices limit the number of regions too. */
+        public Builder maxCachedCount(long count) {
+            if (count < 0) throw new IllegalArgumentException("max cached count must be >= 0, was " + count);
+            this.maxCachedCount = count;
+            return this;
+        }
+
+        /** Names the cache in the lifecycle graph and messages. */
+        public Builder name(String name) {
+            this.name = Objects.requireNonNull(name, "name");
+            return this;
+        }
+
+        /** @throws IllegalCallerException naming the flag to add, if this JVM denies Mooring native access */
+        @SuppressWarnings("restricted") // a zero-length view of NULL: touches nothing, only asks the JVM for permission
+        public RegistrationCache build() {
+            if (!RegistrationCache.class.getModule().isNativeAccessEnabled()) {
+                try {
+                    MemorySegment.NULL.reinterpret(0);
+                } catch (IllegalCallerException denied) {
+                    throw new IllegalCallerException("the registration cache widens segments to whole pages through "
+                            + "FFM, and this JVM denies it native access: " + VerbsException.NATIVE_ACCESS_HINT, denied);
+                }
+            }
+            return new RegistrationCache(this);
+        }
+    }
+}
