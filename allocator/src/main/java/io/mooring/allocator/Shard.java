@@ -45,11 +45,16 @@ final class Shard {
         // every page run is page aligned.
         long aligned = alignment > SizeClasses.QUANTUM ? (size + alignment - 1) & -alignment : size;
         boolean small = aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE;
-        ThreadCache cache = caller.cache;
+        ThreadCache cache = caller.cache != null ? caller.cache : caller.magazine != null ? caller.magazine.cache : null;
         if (small || (cache != null && size <= cache.maxSize && alignment <= SizeClasses.PAGE_SIZE)) {
             int c = SizeClasses.indexOf(small ? aligned : size);
-            cache = caller.arena.threads.current(cache);
-            if (cache != null) return cache.allocate(caller, c, size, scope, confined);
+            if (caller.cache != null) {
+                cache = caller.arena.threads.current(cache);
+                if (cache != null) return cache.allocate(caller, c, size, scope, confined);
+            } else if (cache != null) {
+                Block b = caller.arena.threads.allocateFromMagazine(caller, c, size, scope, confined);
+                if (b != null) return b;
+            }
             if (small) {
                 return bins[c].allocate(this, (slab, address) ->
                         new Block(caller, slab, slab.chunk, address, size, scope, confined));

@@ -18,8 +18,8 @@ import java.util.Arrays;
  * <p>Only the owner touches it — except after the owner ended (then the collector flushes it; thread termination
  * makes its last writes visible), and once the arena closes: then it is {@linkplain #retire() retired} — flushed
  * once more by whoever gets there first, its owner or the collector that found the owner between calls — and is
- * never used again. Virtual threads get none: a cache per virtual thread would be unbounded in total, and their
- * frees are cheap enough through the bin.
+ * never used again. Virtual threads get none of their own: a cache per virtual thread would be unbounded in total;
+ * they share their shard's, held by one at a time ({@link Magazine}), which is its owner while held.
  *
  * <p>The allocation and free counters are written by the owner alone, with release stores (a plain store on
  * x86), and read by {@code stats()} with acquire loads: a reader that sees an allocation counted also sees every
