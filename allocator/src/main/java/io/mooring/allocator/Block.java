@@ -157,7 +157,8 @@ public final class Block implements AutoCloseable {
      * throws from now on — and lets the next thread that calls {@link #segment()} take hold of it, with a confined
      * scope of its own. Pass the block through anything that orders memory (a queue, a future). A few nanoseconds: a
      * confined scope's close, a CAS. From the first hand-off on, the block is closed with a CAS and freed at once,
-     * wherever it is closed. Does nothing for shared and unchecked blocks, which any thread may use.
+     * wherever it is closed — for an unchecked block (which any thread may use) that is all a hand-off does; for a
+     * shared block nothing.
      *
      * @throws IllegalStateException if the block is closed
      * @throws WrongThreadException  if another thread holds it
@@ -165,9 +166,9 @@ public final class Block implements AutoCloseable {
     public void handOff() {
         int s = state;
         if ((s & STATUS) != OPEN) throw closed();
-        if (!confined) return;
+        if (!confined && scope != null) return; // shared
         if ((s & HANDED_OFF) == 0) {
-            if (Thread.currentThread() != owner.thread) throw heldElsewhere();
+            if (confined && Thread.currentThread() != owner.thread) throw heldElsewhere();
             if (scope != null) scope.close();
             SCOPE.setRelease(this, (Arena) null);
             while (!STATE.compareAndSet(this, s, s | HANDED_OFF)) { // a pin or another thread's close came
