@@ -56,16 +56,20 @@ public final class Block implements AutoCloseable {
 
     private static final VarHandle STATE;
     private static final VarHandle SCOPE;
-    private static final VarHandle PINS;
-    // The state word: a status in the low two bits, the hand-off bit, the number of pins above (in steps of PIN).
-    // OPEN is 0 exactly — open, never handed off, unpinned — the one state the owner's fast close tests for.
+    private static final VarHandle LINK;
+    // The state word: a status in the low two bits, the hand-off and shared bits, the number of pins above (in steps
+    // of PIN). OPEN is 0 exactly — open, not shared, never handed off, unpinned — the one state the owner's fast close
+    // tests for.
     private static final int OPEN = 0;
     private static final int CLOSED = 1;        // and freed: locally by its owner, or by anyone for a shared block
     private static final int MT_FREED = 2;      // closed by another thread, on the owner's mt-free list until collected
     private static final int CLOSED_PINNED = 3; // closed while pinned: freed by the last unpin
     private static final int STATUS = 3;
     private static final int HANDED_OFF = 4;    // handed off once: every close is a CAS, and frees at once
-    private static final int PIN = 8;
+    private static final int SHARED = 8;        // allocateShared: a shared scope made with the block
+    private static final int PIN = 16;
+    /** What the last block of an mt-free list links to (see {@link #setNextMtFree}). */
+    private static final Object LAST_MT_FREE = new Object();
     /** The scope of a closed handed-off block: no thread can take hold of it any more. */
     private static final Arena CLOSED_SCOPE = Arena.ofConfined();
 
@@ -74,38 +78,55 @@ public final class Block implements AutoCloseable {
             var lookup = MethodHandles.lookup();
             STATE = lookup.findVarHandle(Block.class, "state", int.class);
             SCOPE = lookup.findVarHandle(Block.class, "scope", Arena.class);
-            PINS = lookup.findVarHandle(Block.class, "pins", BlockPin.List.class);
+            LINK = lookup.findVarHandle(Block.class, "link", Object.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
         CLOSED_SCOPE.close();
     }
 
-    // As few fields as will do: a block that escapes costs its allocation. The arena is the owner's shard's,
-    // and a large block's page run follows from its address and size.
+    // As few fields as will do — a block that escapes costs its allocation: 48 bytes with compressed pointers. The
+    // arena is the owner's; a large block's page run follows from its address and size; whether it is confined, from
+    // the arena and the shared bit.
     final Caller owner;              // the allocating thread's state in the arena; its shard is the block's
-    final Slab slab;                 // small blocks
-    final Chunk chunk;               // every block: the chunk it lies in
+    private final Object home;       // a small block's Slab, or the Chunk a large or huge block lies in
     private final long address;
     private final long size;
     // Shared: made with the block. Confined: the holder's — the owner's, made at its first segment() and null again
     // once it closed it (the collector checks), or after a hand-off the thread's that took hold of it (CAS from null;
     // its owner is the holder), CLOSED_SCOPE once closed.
     private Arena scope;
-    private final boolean confined;  // checked: confined to its holder, which alone makes and closes the scope
     @SuppressWarnings("unused") // through STATE
     private volatile int state;
-    volatile BlockPin.List pins;     // made by the first pin (through PINS)
-    Block nextMtFree;                // on the owner's mt-free list
+    // While open, the pins' list (made by the first pin); once mt-freed, the next block on the owner's mt-free list.
+    // One field for both: a closed block takes no pin, and an open one is on no list.
+    @SuppressWarnings("unused") // through LINK
+    private volatile Object link;
 
-    Block(Caller owner, Slab slab, Chunk chunk, long address, long size, Arena sharedScope, boolean confined) {
+    Block(Caller owner, Object home, long address, long size, Arena sharedScope) {
         this.owner = owner;
-        this.slab = slab;
-        this.chunk = chunk;
+        this.home = home;
         this.address = address;
         this.size = size;
-        this.scope = sharedScope;
-        this.confined = confined;
+        if (sharedScope != null) { // a plain store: the fast path's blocks keep the default state, OPEN
+            this.scope = sharedScope;
+            STATE.set(this, SHARED);
+        }
+    }
+
+    /** A small block's slab, else null. */
+    Slab slab() {
+        return home instanceof Slab s ? s : null;
+    }
+
+    /** The chunk the block lies in. */
+    Chunk chunk() {
+        return home instanceof Slab s ? s.chunk : (Chunk) home;
+    }
+
+    /** Checked and not shared: the holder alone makes and closes the scope. */
+    private boolean isConfined(int s) {
+        return (s & SHARED) == 0 && owner.arena.checked;
     }
 
     /**
@@ -119,7 +140,7 @@ public final class Block implements AutoCloseable {
     public MemorySegment segment() {
         int s = state;
         if ((s & STATUS) != OPEN) throw closed();
-        if (confined) {
+        if (isConfined(s)) {
             if ((s & HANDED_OFF) != 0) return heldSegment();
             if (Thread.currentThread() != owner.thread) throw heldElsewhere();
             // Made on first use, not by allocate: that keeps allocate small enough to inline, and a block that is
@@ -166,9 +187,9 @@ public final class Block implements AutoCloseable {
     public void handOff() {
         int s = state;
         if ((s & STATUS) != OPEN) throw closed();
-        if (!confined && scope != null) return; // shared
+        if ((s & SHARED) != 0) return;
         if ((s & HANDED_OFF) == 0) {
-            if (confined && Thread.currentThread() != owner.thread) throw heldElsewhere();
+            if (isConfined(s) && Thread.currentThread() != owner.thread) throw heldElsewhere();
             if (scope != null) scope.close();
             SCOPE.setRelease(this, (Arena) null);
             while (!STATE.compareAndSet(this, s, s | HANDED_OFF)) { // a pin or another thread's close came
@@ -207,7 +228,7 @@ public final class Block implements AutoCloseable {
     /** The registered region the block lies in. */
     public MemoryRegion region() {
         checkOpen();
-        return chunk.region;
+        return chunk().region;
     }
 
     /** Where the block starts inside {@link #region()}: what {@code WorkRequest.local(region, offset, length)} takes. */
@@ -263,7 +284,7 @@ public final class Block implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (Thread.currentThread() == owner.thread && (int) STATE.getOpaque(this) == OPEN && (confined || scope == null)) {
+        if (Thread.currentThread() == owner.thread && (int) STATE.getOpaque(this) == OPEN) {
             STATE.setOpaque(this, CLOSED);
             if (scope != null) closeConfinedScope();
             arena().threads.freeLocal(this);
@@ -274,7 +295,7 @@ public final class Block implements AutoCloseable {
 
     /** Every close but the owner's of its open unpinned block: with a CAS, as state may change under it. */
     private void closeSlow() {
-        boolean shared = !confined && scope != null;
+        boolean shared = (state & SHARED) != 0;
         boolean byOwner = Thread.currentThread() == owner.thread;
         Arena held = null; // a handed-off block's scope, held by this thread
         while (true) {
@@ -341,7 +362,7 @@ public final class Block implements AutoCloseable {
      */
     private boolean closePinned(boolean shared, boolean byOwner, Arena held) {
         BlockPin taken;
-        BlockPin.List list = pins;
+        BlockPin.List list = (BlockPin.List) link; // pinned, so it holds the pins' list
         synchronized (list) {
             int s = state;
             if ((s & STATUS) != OPEN) throw alreadyClosed();
@@ -374,13 +395,14 @@ public final class Block implements AutoCloseable {
      * @throws IllegalStateException if the block is closed
      */
     public Pin pin(Runnable onClose) {
-        BlockPin.List list = pins;
-        if (list == null) {
-            PINS.compareAndSet(this, null, new BlockPin.List());
-            list = pins;
+        Object l = link;
+        if (l == null) {
+            LINK.compareAndSet(this, null, new BlockPin.List());
+            l = link;
         }
+        if (!(l instanceof BlockPin.List list)) throw closed(); // on an mt-free list
         BlockPin pin = list.add(this, onClose);
-        if (Thread.currentThread() != owner.thread && (confined || scope == null) && !isHandedOff()) {
+        if (Thread.currentThread() != owner.thread && (state & (SHARED | HANDED_OFF)) == 0) {
             // The owner closes an open unpinned block with two plain accesses, which may have overwritten the count
             // just added. Once the owner is seen outside the allocator (a handshake, which orders its accesses with
             // this thread's), its close either ended before — the state shows it, and the pin is void — or starts
@@ -415,9 +437,9 @@ public final class Block implements AutoCloseable {
                 continue;
             }
             boolean handedOff = (left & HANDED_OFF) != 0; // its scope closed by the close: anyone frees it
-            boolean shared = !confined && scope != null;
+            boolean shared = (left & SHARED) != 0;
             boolean byOwner = Thread.currentThread() == owner.thread;
-            if (!STATE.compareAndSet(this, s, handedOff || shared || byOwner ? left & HANDED_OFF | CLOSED : MT_FREED)) {
+            if (!STATE.compareAndSet(this, s, handedOff || shared || byOwner ? left & ~STATUS | CLOSED : MT_FREED)) {
                 continue;
             }
             arena().closedPinned.decrementAndGet();
@@ -439,7 +461,7 @@ public final class Block implements AutoCloseable {
 
     /** A large block's page run in its chunk: the first page. */
     int firstPage() {
-        return chunk.page(address);
+        return chunk().page(address);
     }
 
     /** A large block's page run in its chunk: the pages, those of its class. */
@@ -457,7 +479,7 @@ public final class Block implements AutoCloseable {
      * then. (Mt frees are of blocks never handed off, whose scope only the owner makes.)
      */
     boolean hasScope() {
-        return confined && scope != null;
+        return scope != null;
     }
 
     /**
@@ -468,8 +490,22 @@ public final class Block implements AutoCloseable {
      */
     boolean finishMtFree(boolean byOwner) {
         if ((int) STATE.getOpaque(this) != MT_FREED) return false;
-        if (byOwner && confined && scope != null) closeConfinedScope();
+        if (byOwner && scope != null) closeConfinedScope();
         return true;
+    }
+
+    /** The next block on the owner's mt-free list (a plain access: the list's CAS and swap order it). */
+    Block nextMtFree() {
+        Object next = LINK.get(this);
+        return next == LAST_MT_FREE ? null : (Block) next;
+    }
+
+    /**
+     * Links the block into an mt-free list. Never to null: a pin on a closed block first tries to put a pin list in
+     * place of null, which would break the list.
+     */
+    void setNextMtFree(Block next) {
+        LINK.set(this, next == null ? LAST_MT_FREE : next);
     }
 
     @Override

@@ -46,7 +46,7 @@ final class Caller extends CallerMtFreeList {
         Block h;
         do {
             h = mtFrees;
-            b.nextMtFree = h;
+            b.setNextMtFree(h);
         } while (!MT_FREES.compareAndSet(this, h, b));
         return h == null;
     }
@@ -56,7 +56,7 @@ final class Caller extends CallerMtFreeList {
         return mtFrees != null;
     }
 
-    /** The newest block waiting (follow {@code nextMtFree}), for counting. */
+    /** The newest block waiting (follow {@code nextMtFree()}), for counting. */
     Block peekMtFrees() {
         return mtFrees;
     }

@@ -290,12 +290,12 @@ final class ThreadBinding {
      * A block from a virtual thread's magazine, or null if another thread holds it, the class is not cached there or
      * caches are retired.
      */
-    Block allocateFromMagazine(Caller caller, int c, long size, Arena scope, boolean confined) {
+    Block allocateFromMagazine(Caller caller, int c, long size, Arena scope) {
         Magazine m = caller.magazine;
         if (m == null || !m.tryHold()) return null;
         try {
             ThreadCache cache = current(m.cache);
-            return cache == null ? null : cache.allocate(caller, c, size, scope, confined);
+            return cache == null ? null : cache.allocate(caller, c, size, scope);
         } finally {
             m.letGo();
         }

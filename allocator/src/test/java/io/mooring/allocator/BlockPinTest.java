@@ -108,6 +108,23 @@ class BlockPinTest {
     }
 
     @Test
+    void aPinRefusedOnABlockWaitingOnAnMtFreeListLeavesTheListWhole() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block first = arena.allocate(64);
+            Block last = arena.allocate(64);
+            Thread.ofPlatform().start(() -> {
+                last.close();
+                first.close(); // the list: first, then last
+            }).join();
+            assertThrows(IllegalStateException.class, () -> last.pin(null));
+            assertThrows(IllegalStateException.class, () -> first.pin(null));
+            arena.allocate(64).close(); // the owner's next call collects both
+            assertEquals(0, arena.stats().uncollectedFrees());
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    @Test
     void aVirtualThreadPinsAndUnpinsAnotherThreadsBlock() throws Exception {
         try (RdmaArena arena = fx.arena().build()) {
             Block b = arena.allocate(256);
