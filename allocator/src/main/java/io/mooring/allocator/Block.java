@@ -15,9 +15,9 @@ import java.lang.invoke.VarHandle;
  * <p>Its {@link #segment()} has exactly the requested size and alignment. How long the segment stays usable
  * depends on how the block was allocated:
  * <ul>
- *   <li>{@link RdmaArena#allocate} (checked, the default): confined to the allocating thread, like
- *       {@link Arena#ofConfined()} (whose scope the first {@code segment()} call makes); after {@code close()}
- *       every access through it throws.</li>
+ *   <li>{@link RdmaArena#allocate} (checked, the default): confined to the thread that holds it — the allocating
+ *       thread, until it {@linkplain #handOff() hands it off} — like {@link Arena#ofConfined()} (whose scope the
+ *       holder's first {@code segment()} call makes); after {@code close()} every access through it throws.</li>
  *   <li>{@link RdmaArena#allocateShared}: usable from any thread, and still unusable after close — at the price
  *       of a shared scope's close (a handshake with every thread, tens of microseconds).</li>
  *   <li>unchecked arenas ({@code RdmaArena.Builder#checked(false)}): a plain segment that stays addressable
@@ -32,6 +32,12 @@ import java.lang.invoke.VarHandle;
  * 20 ms after the close (and at every {@link RdmaArena#purge()}) and collects it if the owner has ended, or is
  * between calls into the arena and never made the block's {@link #segment()} (a confined scope only the owner can
  * close: the owner could still write through it). A shared block is freed at once by whichever thread closes it.
+ *
+ * <p>A checked block crosses threads without a shared scope by a <em>hand-off</em> (Rust's {@code Send}): the
+ * holder's {@link #handOff()} closes its confined scope, so every segment it made throws from then on, and the next
+ * thread to call {@code segment()} becomes the holder with a confined scope of its own. A handed-off block is closed
+ * with a CAS by its holder, or by any thread while nobody holds it, and freed at once — no mt-free list, no wait for
+ * an owner that may be idle.
  *
  * <p>A {@linkplain #pin pinned} block is closed for its user at once but freed only by its last pin's release
  * (counted in {@link ArenaStats#closedPinnedBlocks()} meanwhile): a lease pins the block it exposes.
@@ -49,63 +55,94 @@ public final class Block implements AutoCloseable {
     }
 
     private static final VarHandle STATE;
-    private static final VarHandle PINS;
-    // The state word: a status in the low two bits, the number of pins above them (in steps of PIN). OPEN is 0
-    // exactly — open and unpinned — the one state the owner's fast close tests for.
+    private static final VarHandle SCOPE;
+    private static final VarHandle LINK;
+    // The state word: a status in the low two bits, the hand-off and shared bits, the number of pins above (in steps
+    // of PIN). OPEN is 0 exactly — open, not shared, never handed off, unpinned — the one state the owner's fast close
+    // tests for.
     private static final int OPEN = 0;
     private static final int CLOSED = 1;        // and freed: locally by its owner, or by anyone for a shared block
     private static final int MT_FREED = 2;      // closed by another thread, on the owner's mt-free list until collected
     private static final int CLOSED_PINNED = 3; // closed while pinned: freed by the last unpin
     private static final int STATUS = 3;
-    private static final int PIN = 4;
+    private static final int HANDED_OFF = 4;    // handed off once: every close is a CAS, and frees at once
+    private static final int SHARED = 8;        // allocateShared: a shared scope made with the block
+    private static final int PIN = 16;
+    /** What the last block of an mt-free list links to (see {@link #setNextMtFree}). */
+    private static final Object LAST_MT_FREE = new Object();
+    /** The scope of a closed handed-off block: no thread can take hold of it any more. */
+    private static final Arena CLOSED_SCOPE = Arena.ofConfined();
 
     static {
         try {
             var lookup = MethodHandles.lookup();
             STATE = lookup.findVarHandle(Block.class, "state", int.class);
-            PINS = lookup.findVarHandle(Block.class, "pins", BlockPin.List.class);
+            SCOPE = lookup.findVarHandle(Block.class, "scope", Arena.class);
+            LINK = lookup.findVarHandle(Block.class, "link", Object.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
+        CLOSED_SCOPE.close();
     }
 
-    // As few fields as will do: a block that escapes costs its allocation. The arena is the owner's shard's,
-    // and a large block's page run follows from its address and size.
+    // As few fields as will do — a block that escapes costs its allocation: 48 bytes with compressed pointers. The
+    // arena is the owner's; a large block's page run follows from its address and size; whether it is confined, from
+    // the arena and the shared bit.
     final Caller owner;              // the allocating thread's state in the arena; its shard is the block's
-    final Slab slab;                 // small blocks
-    final Chunk chunk;               // every block: the chunk it lies in
+    private final Object home;       // a small block's Slab, or the Chunk a large or huge block lies in
     private final long address;
     private final long size;
-    // Shared: made with the block. Confined: made by the owner at its first segment(), and null again once the
-    // owner closed it — so null means no open confined scope, which the collector checks.
+    // Shared: made with the block. Confined: the holder's — the owner's, made at its first segment() and null again
+    // once it closed it (the collector checks), or after a hand-off the thread's that took hold of it (CAS from null;
+    // its owner is the holder), CLOSED_SCOPE once closed.
     private Arena scope;
-    private final boolean confined;  // checked and confined to the owner, which alone makes and closes the scope
     @SuppressWarnings("unused") // through STATE
     private volatile int state;
-    volatile BlockPin.List pins;     // made by the first pin (through PINS)
-    Block nextMtFree;                // on the owner's mt-free list
+    // While open, the pins' list (made by the first pin); once mt-freed, the next block on the owner's mt-free list.
+    // One field for both: a closed block takes no pin, and an open one is on no list.
+    @SuppressWarnings("unused") // through LINK
+    private volatile Object link;
 
-    Block(Caller owner, Slab slab, Chunk chunk, long address, long size, Arena sharedScope, boolean confined) {
+    Block(Caller owner, Object home, long address, long size, Arena sharedScope) {
         this.owner = owner;
-        this.slab = slab;
-        this.chunk = chunk;
+        this.home = home;
         this.address = address;
         this.size = size;
-        this.scope = sharedScope;
-        this.confined = confined;
+        if (sharedScope != null) { // a plain store: the fast path's blocks keep the default state, OPEN
+            this.scope = sharedScope;
+            STATE.set(this, SHARED);
+        }
+    }
+
+    /** A small block's slab, else null. */
+    Slab slab() {
+        return home instanceof Slab s ? s : null;
+    }
+
+    /** The chunk the block lies in. */
+    Chunk chunk() {
+        return home instanceof Slab s ? s.chunk : (Chunk) home;
+    }
+
+    /** Checked and not shared: the holder alone makes and closes the scope. */
+    private boolean isConfined(int s) {
+        return (s & SHARED) == 0 && owner.arena.checked;
     }
 
     /**
      * The memory: exactly the requested size. Each call makes a new segment object over it (cheap, and free
      * when it does not escape the caller: the JIT keeps it in registers); they are all equal and die together.
+     * After a {@linkplain #handOff() hand-off}, the first thread to call this takes hold of the block.
      *
      * @throws IllegalStateException if the block is closed
-     * @throws WrongThreadException  if the block is checked and confined to the thread that allocated it
+     * @throws WrongThreadException  if the block is checked and another thread holds it
      */
     public MemorySegment segment() {
-        checkOpen();
-        if (confined) {
-            if (Thread.currentThread() != owner.thread) throw confinedElsewhere();
+        int s = state;
+        if ((s & STATUS) != OPEN) throw closed();
+        if (isConfined(s)) {
+            if ((s & HANDED_OFF) != 0) return heldSegment();
+            if (Thread.currentThread() != owner.thread) throw heldElsewhere();
             // Made on first use, not by allocate: that keeps allocate small enough to inline, and a block that is
             // only posted (address and keys) never needs a scope at all.
             if (scope == null) scope = Arena.ofConfined();
@@ -113,9 +150,70 @@ public final class Block implements AutoCloseable {
         return NativeMemory.segment(address, size, scope);
     }
 
-    private WrongThreadException confinedElsewhere() {
-        return new WrongThreadException(this + " is confined to the thread that allocated it (" + owner.thread.getName()
-                + "); use it there, or allocate it with RdmaArena.allocateShared");
+    /** A handed-off block's segment: the caller takes hold of it if nobody holds it. */
+    private MemorySegment heldSegment() {
+        Arena held = (Arena) SCOPE.getAcquire(this);
+        if (held == null) {
+            Arena mine = Arena.ofConfined();
+            held = (Arena) SCOPE.compareAndExchange(this, null, mine);
+            if (held == null) return NativeMemory.segment(address, size, mine);
+            mine.close();
+        }
+        if (held == CLOSED_SCOPE) throw closed();
+        if (!isHeldByCaller(held)) throw heldElsewhere();
+        return NativeMemory.segment(address, size, held);
+    }
+
+    /** Whether the caller made {@code held}, the scope of a handed-off block (the JDK says no more than that). */
+    private static boolean isHeldByCaller(Arena held) {
+        try {
+            return NativeMemory.segment(0, 0, held).isAccessibleBy(Thread.currentThread());
+        } catch (WrongThreadException | IllegalStateException notMine) { // another's, or its holder just closed it
+            return false;
+        }
+    }
+
+    /**
+     * Hands the block on to another thread (Rust's {@code Send}): ends this thread's hold — every segment it made
+     * throws from now on — and lets the next thread that calls {@link #segment()} take hold of it, with a confined
+     * scope of its own. Pass the block through anything that orders memory (a queue, a future). A few nanoseconds: a
+     * confined scope's close, a CAS. From the first hand-off on, the block is closed with a CAS and freed at once,
+     * wherever it is closed — for an unchecked block (which any thread may use) that is all a hand-off does; for a
+     * shared block nothing.
+     *
+     * @throws IllegalStateException if the block is closed
+     * @throws WrongThreadException  if another thread holds it
+     */
+    public void handOff() {
+        int s = state;
+        if ((s & STATUS) != OPEN) throw closed();
+        if ((s & SHARED) != 0) return;
+        if ((s & HANDED_OFF) == 0) {
+            if (isConfined(s) && Thread.currentThread() != owner.thread) throw heldElsewhere();
+            if (scope != null) scope.close();
+            SCOPE.setRelease(this, (Arena) null);
+            while (!STATE.compareAndSet(this, s, s | HANDED_OFF)) { // a pin or another thread's close came
+                s = state;
+                if ((s & STATUS) != OPEN) throw closed();
+            }
+        } else {
+            Arena held = (Arena) SCOPE.getAcquire(this);
+            if (held == null) return; // nobody holds it
+            if (held == CLOSED_SCOPE) throw closed();
+            if (!isHeldByCaller(held)) throw heldElsewhere();
+            held.close();
+            SCOPE.setRelease(this, (Arena) null);
+        }
+    }
+
+    private WrongThreadException heldElsewhere() {
+        return new WrongThreadException(this + " is held by another thread (" + (isHandedOff() ? "it took hold after a "
+                + "hand-off" : "the one that allocated it, " + owner.thread.getName()) + "); use it there, have that "
+                + "thread handOff() it first, or allocate it with RdmaArena.allocateShared");
+    }
+
+    private boolean isHandedOff() {
+        return (state & HANDED_OFF) != 0;
     }
 
     public long address() {
@@ -130,7 +228,7 @@ public final class Block implements AutoCloseable {
     /** The registered region the block lies in. */
     public MemoryRegion region() {
         checkOpen();
-        return chunk.region;
+        return chunk().region;
     }
 
     /** Where the block starts inside {@link #region()}: what {@code WorkRequest.local(region, offset, length)} takes. */
@@ -171,21 +269,22 @@ public final class Block implements AutoCloseable {
     }
 
     /**
-     * Frees the block: locally if the caller is its owner, else as an mt free (see the class comment). A pinned
-     * block is closed at once — {@link #isOpen()} is false, a checked segment's access throws, each pin's
-     * {@code onClose} runs here — but its memory is freed by the last pin's release.
+     * Frees the block: locally if the caller is its owner, else as an mt free, or at once once handed off (see the
+     * class comment). A pinned block is closed at once — {@link #isOpen()} is false, a checked segment's access
+     * throws, each pin's {@code onClose} runs here — but its memory is freed by the last pin's release.
      *
-     * <p>Why the owner of an unpinned confined or unchecked block needs no atomic instruction: every other thread
-     * changes the state with a compare-and-set. A close by another thread only pushes the block onto the owner's
-     * mt-free list; if both close at once, the owner's write lands after the other's CAS and the collection finds the
-     * block freed locally already and frees it only once. A pin by another thread waits until the owner is seen
-     * outside the allocator, so no owner's close overwrites it unseen (see {@link #pin}).
+     * <p>Why the owner of an unpinned confined or unchecked block that was never handed off needs no atomic
+     * instruction: every other thread changes the state with a compare-and-set. A close by another thread only pushes
+     * the block onto the owner's mt-free list; if both close at once, the owner's write lands after the other's CAS
+     * and the collection finds the block freed locally already and frees it only once. A pin by another thread waits
+     * until the owner is seen outside the allocator, so no owner's close overwrites it unseen (see {@link #pin}).
      *
      * @throws IllegalStateException if it was already closed (nothing else happens)
+     * @throws WrongThreadException  if it was handed off and another thread holds it (nothing happens)
      */
     @Override
     public void close() {
-        if (Thread.currentThread() == owner.thread && (int) STATE.getOpaque(this) == OPEN && (confined || scope == null)) {
+        if (Thread.currentThread() == owner.thread && (int) STATE.getOpaque(this) == OPEN) {
             STATE.setOpaque(this, CLOSED);
             if (scope != null) closeConfinedScope();
             arena().threads.freeLocal(this);
@@ -196,15 +295,24 @@ public final class Block implements AutoCloseable {
 
     /** Every close but the owner's of its open unpinned block: with a CAS, as state may change under it. */
     private void closeSlow() {
-        boolean shared = !confined && scope != null;
+        boolean shared = (state & SHARED) != 0;
         boolean byOwner = Thread.currentThread() == owner.thread;
+        Arena held = null; // a handed-off block's scope, held by this thread
         while (true) {
             int s = state;
             if ((s & STATUS) != OPEN) throw alreadyClosed();
-            if (s != OPEN) {
-                if (closePinned(shared, byOwner)) return;
-            } else if (!STATE.compareAndSet(this, OPEN, shared || byOwner ? CLOSED : MT_FREED)) {
+            if ((s & HANDED_OFF) != 0 && held == null) {
+                held = takeHoldToClose();
+                continue; // the state again: a pin may have come meanwhile
+            }
+            if (s >= PIN) {
+                if (closePinned(shared, byOwner, held)) return;
+            } else if (!STATE.compareAndSet(this, s, shared || byOwner || held != null ? s | CLOSED : MT_FREED)) {
                 continue; // a pin came or went
+            } else if (held != null) {
+                closeHeldScope(held);
+                arena().threads.free(this);
+                return;
             } else if (shared) {
                 // A shared block is made to be handed between threads and its close costs a handshake anyway: anyone
                 // frees it at once, so its memory never waits for an owner that may be idle.
@@ -223,21 +331,47 @@ public final class Block implements AutoCloseable {
     }
 
     /**
+     * The hold a close of a handed-off block needs: the caller's own scope, or, if nobody holds the block, the closed
+     * scope put in place so that nobody takes hold of it any more.
+     */
+    private Arena takeHoldToClose() {
+        while (true) {
+            Arena held = (Arena) SCOPE.getAcquire(this);
+            if (held == null) {
+                if (SCOPE.compareAndSet(this, null, CLOSED_SCOPE)) return CLOSED_SCOPE;
+            } else if (held == CLOSED_SCOPE) {
+                throw alreadyClosed(); // another close is under way
+            } else if (!isHeldByCaller(held)) {
+                throw heldElsewhere();
+            } else {
+                return held;
+            }
+        }
+    }
+
+    /** Closes the scope a close of a handed-off block held, leaving the closed scope in place. */
+    private void closeHeldScope(Arena held) {
+        if (held != CLOSED_SCOPE) held.close();
+        SCOPE.setRelease(this, CLOSED_SCOPE);
+    }
+
+    /**
      * Closes a pinned block and runs its pins' {@code onClose}; false if the pins were all released meanwhile. The
-     * scope is closed now if the closer may (anyone a shared one, the owner a confined one); otherwise the owner closes
+     * scope is closed now if the closer may (anyone a shared one, the holder a confined one); otherwise the owner closes
      * it when it collects the block after the last unpin, as for any mt free.
      */
-    private boolean closePinned(boolean shared, boolean byOwner) {
+    private boolean closePinned(boolean shared, boolean byOwner, Arena held) {
         BlockPin taken;
-        BlockPin.List list = pins;
+        BlockPin.List list = (BlockPin.List) link; // pinned, so it holds the pins' list
         synchronized (list) {
             int s = state;
             if ((s & STATUS) != OPEN) throw alreadyClosed();
-            if (s == OPEN || !STATE.compareAndSet(this, s, s | CLOSED_PINNED)) return false;
+            if (s < PIN || !STATE.compareAndSet(this, s, s | CLOSED_PINNED)) return false;
             taken = list.takeAll();
         }
         arena().closedPinned.incrementAndGet();
-        if (shared) scope.close();
+        if (held != null) closeHeldScope(held);
+        else if (shared) scope.close();
         else if (byOwner && scope != null) closeConfinedScope();
         BlockPin.runOnClose(taken);
         return true;
@@ -253,26 +387,28 @@ public final class Block implements AutoCloseable {
     /**
      * Pins the block: until the pin is released, its memory is neither freed nor reused, even once the block is
      * closed. Any thread may pin. A pin by another thread than the block's owner costs a handshake with the owner
-     * (tens of microseconds; see {@link #close()} for why): pin on the owner where that matters.
+     * (tens of microseconds; see {@link #close()} for why) unless the block was handed off: pin on the owner, or
+     * after the hand-off, where that matters.
      *
      * @param onClose run once if the block is closed while this pin is held, on the closing thread (what it throws
      *                is logged, never thrown into the close); may be null
      * @throws IllegalStateException if the block is closed
      */
     public Pin pin(Runnable onClose) {
-        BlockPin.List list = pins;
-        if (list == null) {
-            PINS.compareAndSet(this, null, new BlockPin.List());
-            list = pins;
+        Object l = link;
+        if (l == null) {
+            LINK.compareAndSet(this, null, new BlockPin.List());
+            l = link;
         }
+        if (!(l instanceof BlockPin.List list)) throw closed(); // on an mt-free list
         BlockPin pin = list.add(this, onClose);
-        if (Thread.currentThread() != owner.thread && (confined || scope == null)) {
+        if (Thread.currentThread() != owner.thread && (state & (SHARED | HANDED_OFF)) == 0) {
             // The owner closes an open unpinned block with two plain accesses, which may have overwritten the count
             // just added. Once the owner is seen outside the allocator (a handshake, which orders its accesses with
             // this thread's), its close either ended before — the state shows it, and the pin is void — or starts
-            // after and sees the pin.
+            // after and sees the pin. (A hand-off since makes no difference: it keeps the count.)
             MtFreeCollector.awaitBetweenCalls(owner);
-            if ((state & ~STATUS) == 0) { // closed with no pins: the owner's close overwrote this one
+            if (state < PIN) { // closed with no pins: the owner's close overwrote this one
                 list.unlink(pin);
                 throw closed();
             }
@@ -286,7 +422,7 @@ public final class Block implements AutoCloseable {
             int s = state;
             if ((s & STATUS) != OPEN) throw closed();
             if (s + PIN < 0) throw new IllegalStateException("block 0x" + Long.toHexString(address) + " has "
-                    + (s >>> 2) + " pins, the most a block can hold");
+                    + (s / PIN) + " pins, the most a block can hold");
             if (STATE.compareAndSet(this, s, s + PIN)) return;
         }
     }
@@ -296,15 +432,18 @@ public final class Block implements AutoCloseable {
         while (true) {
             int s = state;
             int left = s - PIN;
-            if (left != CLOSED_PINNED) {
+            if (left >= PIN || (left & STATUS) != CLOSED_PINNED) {
                 if (STATE.compareAndSet(this, s, left)) return;
                 continue;
             }
-            boolean shared = !confined && scope != null;
+            boolean handedOff = (left & HANDED_OFF) != 0; // its scope closed by the close: anyone frees it
+            boolean shared = (left & SHARED) != 0;
             boolean byOwner = Thread.currentThread() == owner.thread;
-            if (!STATE.compareAndSet(this, s, shared || byOwner ? CLOSED : MT_FREED)) continue;
+            if (!STATE.compareAndSet(this, s, handedOff || shared || byOwner ? left & ~STATUS | CLOSED : MT_FREED)) {
+                continue;
+            }
             arena().closedPinned.decrementAndGet();
-            if (shared) {
+            if (handedOff || shared) {
                 arena().threads.free(this);
             } else if (byOwner) {
                 if (scope != null) closeConfinedScope();
@@ -322,7 +461,7 @@ public final class Block implements AutoCloseable {
 
     /** A large block's page run in its chunk: the first page. */
     int firstPage() {
-        return chunk.page(address);
+        return chunk().page(address);
     }
 
     /** A large block's page run in its chunk: the pages, those of its class. */
@@ -335,9 +474,12 @@ public final class Block implements AutoCloseable {
                 + " bytes is already closed");
     }
 
-    /** Whether a checked block's confined scope is open: after an mt free only its owner can collect it then. */
+    /**
+     * Whether a checked block's owner has its confined scope open: after an mt free only the owner can collect it
+     * then. (Mt frees are of blocks never handed off, whose scope only the owner makes.)
+     */
     boolean hasScope() {
-        return confined && scope != null;
+        return scope != null;
     }
 
     /**
@@ -348,8 +490,22 @@ public final class Block implements AutoCloseable {
      */
     boolean finishMtFree(boolean byOwner) {
         if ((int) STATE.getOpaque(this) != MT_FREED) return false;
-        if (byOwner && confined && scope != null) closeConfinedScope();
+        if (byOwner && scope != null) closeConfinedScope();
         return true;
+    }
+
+    /** The next block on the owner's mt-free list (a plain access: the list's CAS and swap order it). */
+    Block nextMtFree() {
+        Object next = LINK.get(this);
+        return next == LAST_MT_FREE ? null : (Block) next;
+    }
+
+    /**
+     * Links the block into an mt-free list. Never to null: a pin on a closed block first tries to put a pin list in
+     * place of null, which would break the list.
+     */
+    void setNextMtFree(Block next) {
+        LINK.set(this, next == null ? LAST_MT_FREE : next);
     }
 
     @Override

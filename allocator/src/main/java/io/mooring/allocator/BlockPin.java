@@ -21,14 +21,16 @@ final class BlockPin implements Block.Pin {
     }
 
     private final Block block;
+    private final List list;
     private final Runnable onClose;
     private BlockPin prev; // in the block's List, guarded by its monitor
     private BlockPin next;
     @SuppressWarnings("unused") // through RELEASED
     private volatile boolean released;
 
-    private BlockPin(Block block, Runnable onClose) {
+    private BlockPin(Block block, List list, Runnable onClose) {
         this.block = block;
+        this.list = list;
         this.onClose = onClose;
     }
 
@@ -36,7 +38,7 @@ final class BlockPin implements Block.Pin {
     @Override
     public void close() {
         if (!RELEASED.compareAndSet(this, false, true)) return;
-        block.pins.unlink(this);
+        list.unlink(this);
         block.unpin();
     }
 
@@ -68,7 +70,7 @@ final class BlockPin implements Block.Pin {
         /** A new pin, counted in the block's state word. */
         synchronized BlockPin add(Block block, Runnable onClose) {
             block.countPin(); // throws if closed
-            var p = new BlockPin(block, onClose);
+            var p = new BlockPin(block, this, onClose);
             p.next = head;
             if (head != null) head.prev = p;
             head = p;

@@ -5,7 +5,8 @@ import java.lang.invoke.VarHandle;
 
 /**
  * What an arena keeps per calling thread (found through {@link ThreadBinding}): its arena, the shard it was
- * assigned, its thread cache (null for virtual threads or when caching is off), and its mt-free list.
+ * assigned, its thread cache (a platform thread's) or its shard's {@link Magazine} (a virtual thread's; neither when
+ * caching is off), and its mt-free list.
  *
  * <p>The mt-free list holds the blocks this thread allocated that other threads closed — mimalloc's thread-free
  * list. Only the owner frees a block without an atomic instruction (see {@link Block#close()}), so another thread's
@@ -36,8 +37,8 @@ final class Caller extends CallerMtFreeList {
             q32, q33, q34, q35, q36, q37, q38, q39, q40, q41, q42, q43, q44, q45, q46, q47,
             q48, q49, q50, q51, q52, q53, q54, q55, q56, q57, q58, q59, q60, q61, q62, q63;
 
-    Caller(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache) {
-        super(arena, thread, shard, cache);
+    Caller(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache, Magazine magazine) {
+        super(arena, thread, shard, cache, magazine);
     }
 
     /** Pushes an mt-freed block; true if the list was empty (the pusher must make the owner known). */
@@ -45,7 +46,7 @@ final class Caller extends CallerMtFreeList {
         Block h;
         do {
             h = mtFrees;
-            b.nextMtFree = h;
+            b.setNextMtFree(h);
         } while (!MT_FREES.compareAndSet(this, h, b));
         return h == null;
     }
@@ -55,7 +56,7 @@ final class Caller extends CallerMtFreeList {
         return mtFrees != null;
     }
 
-    /** The newest block waiting (follow {@code nextMtFree}), for counting. */
+    /** The newest block waiting (follow {@code nextMtFree()}), for counting. */
     Block peekMtFrees() {
         return mtFrees;
     }
@@ -72,12 +73,14 @@ abstract class CallerOwnerFields {
     final Thread thread;
     final Shard shard;
     final ThreadCache cache;
+    final Magazine magazine; // a virtual thread's shared cache (then cache is null)
 
-    CallerOwnerFields(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache) {
+    CallerOwnerFields(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache, Magazine magazine) {
         this.arena = arena;
         this.thread = thread;
         this.shard = shard;
         this.cache = cache;
+        this.magazine = magazine;
     }
 }
 
@@ -88,8 +91,8 @@ abstract class CallerPadding extends CallerOwnerFields {
             p32, p33, p34, p35, p36, p37, p38, p39, p40, p41, p42, p43, p44, p45, p46, p47,
             p48, p49, p50, p51, p52, p53, p54, p55, p56, p57, p58, p59, p60, p61, p62, p63;
 
-    CallerPadding(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache) {
-        super(arena, thread, shard, cache);
+    CallerPadding(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache, Magazine magazine) {
+        super(arena, thread, shard, cache, magazine);
     }
 }
 
@@ -97,7 +100,7 @@ abstract class CallerPadding extends CallerOwnerFields {
 abstract class CallerMtFreeList extends CallerPadding {
     volatile Block mtFrees; // through Caller.MT_FREES, and read as a volatile
 
-    CallerMtFreeList(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache) {
-        super(arena, thread, shard, cache);
+    CallerMtFreeList(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache, Magazine magazine) {
+        super(arena, thread, shard, cache, magazine);
     }
 }

@@ -77,9 +77,9 @@ final class MtFreeCollector {
         collectAll(me.takeMtFrees(), true);
     }
 
-    /** Collects the blocks taken from an mt-free list (follow {@code nextMtFree}). */
+    /** Collects the blocks taken from an mt-free list (follow {@code nextMtFree()}). */
     private void collectAll(Block first, boolean byOwner) {
-        for (Block b = first; b != null; b = b.nextMtFree) collectOne(b, byOwner);
+        for (Block b = first; b != null; b = b.nextMtFree()) collectOne(b, byOwner);
     }
 
     /** Frees an mt-freed block for real, unless its owner freed it locally too (a racing double close). */
@@ -155,7 +155,7 @@ final class MtFreeCollector {
         boolean ended = !owner.thread.isAlive();
         boolean betweenCalls = ended || isBetweenCalls(owner);
         for (Block b = taken, next; b != null; b = next) {
-            next = b.nextMtFree; // before a push back rewrites it
+            next = b.nextMtFree(); // before a push back rewrites it
             if (ended || (betweenCalls && !b.hasScope())) {
                 collectOne(b, false);
             } else {
@@ -216,7 +216,7 @@ final class MtFreeCollector {
     long uncollected() {
         long n = 0;
         for (Caller owner : ownersWithMtFrees) {
-            for (Block b = owner.peekMtFrees(); b != null; b = b.nextMtFree) n++;
+            for (Block b = owner.peekMtFrees(); b != null; b = b.nextMtFree()) n++;
         }
         return n;
     }

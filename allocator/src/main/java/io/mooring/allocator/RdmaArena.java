@@ -54,7 +54,8 @@ public final class RdmaArena implements AutoCloseable {
     private static final long QUANTUM_ALIGNMENTS = 1L << 1 | 1L << 2 | 1L << 4 | 1L << 8 | 1L << SizeClasses.QUANTUM;
 
     private final long chunkSize;
-    private final boolean checked;
+    /** Whether blocks are confined to their holder (unless shared); read by each block, not stored in it. */
+    final boolean checked;
     private final String name;
     private final long maxMrSize;
     private final Resource resource;
@@ -115,9 +116,22 @@ public final class RdmaArena implements AutoCloseable {
                 && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0
                 && cache.epoch == threads.epoch() && !caller.hasMtFrees()) {
             resource.checkOpen();
-            return cache.allocate(caller, SizeClasses.indexOf(size), size, null, checked);
+            return cache.allocate(caller, SizeClasses.indexOf(size), size, null);
         }
-        return allocate(size, alignment, checked ? Scoping.CONFINED : Scoping.UNCHECKED);
+        if (caller.magazine != null) return allocateVirtual(caller, size, alignment);
+        return allocate(caller, size, alignment, false);
+    }
+
+    /** A virtual thread's allocation: the fast path's, from its shard's magazine. Small, to be inlined as well. */
+    private Block allocateVirtual(Caller caller, long size, long alignment) {
+        if (Long.compareUnsigned(size - 1, caller.magazine.cache.maxSize) < 0
+                && Long.compareUnsigned(alignment, SizeClasses.QUANTUM) <= 0
+                && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0 && !caller.hasMtFrees()) {
+            resource.checkOpen();
+            Block b = threads.allocateFromMagazine(caller, SizeClasses.indexOf(size), size, null);
+            if (b != null) return b;
+        }
+        return allocate(caller, size, alignment, false);
     }
 
     /** A block for {@code layout}: its size and alignment. */
@@ -130,21 +144,17 @@ public final class RdmaArena implements AutoCloseable {
      * with every thread (tens of microseconds). For blocks handed between threads in a checked arena.
      */
     public Block allocateShared(long size, long alignment) {
-        return allocate(size, alignment, Scoping.SHARED);
+        return allocate(threads.caller(), size, alignment, true);
     }
 
-    private enum Scoping { CONFINED, SHARED, UNCHECKED }
-
-    private Block allocate(long size, long alignment, Scoping scoping) {
+    private Block allocate(Caller caller, long size, long alignment, boolean shared) {
         checkRequest(size, alignment);
         if (threads.cachesRetired()) catchUpCallingThread();
         resource.checkOpen();
-        Caller caller = threads.caller();
         if (caller.hasMtFrees()) collector.collectOwn(caller);
-        Arena scope = scoping == Scoping.SHARED ? Arena.ofShared() : null; // a confined one comes with segment()
-        boolean confined = scoping == Scoping.CONFINED;
+        Arena scope = shared ? Arena.ofShared() : null; // a confined one comes with segment()
         try {
-            return caller.shard.allocate(caller, size, alignment, scope, confined);
+            return caller.shard.allocate(caller, size, alignment, scope);
         } catch (RuntimeException | Error e) {
             if (scope != null) scope.close();
             throw e;
@@ -179,11 +189,12 @@ public final class RdmaArena implements AutoCloseable {
 
     /**
      * Asks every thread to flush its cache (free its cached regions into the shard) at its next call into the arena,
-     * and does it now for the calling thread (collecting the blocks other threads closed for it, too). Caches of
+     * and does it now for the virtual threads' magazines and the calling thread (collecting the blocks other threads closed for it, too). Caches of
      * threads that never call again are flushed when those threads end.
      */
     public void flushThreadCaches() {
         threads.requestFlush();
+        threads.flushMagazines();
         catchUpCallingThread();
         collector.collectAndRetry();
     }

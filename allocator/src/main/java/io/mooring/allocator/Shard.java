@@ -40,26 +40,31 @@ final class Shard {
      * A block for {@code caller}, whose request the arena checked: from its thread cache if the class is cached, else
      * from this shard. {@code scope} is the block's shared scope, or null.
      */
-    Block allocate(Caller caller, long size, long alignment, Arena scope, boolean confined) {
+    Block allocate(Caller caller, long size, long alignment, Arena scope) {
         // A small class's regions are aligned to the largest power of two dividing its size (up to a page);
         // every page run is page aligned.
         long aligned = alignment > SizeClasses.QUANTUM ? (size + alignment - 1) & -alignment : size;
         boolean small = aligned <= SizeClasses.SMALL_MAX && alignment <= SizeClasses.PAGE_SIZE;
-        ThreadCache cache = caller.cache;
+        ThreadCache cache = caller.cache != null ? caller.cache : caller.magazine != null ? caller.magazine.cache : null;
         if (small || (cache != null && size <= cache.maxSize && alignment <= SizeClasses.PAGE_SIZE)) {
             int c = SizeClasses.indexOf(small ? aligned : size);
-            cache = caller.arena.threads.current(cache);
-            if (cache != null) return cache.allocate(caller, c, size, scope, confined);
+            if (caller.cache != null) {
+                cache = caller.arena.threads.current(cache);
+                if (cache != null) return cache.allocate(caller, c, size, scope);
+            } else if (cache != null) {
+                Block b = caller.arena.threads.allocateFromMagazine(caller, c, size, scope);
+                if (b != null) return b;
+            }
             if (small) {
                 return bins[c].allocate(this, (slab, address) ->
-                        new Block(caller, slab, slab.chunk, address, size, scope, confined));
+                        new Block(caller, slab, address, size, scope));
             }
         }
-        if (size >= hugeThreshold) return allocateHuge(caller, size, alignment, scope, confined);
-        return allocateLarge(caller, size, Math.max(alignment, SizeClasses.PAGE_SIZE), scope, confined);
+        if (size >= hugeThreshold) return allocateHuge(caller, size, alignment, scope);
+        return allocateLarge(caller, size, Math.max(alignment, SizeClasses.PAGE_SIZE), scope);
     }
 
-    private Block allocateLarge(Caller caller, long size, long alignment, Arena scope, boolean confined) {
+    private Block allocateLarge(Caller caller, long size, long alignment, Arena scope) {
         int pages = (int) (SizeClasses.largeSize(size) >>> SizeClasses.LOG2_PAGE);
         Run r;
         lock.lock();
@@ -69,27 +74,29 @@ final class Shard {
         } finally {
             lock.unlock();
         }
-        return new Block(caller, null, r.chunk, r.chunk.address(r.page), size, scope, confined);
+        return new Block(caller, r.chunk, r.chunk.address(r.page), size, scope);
     }
 
-    private Block allocateHuge(Caller caller, long size, long alignment, Arena scope, boolean confined) {
+    private Block allocateHuge(Caller caller, long size, long alignment, Arena scope) {
         long bytes = (size + SizeClasses.PAGE_SIZE - 1) & -(long) SizeClasses.PAGE_SIZE;
         Chunk c = chunks.mapHuge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE));
         hugeAllocations.incrementAndGet();
         hugeBytes.addAndGet(bytes);
-        return new Block(caller, null, c, c.base, size, scope, confined);
+        return new Block(caller, c, c.base, size, scope);
     }
 
     /** Takes a block back into its slab's bin or its chunk's free runs; a huge block's chunk is released. */
     void free(Block b) {
-        if (b.slab != null) {
-            bins[b.slab.classIndex].free(this, b.slab, b.address());
-        } else if (b.chunk.huge) {
+        Slab slab = b.slab();
+        Chunk chunk = b.chunk();
+        if (slab != null) {
+            bins[slab.classIndex].free(this, slab, b.address());
+        } else if (chunk.huge) {
             hugeFrees.incrementAndGet();
-            hugeBytes.addAndGet(-b.chunk.size);
-            chunks.release(b.chunk);
+            hugeBytes.addAndGet(-chunk.size);
+            chunks.release(chunk);
         } else {
-            freeRun(b.chunk, b.firstPage(), b.pages(), true);
+            freeRun(chunk, b.firstPage(), b.pages(), true);
         }
     }
 

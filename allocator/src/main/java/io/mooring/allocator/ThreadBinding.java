@@ -1,5 +1,6 @@
 package io.mooring.allocator;
 
+import java.lang.foreign.Arena;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.WeakReference;
@@ -21,11 +22,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       is never expunged, so a strong one would keep every closed arena alive for as long as the thread lives.</li>
  *   <li><b>Caches.</b> Shards are assigned round-robin. A platform thread gets a {@link ThreadCache}, registered
  *       (see {@link #ownersWithCache()}) so that it is flushed when the thread ends or the arena closes. A virtual
- *       thread gets none — a cache each would be unbounded in total — and leaves nothing behind when it ends.</li>
+ *       thread shares its shard's {@link Magazine} — a cache each would be unbounded in total — and leaves nothing
+ *       behind when it ends: its Caller is reachable only from its ThreadLocal and its live blocks.</li>
  *   <li><b>Flushes.</b> {@link #requestFlush()} bumps an epoch that owners honour at their next call
  *       ({@link #current}); {@link #retireCaches()} (the arena's close) makes every cache flush once more and never
  *       serve again.</li>
- *   <li><b>Frees.</b> {@link #freeLocal} is the owner's free, into its cache; {@link #free} the general one.</li>
+ *   <li><b>Frees.</b> {@link #freeLocal} is the owner's free, into its cache; {@link #free} the general one, into
+ *       the owner's cache if the caller is the owner, else into the owner's magazine if it has one and nobody holds
+ *       it, else into the shard.</li>
  * </ul>
  */
 final class ThreadBinding {
@@ -52,6 +56,8 @@ final class ThreadBinding {
     private final ThreadLocal<WeakReference<Caller>> callerOfThread = new ThreadLocal<>();
     /** The threads with a cache, until they are found ended: what keeps their Callers (and caches) alive. */
     private final Set<Caller> ownersWithCache = ConcurrentHashMap.newKeySet();
+    /** One per shard, same index: the virtual threads' caches. Empty when caching is off. */
+    private final Magazine[] magazines;
     /** What the caches of ended threads counted. Guarded by the collector's lock (see {@link MtFreeCollector}). */
     private final CacheCounters endedCaches = new CacheCounters();
     @SuppressWarnings("unused") // through EPOCH, and read as a volatile
@@ -63,6 +69,10 @@ final class ThreadBinding {
         this.shards = shards;
         this.cacheBytesPerClass = cacheBytesPerClass;
         this.cacheMaxSize = cacheMaxSize;
+        this.magazines = new Magazine[cacheBytesPerClass == 0 ? 0 : shards.length];
+        for (int i = 0; i < magazines.length; i++) {
+            magazines[i] = new Magazine(new ThreadCache(shards[i], cacheBytesPerClass, cacheMaxSize));
+        }
     }
 
     // ---- lookup ----------------------------------------------------------------------------------------------
@@ -108,11 +118,13 @@ final class ThreadBinding {
      * epoch at once, so is retired unused.
      */
     private Caller newCaller(Thread t) {
-        Shard shard = shards[Math.floorMod(nextShard.getAndIncrement(), shards.length)];
+        int s = Math.floorMod(nextShard.getAndIncrement(), shards.length);
+        Shard shard = shards[s];
         int e = epoch;
         ThreadCache cache = t.isVirtual() || cacheBytesPerClass == 0 || retired ? null
                 : new ThreadCache(shard, cacheBytesPerClass, cacheMaxSize);
-        var caller = new Caller(arena, t, shard, cache);
+        Magazine magazine = t.isVirtual() && magazines.length > 0 ? magazines[s] : null;
+        var caller = new Caller(arena, t, shard, cache, magazine);
         if (cache != null) {
             cache.epoch = e;
             ownersWithCache.add(caller);
@@ -140,10 +152,24 @@ final class ThreadBinding {
         EPOCH.getAndAdd(this, 1);
     }
 
-    /** The arena closes: every cache flushes a last time and never serves again. */
+    /** The arena closes: every cache flushes a last time and never serves again; the magazines do so now. */
     void retireCaches() {
         retired = true;
         EPOCH.getAndAdd(this, 1); // after the flag: an owner that sees the new epoch sees the flag too
+        for (Magazine m : magazines) {
+            m.hold();
+            m.cache.retire();
+            m.letGo();
+        }
+    }
+
+    /** Flushes the magazines now (their users are many and brief: nobody to wait for, as for a thread's cache). */
+    void flushMagazines() {
+        for (Magazine m : magazines) {
+            m.hold();
+            if (current(m.cache) != null) m.cache.flushAll();
+            m.letGo();
+        }
     }
 
     boolean cachesRetired() {
@@ -188,6 +214,7 @@ final class ThreadBinding {
     List<ThreadCache> liveCaches() {
         List<ThreadCache> caches = new ArrayList<>();
         for (Caller c : ownersWithCache) caches.add(c.cache);
+        for (Magazine m : magazines) caches.add(m.cache);
         return caches;
     }
 
@@ -231,13 +258,46 @@ final class ThreadBinding {
      * inlined into {@code Block.close}.
      */
     void freeLocal(Block b) {
-        ThreadCache cache = b.owner.cache;
-        if (cache == null || cache.epoch != epoch || !cache.free(b)) free(b);
+        Caller owner = b.owner;
+        ThreadCache cache = owner.cache;
+        if (cache != null) {
+            if (cache.epoch != epoch || !cache.free(b)) free(b);
+        } else if (owner.magazine == null || !freeToMagazine(owner.magazine, b)) {
+            owner.shard.free(b);
+        }
     }
 
-    /** Frees {@code b} into its owner's cache if the caller is the owner and the class is cached, else to its shard. */
+    /** Frees {@code b} into a cache if one takes it (see the class comment), else into its shard. */
     void free(Block b) {
-        ThreadCache cache = b.owner.thread == Thread.currentThread() ? current(b.owner.cache) : null;
-        if (cache == null || !cache.free(b)) b.owner.shard.free(b);
+        Caller owner = b.owner;
+        ThreadCache cache = owner.thread == Thread.currentThread() ? current(owner.cache) : null;
+        if (cache != null && cache.free(b)) return;
+        if (owner.magazine == null || !freeToMagazine(owner.magazine, b)) owner.shard.free(b);
+    }
+
+    /** Frees {@code b} into a magazine; false if another thread holds it, or it does not take the class. */
+    private boolean freeToMagazine(Magazine m, Block b) {
+        if (!m.tryHold()) return false;
+        try {
+            ThreadCache cache = current(m.cache);
+            return cache != null && cache.free(b);
+        } finally {
+            m.letGo();
+        }
+    }
+
+    /**
+     * A block from a virtual thread's magazine, or null if another thread holds it, the class is not cached there or
+     * caches are retired.
+     */
+    Block allocateFromMagazine(Caller caller, int c, long size, Arena scope) {
+        Magazine m = caller.magazine;
+        if (m == null || !m.tryHold()) return null;
+        try {
+            ThreadCache cache = current(m.cache);
+            return cache == null ? null : cache.allocate(caller, c, size, scope);
+        } finally {
+            m.letGo();
+        }
     }
 }

@@ -18,8 +18,8 @@ import java.util.Arrays;
  * <p>Only the owner touches it — except after the owner ended (then the collector flushes it; thread termination
  * makes its last writes visible), and once the arena closes: then it is {@linkplain #retire() retired} — flushed
  * once more by whoever gets there first, its owner or the collector that found the owner between calls — and is
- * never used again. Virtual threads get none: a cache per virtual thread would be unbounded in total, and their
- * frees are cheap enough through the bin.
+ * never used again. Virtual threads get none of their own: a cache per virtual thread would be unbounded in total;
+ * they share their shard's, held by one at a time ({@link Magazine}), which is its owner while held.
  *
  * <p>The allocation and free counters are written by the owner alone, with release stores (a plain store on
  * x86), and read by {@code stats()} with acquire loads: a reader that sees an allocation counted also sees every
@@ -76,17 +76,14 @@ final class ThreadCache {
      * A block of a cached region of class {@code c} (refilling when empty) for its owner. On the fast path: kept
      * small, to be inlined into {@code RdmaArena.allocate}.
      */
-    Block allocate(Caller owner, int c, long size, Arena sharedScope, boolean confined) {
+    Block allocate(Caller owner, int c, long size, Arena sharedScope) {
         if (count[c] == 0) refill(c);
         int top = --count[c];
         Object home = homes[c][top];
         // The slot above the top is not cleared: no write barrier on the fast path. Until a free overwrites it, it
         // may keep a since-released slab's or chunk's Java object reachable (a few per class, never its memory).
         COUNTER.setRelease(allocations, c, allocations[c] + 1);
-        // A small class's home is its slab, a large class's its chunk.
-        Slab slab = isSmall(c) ? (Slab) home : null;
-        return new Block(owner, slab, slab != null ? slab.chunk : (Chunk) home, addresses[c][top], size, sharedScope,
-                confined);
+        return new Block(owner, home, addresses[c][top], size, sharedScope); // a small class's slab, a large's chunk
     }
 
     private void refill(int c) {
@@ -101,10 +98,11 @@ final class ThreadCache {
      * request with a large alignment has no large class: it goes back to its chunk).
      */
     boolean free(Block b) {
-        if (b.slab != null) {
-            push(b.slab.classIndex, b.slab, b.address());
+        Slab slab = b.slab();
+        if (slab != null) {
+            push(slab.classIndex, slab, b.address());
         } else if (b.size() > SizeClasses.SMALL_MAX && b.size() <= maxSize) {
-            push(SizeClasses.indexOf(b.size()), b.chunk, b.address());
+            push(SizeClasses.indexOf(b.size()), b.chunk(), b.address());
         } else {
             return false;
         }

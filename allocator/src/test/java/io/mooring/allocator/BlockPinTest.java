@@ -19,6 +19,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -103,6 +104,23 @@ class BlockPinTest {
             ArenaFixture.awaitTrue(() -> arena.stats().liveBlocks() == 0, "collected without a call by the owner");
             assertEquals(0, arena.stats().uncollectedFrees());
             assertEquals(0, arena.stats().closedPinnedBlocks());
+        }
+    }
+
+    @Test
+    void aPinRefusedOnABlockWaitingOnAnMtFreeListLeavesTheListWhole() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block first = arena.allocate(64);
+            Block last = arena.allocate(64);
+            Thread.ofPlatform().start(() -> {
+                last.close();
+                first.close(); // the list: first, then last
+            }).join();
+            assertThrows(IllegalStateException.class, () -> last.pin(null));
+            assertThrows(IllegalStateException.class, () -> first.pin(null));
+            arena.allocate(64).close(); // the owner's next call collects both
+            assertEquals(0, arena.stats().uncollectedFrees());
+            assertEquals(0, arena.stats().liveBlocks());
         }
     }
 
@@ -256,6 +274,7 @@ class BlockPinTest {
             Set<Long> held = ConcurrentHashMap.newKeySet();
             AtomicBoolean stop = new AtomicBoolean();
             AtomicInteger granted = new AtomicInteger();
+            AtomicLong attempts = new AtomicLong();
             AtomicReference<Throwable> failure = new AtomicReference<>();
             Thread owner = Thread.ofPlatform().start(() -> {
                 try {
@@ -263,6 +282,10 @@ class BlockPinTest {
                         Block b = arena.allocate(64);
                         if (held.contains(b.address())) throw new AssertionError("pinned memory reused: " + b);
                         current.set(b);
+                        if (i % 1000 == 0) { // now and then, wait outside the arena for a pin on this open block
+                            long seen = attempts.get();
+                            while (attempts.get() < seen + 2 && !stop.get()) Thread.onSpinWait();
+                        }
                         b.close();
                     }
                 } catch (Throwable e) {
@@ -283,6 +306,7 @@ class BlockPinTest {
                     } catch (IllegalStateException refused) {
                         // closed first: fine
                     }
+                    attempts.incrementAndGet();
                 }
             });
             owner.join(TimeUnit.SECONDS.toMillis(60));
@@ -290,7 +314,7 @@ class BlockPinTest {
             owner.join();
             pinner.join();
             if (failure.get() != null) throw new AssertionError(failure.get());
-            assertTrue(granted.get() > 0, "some pins were granted");
+            assertTrue(granted.get() >= 100, "a pin on each block the owner waited with: " + granted.get());
             ArenaFixture.awaitTrue(() -> arena.stats().liveBlocks() == 0, "every block freed once");
             assertEquals(0, arena.stats().closedPinnedBlocks());
         }

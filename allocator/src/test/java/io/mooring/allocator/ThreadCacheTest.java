@@ -1,10 +1,15 @@
 package io.mooring.allocator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -110,15 +115,44 @@ class ThreadCacheTest {
     }
 
     @Test
-    void virtualThreadsDoNotGetCaches() throws Exception {
+    void virtualThreadsShareTheirShardsMagazine() throws Exception {
+        RdmaArena arena = fx.arena().build();
+        for (int i = 0; i < 200; i++) { // one after the other: nobody finds the magazine held
+            Thread.ofVirtual().start(() -> arena.allocate(64).close()).join();
+        }
+        ArenaStats s = arena.stats();
+        assertEquals(1, s.cacheMisses(), "one refill");
+        assertEquals(199, s.cacheHits(), "every other allocation from the magazine");
+        assertTrue(s.cachedRegions() > 0);
+        assertEquals(200, s.classes().get(SizeClasses.indexOf(64)).frees());
+        arena.flushThreadCaches();
+        assertEquals(0, arena.stats().cachedRegions(), "flushed now, with no thread to wait for");
+        Thread.ofVirtual().start(() -> arena.allocate(64).close()).join();
+        arena.close();
+        assertEquals(0, arena.stats().cachedRegions(), "retired by close");
+        assertEquals(0, arena.stats().chunks());
+    }
+
+    @Test
+    void virtualThreadsRacingForTheMagazineAllocateEachBlockOnce() throws Exception {
         try (RdmaArena arena = fx.arena().build()) {
-            List<Thread> threads = new ArrayList<>();
-            for (int i = 0; i < 200; i++) threads.add(Thread.ofVirtual().start(() -> arena.allocate(64).close()));
-            for (Thread t : threads) t.join();
-            ArenaStats s = arena.stats();
-            assertEquals(0, s.cachedRegions());
-            assertEquals(0, s.cacheHits() + s.cacheMisses());
-            assertEquals(200, s.classes().get(SizeClasses.indexOf(64)).frees());
+            Set<Long> live = ConcurrentHashMap.newKeySet();
+            AtomicReference<String> clash = new AtomicReference<>();
+            try (var executor = Executors.newVirtualThreadPerTaskExecutor()) {
+                for (int t = 0; t < 64; t++) {
+                    executor.submit(() -> {
+                        for (int i = 0; i < 2000; i++) {
+                            Block b = arena.allocate(64 + (i % 4) * 64);
+                            if (!live.add(b.address())) clash.set(b + " handed out twice");
+                            live.remove(b.address());
+                            b.close();
+                        }
+                    });
+                }
+            }
+            assertNull(clash.get());
+            assertEquals(0, arena.stats().liveBlocks());
+            assertTrue(arena.stats().cacheHits() > 0);
         }
     }
 

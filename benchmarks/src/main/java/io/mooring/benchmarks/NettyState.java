@@ -24,11 +24,15 @@ public abstract class NettyState {
         }
     }
 
-    /** {@code AdaptiveByteBufAllocator}, 4.2's default: size-classed magazines. */
+    /**
+     * {@code AdaptiveByteBufAllocator}, 4.2's default: size-classed magazines, at its best — with per-thread magazines
+     * on every {@code FastThreadLocalThread} ({@code useCacheForNonEventLoopThreads}; with the one-argument
+     * constructor only event-loop threads get them, and a JMH worker shares the striped ones).
+     */
     public static class Adaptive extends NettyState {
         @Override
         ByteBufAllocator create() {
-            return new AdaptiveByteBufAllocator(true);
+            return new AdaptiveByteBufAllocator(true, true);
         }
     }
 

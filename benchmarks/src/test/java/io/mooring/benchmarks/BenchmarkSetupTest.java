@@ -42,7 +42,7 @@ import org.openjdk.jmh.infra.Blackhole;
  */
 class BenchmarkSetupTest {
     private static final List<Class<?>> FAMILIES = List.of(AllocateClose.class, AllocateClose2Threads.class,
-            SharedScopeClose.class, SharedScopeClose2Threads.class);
+            SharedScopeClose.class, SharedScopeClose2Threads.class, LiveBlocks.class);
     private static final int OPERATIONS = 50;
 
     @TestFactory

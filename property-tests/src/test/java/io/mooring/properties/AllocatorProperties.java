@@ -28,9 +28,10 @@ import org.quicktheories.core.Gen;
 import org.quicktheories.generators.Generate;
 
 /**
- * Random allocate / close / double-close programs over random sizes and alignments on 1–4 threads, against a
- * checked or unchecked arena on the soft provider. While running: no two live blocks overlap, every block lies
- * inside its registered region and carries its lkey, alignment holds, a second close is refused. At the end:
+ * Random allocate / close / double-close programs over random sizes and alignments on 1–4 platform or virtual
+ * threads (these share their shards' magazines), against a checked or unchecked arena on the soft provider. While
+ * running: no two live blocks overlap, every block lies inside its registered region and carries its lkey,
+ * alignment holds, a second close is refused. At the end:
  * the per-class counts equal the model's, and once every block and the arena are closed every chunk was
  * deregistered and unmapped exactly once.
  */
@@ -51,8 +52,9 @@ class AllocatorProperties {
     @Test
     void blocksNeverOverlapAndEveryChunkIsReleasedOnce() {
         qt().withExamples(60).withShrinkCycles(50)
-                .forAll(integers().between(1, 4), Generate.booleans(), lists().of(steps()).ofSizeBetween(1, 120))
-                .checkAssert((threads, checked, program) -> new Run(checked).execute(threads, program));
+                .forAll(integers().between(1, 4), Generate.booleans(), Generate.booleans(),
+                        lists().of(steps()).ofSizeBetween(1, 120))
+                .checkAssert((threads, checked, virtual, program) -> new Run(checked).execute(threads, virtual, program));
     }
 
     static final class Run {
@@ -83,8 +85,8 @@ class AllocatorProperties {
                     .checked(checked).build();
         }
 
-        void execute(int threads, List<Step> program) {
-            Workers.runTogether(threads, me -> {
+        void execute(int threads, boolean virtual, List<Step> program) {
+            Workers.runTogether(threads, virtual, me -> {
                 List<Block> mine = new ArrayList<>();
                 for (Step s : program) if (s.thread() % threads == me) apply(s, mine);
                 for (Block b : mine) close(b); // each thread closes what it still owns

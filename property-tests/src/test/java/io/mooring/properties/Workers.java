@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CyclicBarrier;
 
-/** Runs one body on several platform threads released together, so their steps really interleave. */
+/** Runs one body on several threads released together, so their steps really interleave. */
 final class Workers {
     private Workers() {}
 
@@ -15,14 +15,20 @@ final class Workers {
         void run(int thread) throws Exception;
     }
 
-    /** Runs {@code body} on {@code threads} threads at once, waits for all, and rethrows the first failure. */
+    /** Runs {@code body} on {@code threads} platform threads at once, waits for all, and rethrows the first failure. */
     static void runTogether(int threads, Body body) {
+        runTogether(threads, false, body);
+    }
+
+    /** The same on virtual threads if {@code virtual}. */
+    static void runTogether(int threads, boolean virtual, Body body) {
         var barrier = new CyclicBarrier(threads);
         var errors = new ConcurrentLinkedQueue<Throwable>();
         List<Thread> workers = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
             int me = t;
-            workers.add(Thread.ofPlatform().start(() -> {
+            Thread.Builder builder = virtual ? Thread.ofVirtual() : Thread.ofPlatform();
+            workers.add(builder.start(() -> {
                 try {
                     barrier.await();
                     body.run(me);

@@ -1,0 +1,231 @@
+package io.mooring.allocator;
+
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** A checked block handed between threads: each holder has its own confined scope, and a close frees at once. */
+class BlockHandOffTest {
+    private final ArenaFixture fx = new ArenaFixture();
+    private final ExecutorService second = Executors.newSingleThreadExecutor();
+    private final ExecutorService third = Executors.newSingleThreadExecutor();
+
+    @AfterEach
+    void teardown() {
+        second.close();
+        third.close();
+        fx.close();
+    }
+
+    @Test
+    void allocatedHereFilledOnASecondThreadReadAndFreedOnAThird() throws Exception {
+        try (RdmaArena arena = fx.arena().threadCache(0).build()) {
+            Block b = arena.allocate(64);
+            MemorySegment mine = b.segment();
+            mine.set(JAVA_LONG, 0, 1);
+            b.handOff();
+            assertThrows(IllegalStateException.class, () -> mine.get(JAVA_LONG, 0), "the owner's hold ended");
+            MemorySegment[] filler = new MemorySegment[1];
+            on(second, () -> {
+                filler[0] = b.segment();
+                assertEquals(1, filler[0].get(JAVA_LONG, 0));
+                filler[0].set(JAVA_LONG, 0, 2);
+                b.handOff();
+                return null;
+            });
+            long read = on(third, () -> {
+                long v = b.segment().get(JAVA_LONG, 0);
+                b.close();
+                return v;
+            });
+            assertEquals(2, read);
+            assertFalse(b.isOpen());
+            assertEquals(0, arena.stats().liveBlocks(), "freed at once by the third thread");
+            assertEquals(0, arena.stats().uncollectedFrees());
+            assertThrows(IllegalStateException.class, b::segment);
+            long reusedBy = on(second, () -> {
+                try (Block next = arena.allocate(64)) {
+                    return next.address();
+                }
+            });
+            assertEquals(b.address(), reusedBy, "reusable at once, with the owner idle");
+        }
+    }
+
+    @Test
+    void anotherThreadCannotUseOrCloseABlockSomeoneHolds() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block b = arena.allocate(64);
+            b.handOff();
+            on(second, () -> b.segment().set(JAVA_LONG, 0, 5));
+            var e = assertThrows(WrongThreadException.class, b::segment);
+            assertTrue(e.getMessage().contains("handOff()"), e.getMessage());
+            assertThrows(WrongThreadException.class, b::close);
+            assertThrows(WrongThreadException.class, b::handOff);
+            assertTrue(b.isOpen(), "a refused close changes nothing");
+            on(third, () -> {
+                assertThrows(WrongThreadException.class, b::segment);
+                return null;
+            });
+            on(second, () -> {
+                assertEquals(5, b.segment().get(JAVA_LONG, 0));
+                b.close();
+                return null;
+            });
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    @Test
+    void aBlockNobodyHoldsIsClosedByAnyThreadAndNobodyTakesHoldAfter() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block b = arena.allocate(4096);
+            b.segment().fill((byte) 3);
+            b.handOff();
+            on(second, () -> {
+                b.close();
+                return null;
+            });
+            assertEquals(0, arena.stats().liveBlocks());
+            assertThrows(IllegalStateException.class, b::segment);
+            assertThrows(IllegalStateException.class, b::close);
+            assertThrows(IllegalStateException.class, b::handOff);
+        }
+    }
+
+    @Test
+    void theOwnerMayTakeItsBlockBack() {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block b = arena.allocate(64);
+            b.handOff();
+            b.segment().set(JAVA_LONG, 0, 9);
+            b.handOff();
+            assertEquals(9, b.segment().get(JAVA_LONG, 0));
+            b.close();
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    @Test
+    void racingThreadsTakeHoldOnceAndACloseRacingAHoldFreesOnlyWhenNobodyHolds() throws Exception {
+        try (RdmaArena arena = fx.arena().build();
+             ExecutorService pool = Executors.newFixedThreadPool(3)) {
+            for (int round = 0; round < 300; round++) {
+                Block b = arena.allocate(128);
+                b.handOff();
+                var start = new CyclicBarrier(3);
+                AtomicInteger held = new AtomicInteger();
+                AtomicInteger closed = new AtomicInteger();
+                List<Future<?>> racers = new ArrayList<>();
+                for (int t = 0; t < 2; t++) {
+                    racers.add(pool.submit(() -> {
+                        start.await();
+                        try {
+                            b.segment().set(JAVA_LONG, 0, 1);
+                            held.incrementAndGet();
+                            b.close();
+                            closed.incrementAndGet();
+                        } catch (WrongThreadException | IllegalStateException refused) {
+                            // another racer holds it, or closed it
+                        }
+                        return null;
+                    }));
+                }
+                racers.add(pool.submit(() -> {
+                    start.await();
+                    try {
+                        b.close();
+                        closed.incrementAndGet();
+                    } catch (WrongThreadException | IllegalStateException refused) {
+                        // a racer holds it, or closed it
+                    }
+                    return null;
+                }));
+                for (Future<?> f : racers) f.get();
+                assertTrue(held.get() <= 1, "one holder at most");
+                assertEquals(1, closed.get(), "closed exactly once");
+            }
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    @Test
+    void aPinnedHandedOffBlockIsFreedByItsLastUnpinOnAnyThread() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block b = arena.allocate(64);
+            b.handOff();
+            Block.Pin pin = on(second, () -> b.pin(null));
+            AtomicInteger told = new AtomicInteger();
+            on(third, () -> {
+                Block.Pin own = b.pin(told::incrementAndGet);
+                MemorySegment s = b.segment();
+                b.close();
+                assertThrows(IllegalStateException.class, () -> s.get(JAVA_LONG, 0));
+                own.close();
+                return null;
+            });
+            assertEquals(1, told.get());
+            assertEquals(1, arena.stats().closedPinnedBlocks());
+            Thread.ofVirtual().start(pin::close).join();
+            assertEquals(0, arena.stats().closedPinnedBlocks());
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    @Test
+    void virtualThreadsPassABlockAlongAChain() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block b = arena.allocate(256);
+            b.segment().set(JAVA_LONG, 0, 0);
+            b.handOff();
+            for (int i = 0; i < 50; i++) {
+                Thread.ofVirtual().start(() -> {
+                    MemorySegment s = b.segment();
+                    s.set(JAVA_LONG, 0, s.get(JAVA_LONG, 0) + 1);
+                    b.handOff();
+                }).join();
+            }
+            assertEquals(50, b.segment().get(JAVA_LONG, 0));
+            b.close();
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    @Test
+    void sharedAndUncheckedBlocksNeedNoHandOff() throws Exception {
+        try (RdmaArena arena = fx.arena().build();
+             RdmaArena unchecked = fx.arena().checked(false).build()) {
+            for (Block b : List.of(arena.allocateShared(64, 8), unchecked.allocate(64))) {
+                b.handOff();
+                on(second, () -> b.segment().set(JAVA_LONG, 0, 1));
+                b.segment().get(JAVA_LONG, 0);
+                b.close();
+                assertThrows(IllegalStateException.class, b::handOff);
+            }
+            assertEquals(0, arena.stats().liveBlocks());
+            assertEquals(0, unchecked.stats().liveBlocks());
+        }
+    }
+
+    private static <T> T on(ExecutorService thread, Callable<T> step) throws Exception {
+        return thread.submit(step).get();
+    }
+
+    private static void on(ExecutorService thread, Runnable step) throws Exception {
+        thread.submit(step).get();
+    }
+}
