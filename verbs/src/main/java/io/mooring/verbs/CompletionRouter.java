@@ -3,29 +3,34 @@ package io.mooring.verbs;
 import io.mooring.verbs.spi.CompletionSink;
 import io.mooring.verbs.spi.CqOps;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * What a completion queue does with each polled completion: finds the QP it belongs to, retires the request
- * in that QP's {@link InFlight} queue (restoring the caller's id and opcode, releasing held regions), then
+ * What a completion queue does with each polled completion: finds the queue it belongs to — the QP's send or
+ * receive queue by QP number, a shared receive queue by the id alone — and retires the request there (restoring
+ * the caller's id and opcode, releasing held regions), then
  * completes the request's future or hands the completion to the poller. Separate from the
  * {@link CompletionQueue} handle so that a dispatcher thread can poll without keeping the handle reachable.
  */
 final class CompletionRouter implements CompletionSink {
-    /** The two queues of one QP, as registered with the CQs it uses. */
-    record QpQueues(InFlight send, InFlight receive) {}
+    /** The two queues of one QP, as registered with the CQs it uses; receive is a shared queue's for an SRQ. */
+    record QpQueues(InFlight send, RequestSlots receive) {}
 
     final CqOps ops;
     final String name;
     private final Map<Integer, QpQueues> qps = new ConcurrentHashMap<>();
+    private final SrqInFlight.Table sharedQueues;
     private final ReentrantLock pollLock = new ReentrantLock();
+    private final RequestSlots.Retired retired = new RequestSlots.Retired(); // guarded by pollLock
     private WorkCompletion[] target; // guarded by pollLock
     private int filled;
 
-    CompletionRouter(CqOps ops, String name) {
+    CompletionRouter(CqOps ops, String name, SrqInFlight.Table sharedQueues) {
         this.ops = ops;
         this.name = name;
+        this.sharedQueues = sharedQueues;
     }
 
     void register(int qpn, QpQueues queues) {
@@ -76,21 +81,28 @@ final class CompletionRouter implements CompletionSink {
     @Override
     public void completion(long wrId, int status, int opcode, int vendorError, int byteLength, int immediate,
                            int flags, int qpNumber) {
-        QpQueues qp = qps.get(qpNumber);
-        if (qp == null) return; // its QP was destroyed: nobody waits for it any more
-        boolean receive = InFlight.isReceive(wrId);
+        boolean receive = RequestSlots.isReceive(wrId);
+        RequestSlots slots;
+        if ((wrId & RequestSlots.SHARED_BIT) != 0) {
+            slots = sharedQueues.of(wrId); // its QP may be gone: the receive it took is retired all the same
+        } else {
+            QpQueues qp = qps.get(qpNumber);
+            slots = qp == null ? null : receive ? qp.receive() : qp.send();
+        }
         WcStatus st = WcStatus.of(status);
-        InFlight.Retired done = (receive ? qp.receive() : qp.send()).retire(wrId, st == WcStatus.SUCCESS);
-        if (done == null) return; // left over from before a reset
+        // null: its QP or queue was destroyed; false: left over from before a reset. Nobody waits for it any more.
+        if (slots == null || !slots.retire(wrId, st == WcStatus.SUCCESS, retired)) return;
         // The provider's opcode tells RECV from RECV_RDMA_WITH_IMM; for everything else we know what we posted.
-        WcOpcode op = receive && st == WcStatus.SUCCESS ? WcOpcode.of(opcode) : done.opcode();
-        if (done.future() != null) {
+        WcOpcode op = receive && st == WcStatus.SUCCESS ? WcOpcode.of(opcode) : retired.opcode;
+        CompletableFuture<WorkCompletion> future = retired.future;
+        retired.future = null;
+        if (future != null) {
             var wc = new WorkCompletion();
-            wc.set(done.userWrId(), st, op, vendorError, byteLength, immediate, flags, qpNumber);
-            if (st == WcStatus.SUCCESS) done.future().complete(wc);
-            else done.future().completeExceptionally(new WorkCompletionException("qpn " + qpNumber, wc));
+            wc.set(retired.userWrId, st, op, vendorError, byteLength, immediate, flags, qpNumber);
+            if (st == WcStatus.SUCCESS) future.complete(wc);
+            else future.completeExceptionally(new WorkCompletionException("qpn " + qpNumber, wc));
             return;
         }
-        target[filled++].set(done.userWrId(), st, op, vendorError, byteLength, immediate, flags, qpNumber);
+        target[filled++].set(retired.userWrId, st, op, vendorError, byteLength, immediate, flags, qpNumber);
     }
 }

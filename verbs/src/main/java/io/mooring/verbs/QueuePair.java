@@ -5,6 +5,7 @@ import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.spi.QpOps;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -26,12 +27,14 @@ public final class QueuePair extends VerbsObject {
     private final CompletionQueue recvCq;
     private final QpCapabilities capabilities;
     private final CompletionRouter.QpQueues queues;
+    private final SharedReceiveQueue srq; // null: it has its own receive queue
     private volatile int psn = freshPsn(-1); // the next connection's send PSN, unless one is chosen; new at reset
     private final Object modifyLock = new Object();
 
     QueuePair(ProtectionDomain pd, QpOps ops, Resource resource, CompletionQueue sendCq, CompletionQueue recvCq,
-              QpCapabilities capabilities, CompletionRouter.QpQueues queues) {
+              QpCapabilities capabilities, CompletionRouter.QpQueues queues, SharedReceiveQueue srq) {
         super(resource);
+        this.srq = srq;
         this.pd = pd;
         this.ops = ops;
         this.sendCq = sendCq;
@@ -44,17 +47,18 @@ public final class QueuePair extends VerbsObject {
 
     /**
      * Destroys the native QP, then forgets its outstanding requests: once {@code ibv_destroy_qp} returned the
-     * NIC no longer touches their memory, so their regions are released and their futures failed.
+     * NIC no longer touches their memory, so their regions are released and their futures failed. The receives of
+     * a shared receive queue ({@code shared}) stay posted for the other QPs on it.
      */
-    static DestroyAction destroyAction(QpOps qp, CompletionRouter.QpQueues queues, CompletionRouter sendCq,
-                                       CompletionRouter recvCq) {
+    static DestroyAction destroyAction(QpOps qp, CompletionRouter.QpQueues queues, boolean shared,
+                                       CompletionRouter sendCq, CompletionRouter recvCq) {
         return () -> {
             qp.destroy();
             sendCq.unregister(qp.qpNumber());
             recvCq.unregister(qp.qpNumber());
             String reason = "qpn " + qp.qpNumber() + " was destroyed before this request completed";
             queues.send().discardAll(reason, true);
-            queues.receive().discardAll(reason, true);
+            if (!shared) queues.receive().discardAll(reason, true);
         };
     }
 
@@ -82,6 +86,11 @@ public final class QueuePair extends VerbsObject {
 
     public CompletionQueue recvCq() {
         return recvCq;
+    }
+
+    /** The shared receive queue its receives come from, if it was created with one. */
+    public Optional<SharedReceiveQueue> sharedReceiveQueue() {
+        return Optional.ofNullable(srq);
     }
 
     // ---- connection ------------------------------------------------------------------------------------------
@@ -169,7 +178,7 @@ public final class QueuePair extends VerbsObject {
         }
         String reason = "qpn " + number() + " was reset before this request completed";
         queues.send().discardAll(reason, false);
-        queues.receive().discardAll(reason, false);
+        if (srq == null) queues.receive().discardAll(reason, false);
     }
 
     /** RTS → SQD: the send queue stops taking new requests from the queue once in-flight ones finish. */
@@ -230,7 +239,11 @@ public final class QueuePair extends VerbsObject {
         return future;
     }
 
-    /** Posts a receive request; its completion goes to whoever polls the receive CQ. */
+    /**
+     * Posts a receive request; its completion goes to whoever polls the receive CQ.
+     *
+     * @throws IllegalStateException if its receives come from a shared receive queue: post them there
+     */
     public void post(ReceiveRequest request) {
         postReceive(request, null);
     }
@@ -343,11 +356,14 @@ public final class QueuePair extends VerbsObject {
 
     private void postReceive(ReceiveRequest rr, CompletableFuture<WorkCompletion> future) {
         resource.checkOpen();
+        if (srq != null) {
+            throw new IllegalStateException(this + " takes its receives from " + srq + "; post them there");
+        }
         if (rr.sgl().count() > capabilities.maxRecvSge()) {
             throw new IllegalArgumentException(rr.sgl().count() + " scatter/gather entries exceed maxRecvSge "
                     + capabilities.maxRecvSge() + " of " + this);
         }
-        InFlight receive = queues.receive();
+        InFlight receive = (InFlight) queues.receive();
         receive.lock.lock();
         try {
             long id = receive.claim("ibv_post_recv", toString(), rr.wrId(), WcOpcode.RECV, rr.sgl(), null, future, null);
@@ -367,7 +383,7 @@ public final class QueuePair extends VerbsObject {
         return queues.send().outstanding();
     }
 
-    /** Outstanding requests on the receive queue. */
+    /** Outstanding requests on the receive queue: for a QP on a shared receive queue, that queue's. */
     public int outstandingReceives() {
         return queues.receive().outstanding();
     }

@@ -74,6 +74,7 @@ final class IbvQp implements QpOps {
             | IbvStructs.IBV_QP_SQ_PSN | IbvStructs.IBV_QP_MAX_DEST_RD_ATOMIC | IbvStructs.IBV_QP_DEST_QPN;
     private static final long INIT_SEND_CQ = offsetOf(IbvStructs.QP_INIT_ATTR, "send_cq");
     private static final long INIT_RECV_CQ = offsetOf(IbvStructs.QP_INIT_ATTR, "recv_cq");
+    private static final long INIT_SRQ = offsetOf(IbvStructs.QP_INIT_ATTR, "srq");
     private static final long INIT_MAX_SEND_WR = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_send_wr");
     private static final long INIT_MAX_RECV_WR = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_recv_wr");
     private static final long INIT_MAX_SEND_SGE = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_send_sge");
@@ -118,7 +119,8 @@ final class IbvQp implements QpOps {
     private volatile boolean maybeInError;
     private volatile boolean destroyed;
 
-    IbvQp(IbvPd pd, IbvCq sendCq, IbvCq recvCq, QpCapabilities caps) {
+    /** With {@code srq} (else null) the QP takes its receives from it and has no receive queue of its own. */
+    IbvQp(IbvPd pd, IbvCq sendCq, IbvCq recvCq, QpCapabilities caps, IbvSrq srq) {
         this.pd = pd;
         this.context = pd.context;
         this.sendCq = sendCq;
@@ -126,8 +128,9 @@ final class IbvQp implements QpOps {
         try {
             this.attr = block.allocate(IbvStructs.QP_ATTR);
             this.initAttr = block.allocate(IbvStructs.QP_INIT_ATTR);
-            fillInitAttr(initAttr, sendCq.cq, recvCq.cq, caps.maxSendWr(), caps.maxRecvWr(), caps.maxSendSge(),
-                    caps.maxRecvSge(), caps.maxInlineData());
+            fillInitAttr(initAttr, sendCq.cq, recvCq.cq, caps.maxSendWr(), srq == null ? caps.maxRecvWr() : 0,
+                    caps.maxSendSge(), srq == null ? caps.maxRecvSge() : 0, caps.maxInlineData());
+            if (srq != null) initAttr.set(ADDRESS, INIT_SRQ, srq.srq);
             MemorySegment created = (MemorySegment) Ibv.CREATE_QP.invokeExact(Ibv.errnoState(), pd.pd, initAttr);
             if (created.equals(MemorySegment.NULL)) {
                 throw IbvErrors.fail("ibv_create_qp", Ibv.errno(), pd.name, "asked for " + caps);
@@ -139,8 +142,11 @@ final class IbvQp implements QpOps {
         }
         this.qpn = qp.get(JAVA_INT, IbvStructs.QP_QP_NUM);
         this.name = "qpn " + qpn + " on " + context.name;
-        this.granted = new QpCapabilities(initAttr.get(JAVA_INT, INIT_MAX_SEND_WR), initAttr.get(JAVA_INT, INIT_MAX_RECV_WR),
-                initAttr.get(JAVA_INT, INIT_MAX_SEND_SGE), initAttr.get(JAVA_INT, INIT_MAX_RECV_SGE),
+        // with an SRQ there is no receive queue to grant: the capabilities asked for stand for it
+        this.granted = new QpCapabilities(initAttr.get(JAVA_INT, INIT_MAX_SEND_WR),
+                srq == null ? initAttr.get(JAVA_INT, INIT_MAX_RECV_WR) : caps.maxRecvWr(),
+                initAttr.get(JAVA_INT, INIT_MAX_SEND_SGE),
+                srq == null ? initAttr.get(JAVA_INT, INIT_MAX_RECV_SGE) : caps.maxRecvSge(),
                 initAttr.get(JAVA_INT, INIT_MAX_INLINE_DATA));
         this.sendWr = block.allocate(IbvStructs.SEND_WR);
         this.sendSges = block.allocate(IbvStructs.SGE, ScatterGatherList.CAPACITY);
@@ -448,7 +454,7 @@ final class IbvQp implements QpOps {
         }
     }
 
-    private static int fillSges(ScatterGatherList sgl, MemorySegment sges) {
+    static int fillSges(ScatterGatherList sgl, MemorySegment sges) {
         int n = sgl.count();
         for (int i = 0; i < n; i++) {
             long base = i * SGE_SIZE;

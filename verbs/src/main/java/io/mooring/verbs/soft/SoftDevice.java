@@ -29,7 +29,8 @@ final class SoftDevice {
     /** Limits of the size a NIC has; READ/atomic depths as rxe's (the requester runs one request at a time anyway). */
     static final DeviceAttributes ATTRIBUTES = DeviceAttributes.builder().maxMrSize(Long.MAX_VALUE).maxQp(1 << 16)
             .maxQpWr(1 << 14).maxSge(ScatterGatherList.CAPACITY).maxCq(1 << 16).maxCqe(1 << 20).maxMr(1 << 20)
-            .maxMw(1 << 16).maxQpRdAtom(128).maxQpInitRdAtom(128).atomics(true)
+            .maxMw(1 << 16).maxQpRdAtom(128).maxQpInitRdAtom(128)
+            .maxSrq(1 << 16).maxSrqWr(1 << 14).maxSrqSge(ScatterGatherList.CAPACITY).atomics(true)
             .windowTypes(Set.of(MwType.TYPE_1, MwType.TYPE_2)).maxInlineData(256).ports(1).build();
     private static final Map<String, SoftDevice> DEVICES = new ConcurrentHashMap<>();
     /** Bytes registered by all soft devices: what the locked-memory limit counts, per process as the kernel does. */

@@ -56,14 +56,15 @@ final class SoftQp implements QpOps {
     /** Draws the tokens a peer's dial must present: anyone on the host can connect to the fabric's port. */
     private static final SecureRandom TOKENS = new SecureRandom();
 
-    private record Sge(long address, int length, int lkey) {}
+    record Sge(long address, int length, int lkey) {}
 
     /** A send request copied at post time (the caller reuses its {@link WorkRequest}). */
     private record SendWork(long wrId, Opcode opcode, boolean signaled, Sge[] sges, byte[] inline, long remoteAddress,
                             int rkey, long compareAdd, long swap, int immediate, int invalidateRkey, SoftMw window,
                             SoftMr bindRegion, long bindAddress, long bindLength, int bindAccess, int newRkey) {}
 
-    private record RecvWork(long wrId, Sge[] sges) {
+    /** A posted receive, whose entries' lkeys belong to {@code pd} (the QP's, or its shared receive queue's). */
+    record RecvWork(long wrId, Sge[] sges, SoftPd pd) {
         long capacity() {
             long c = 0;
             for (Sge s : sges) c += s.length();
@@ -80,7 +81,8 @@ final class SoftQp implements QpOps {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition workToDo = lock.newCondition();
     private final ArrayDeque<SendWork> sendQueue = new ArrayDeque<>(); // guarded by lock
-    private final ArrayDeque<RecvWork> recvQueue = new ArrayDeque<>(); // guarded by lock
+    private final ArrayDeque<RecvWork> recvQueue = new ArrayDeque<>(); // guarded by lock; empty with an srq
+    private final SoftSrq srq; // null: receives come from recvQueue
     private final ReentrantLock responding = new ReentrantLock();      // one incoming request at a time
     private final Thread requester;
     private volatile QpState state = QpState.RESET;
@@ -108,8 +110,9 @@ final class SoftQp implements QpOps {
     private volatile boolean linkExpected; // a TCP connection to the peer is being set up
     private volatile FaultInjector faults; // written under lock; null: none injected
 
-    SoftQp(SoftDevice device, SoftPd pd, SoftCq sendCq, SoftCq recvCq, QpCapabilities capabilities) {
+    SoftQp(SoftDevice device, SoftPd pd, SoftCq sendCq, SoftCq recvCq, QpCapabilities capabilities, SoftSrq srq) {
         this.device = device;
+        this.srq = srq;
         this.pd = pd;
         this.sendCq = sendCq;
         this.recvCq = recvCq;
@@ -117,6 +120,7 @@ final class SoftQp implements QpOps {
         this.qpn = device.newQpNumber();
         sendCq.users.incrementAndGet();
         recvCq.users.incrementAndGet();
+        if (srq != null) srq.users.incrementAndGet();
         device.register(this);
         this.requester = Thread.ofVirtual().name("soft-qp-" + qpn).start(this::runRequester);
     }
@@ -395,6 +399,7 @@ final class SoftQp implements QpOps {
         device.unregister(this);
         sendCq.users.decrementAndGet();
         recvCq.users.decrementAndGet();
+        if (srq != null) srq.users.decrementAndGet();
         pd.children.decrementAndGet();
     }
 
@@ -439,7 +444,7 @@ final class SoftQp implements QpOps {
             if (state == QpState.ERROR) {
                 recvCq.push(wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
             } else {
-                recvQueue.add(new RecvWork(wrId, sges));
+                recvQueue.add(new RecvWork(wrId, sges, pd));
             }
         } finally {
             lock.unlock();
@@ -450,7 +455,7 @@ final class SoftQp implements QpOps {
         if (destroyed) throw new IllegalStateException(name() + " is destroyed");
     }
 
-    private static Sge[] sges(ScatterGatherList sgl) {
+    static Sge[] sges(ScatterGatherList sgl) {
         Sge[] sges = new Sge[sgl.count()];
         for (int i = 0; i < sges.length; i++) sges[i] = new Sge(sgl.address(i), sgl.length(i), sgl.lkey(i));
         return sges;
@@ -569,7 +574,7 @@ final class SoftQp implements QpOps {
                 null, 0, 0, 0));
         WcStatus status = statusOf(response);
         if (status != WcStatus.SUCCESS) return status;
-        if (!scatter(w.sges, response.data())) return WcStatus.LOC_PROT_ERR;
+        if (!scatter(w.sges, response.data(), pd)) return WcStatus.LOC_PROT_ERR;
         complete(w, status, (int) total);
         return status;
     }
@@ -582,7 +587,7 @@ final class SoftQp implements QpOps {
         WcStatus status = statusOf(response);
         if (status != WcStatus.SUCCESS) return status;
         byte[] original = MemorySegment.ofArray(new long[] {response.atomicOriginal()}).toArray(ValueLayout.JAVA_BYTE);
-        if (!scatter(w.sges, original)) return WcStatus.LOC_PROT_ERR;
+        if (!scatter(w.sges, original, pd)) return WcStatus.LOC_PROT_ERR;
         complete(w, status, Long.BYTES);
         return status;
     }
@@ -727,10 +732,14 @@ final class SoftQp implements QpOps {
         return Wire.Response.ACK;
     }
 
-    /** The next receive, or null if none is posted (or injected faults stall the receives). */
+    /**
+     * The next receive — of the shared receive queue, if the QP has one — or null if none is posted (or injected
+     * faults stall the receives).
+     */
     private RecvWork takeReceive() {
         FaultInjector f = faults;
         if (f != null && f.stallsReceive()) return null;
+        if (srq != null) return srq.take();
         lock.lock();
         try {
             return recvQueue.poll();
@@ -741,6 +750,10 @@ final class SoftQp implements QpOps {
 
     /** Puts back a receive that a failed request took, so that entering ERROR flushes it in order. */
     private void returnReceive(RecvWork rw) {
+        if (srq != null) {
+            srq.putBack(rw);
+            return;
+        }
         lock.lock();
         try {
             recvQueue.addFirst(rw);
@@ -756,7 +769,7 @@ final class SoftQp implements QpOps {
             fail(recvCq, rw.wrId, WcOpcode.RECV.code(), WcStatus.LOC_LEN_ERR);
             return Wire.Response.INVALID_REQUEST;
         }
-        if (!scatter(rw.sges, r.payload())) {
+        if (!scatter(rw.sges, r.payload(), rw.pd)) {
             fail(recvCq, rw.wrId, WcOpcode.RECV.code(), WcStatus.LOC_PROT_ERR);
             return Wire.Response.OPERATION_ERROR;
         }
@@ -828,16 +841,16 @@ final class SoftQp implements QpOps {
 
     // ---- local memory ------------------------------------------------------------------------------------------
 
-    /** The region {@code lkey} names, if it covers the entry and belongs to this PD. */
-    private SoftMr localRegion(Sge s, boolean write) {
+    /** The region {@code lkey} names, if it covers the entry and belongs to {@code owner}. */
+    private SoftMr localRegion(Sge s, boolean write, SoftPd owner) {
         if (!(device.keys.get(s.lkey >>> 8) instanceof SoftMr mr)) return null;
-        boolean ok = mr.key == s.lkey && mr.pd == pd && mr.covers(s.address, s.length)
+        boolean ok = mr.key == s.lkey && mr.pd == owner && mr.covers(s.address, s.length)
                 && (!write || (mr.access & Access.LOCAL_WRITE.bit()) != 0);
         return ok ? mr : null;
     }
 
     private boolean locallyWritable(Sge[] sges) {
-        for (Sge s : sges) if (localRegion(s, true) == null) return false;
+        for (Sge s : sges) if (localRegion(s, true, pd) == null) return false;
         return true;
     }
 
@@ -854,7 +867,7 @@ final class SoftQp implements QpOps {
         byte[] out = new byte[(int) total];
         int offset = 0;
         for (Sge s : sges) {
-            SoftMr mr = localRegion(s, false);
+            SoftMr mr = localRegion(s, false, pd);
             int at = offset;
             if (mr == null || !mr.access(s.address, s.length,
                     src -> MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, out, at, s.length))) {
@@ -865,13 +878,13 @@ final class SoftQp implements QpOps {
         return out;
     }
 
-    /** Writes {@code data} across the entries; false if an entry is not writable through a valid lkey. */
-    private boolean scatter(Sge[] sges, byte[] data) {
+    /** Writes {@code data} across the entries; false if an entry is not writable through a valid lkey of {@code owner}. */
+    private boolean scatter(Sge[] sges, byte[] data, SoftPd owner) {
         int offset = 0;
         for (Sge s : sges) {
             if (offset == data.length) break;
             int n = Math.min(s.length, data.length - offset);
-            SoftMr mr = localRegion(s, true);
+            SoftMr mr = localRegion(s, true, owner);
             int at = offset;
             if (mr == null || !mr.access(s.address, n,
                     dst -> MemorySegment.copy(data, at, dst, ValueLayout.JAVA_BYTE, 0, n))) {
