@@ -2,9 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.verbs.spi.CompletionSink;
 import io.mooring.verbs.spi.CqOps;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -15,30 +13,21 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link CompletionQueue} handle so that a dispatcher thread can poll without keeping the handle reachable.
  */
 final class CompletionRouter implements CompletionSink {
-    /** The two queues of one QP, as registered with the CQs it uses; receive is a shared queue's for an SRQ. */
-    record QpQueues(InFlight send, RequestSlots receive) {}
-
     final CqOps ops;
     final String name;
-    private final Map<Integer, QpQueues> qps = new ConcurrentHashMap<>();
+    private final QpTable qps;
     private final SrqInFlight.Table sharedQueues;
     private final ReentrantLock pollLock = new ReentrantLock();
     private final RequestSlots.Retired retired = new RequestSlots.Retired(); // guarded by pollLock
     private WorkCompletion[] target; // guarded by pollLock
     private int filled;
 
-    CompletionRouter(CqOps ops, String name, SrqInFlight.Table sharedQueues) {
+    /** Routes by its context's tables: QPs by number, shared receive queues by index. */
+    CompletionRouter(CqOps ops, String name, QpTable qps, SrqInFlight.Table sharedQueues) {
         this.ops = ops;
         this.name = name;
+        this.qps = qps;
         this.sharedQueues = sharedQueues;
-    }
-
-    void register(int qpn, QpQueues queues) {
-        qps.put(qpn, queues);
-    }
-
-    void unregister(int qpn) {
-        qps.remove(qpn);
     }
 
     /**
@@ -82,14 +71,15 @@ final class CompletionRouter implements CompletionSink {
     public void completion(long wrId, int status, int opcode, int vendorError, int byteLength, int immediate,
                            int flags, int qpNumber) {
         boolean receive = RequestSlots.isReceive(wrId);
+        WcStatus st = WcStatus.of(status);
+        QpQueues qp = qps.get(qpNumber);
+        if (qp != null && st != WcStatus.SUCCESS) qp.errorSeen = true;
         RequestSlots slots;
         if ((wrId & RequestSlots.SHARED_BIT) != 0) {
             slots = sharedQueues.of(wrId); // its QP may be gone: the receive it took is retired all the same
         } else {
-            QpQueues qp = qps.get(qpNumber);
-            slots = qp == null ? null : receive ? qp.receive() : qp.send();
+            slots = qp == null ? null : receive ? qp.receive : qp.send;
         }
-        WcStatus st = WcStatus.of(status);
         // null: its QP or queue was destroyed; false: left over from before a reset. Nobody waits for it any more.
         if (slots == null || !slots.retire(wrId, st == WcStatus.SUCCESS, retired)) return;
         // The provider's opcode tells RECV from RECV_RDMA_WITH_IMM; for everything else we know what we posted.

@@ -49,10 +49,11 @@ final class InFlight extends RequestSlots {
      * @throws QueueFullException if {@code depth} requests are outstanding
      * @throws io.mooring.lifecycle.ResourceClosedException if a region is closed (nothing is pinned then)
      */
-    long claim(String verb, String qp, long wrId, WcOpcode op, ScatterGatherList sgl, MemoryRegion extra,
+    long claim(String verb, Object qp, long wrId, WcOpcode op, ScatterGatherList sgl, MemoryRegion extra,
                CompletableFuture<WorkCompletion> future, Outcome action) {
+        // qp is named only when refused: building its name on every post would allocate
         if (closedReason != null) throw new IllegalStateException(qp + ": " + closedReason);
-        if (tail - head == depth) throw new QueueFullException(verb, qp, queue, depth);
+        if (tail - head == depth) throw new QueueFullException(verb, qp.toString(), queue, depth);
         int slot = (int) (tail % depth);
         holdCount[slot] = hold(sgl, extra, holds[slot]);
         userWrId[slot] = wrId;

@@ -118,14 +118,14 @@ public final class ProtectionDomain extends VerbsObject {
                     + ": a QP takes receives only from a shared receive queue of its own device context");
         }
         capabilities.requireWithin(context.device().attributes());
-        var queues = new CompletionRouter.QpQueues(new InFlight("send", false, capabilities.maxSendWr()),
-                srq != null ? srq.slots() : new InFlight("receive", true, capabilities.maxRecvWr()));
+        var queues = new QpQueues(new InFlight("send", false, capabilities.maxSendWr()),
+                srq != null ? srq.slots() : new InFlight("receive", true, capabilities.maxRecvWr()), srq != null);
         Resource[] parents = srq == null ? new Resource[] {resource, sendCq.resource(), recvCq.resource()}
                 : new Resource[] {resource, sendCq.resource(), recvCq.resource(), srq.resource()};
         var made = Attach.make("qp", () -> ops.createQp(sendCq.router().ops, recvCq.router().ops, capabilities,
                         srq == null ? null : srq.ops()),
                 qp -> srq == null ? "qpn=" + qp.qpNumber() : "qpn=" + qp.qpNumber() + " on " + srq,
-                qp -> QueuePair.destroyAction(qp, queues, srq != null, sendCq.router(), recvCq.router()), parents);
+                qp -> QueuePair.destroyAction(qp, queues, context.queuePairs), parents);
         return new QueuePair(this, made.ops(), made.resource(), sendCq, recvCq, capabilities, queues, srq);
     }
 

@@ -59,8 +59,6 @@ final class IbvContext implements ContextOps {
     /** Live PDs and CQs, to say which when ibv_close_device reports EBUSY. */
     final AtomicInteger pds = new AtomicInteger();
     final AtomicInteger cqs = new AtomicInteger();
-    /** Live QPs by number, so that a polled error completion can tell its QP (see {@link IbvQp#nicError}). */
-    final Map<Integer, IbvQp> qps = new ConcurrentHashMap<>();
     /** Live SRQs by the address of their {@code struct ibv_srq}, which an async event names. */
     final Map<Long, IbvSrq> srqs = new ConcurrentHashMap<>();
     private final IbvAsyncEvents events;

@@ -9,7 +9,6 @@ import io.mooring.verbs.QpAttributes;
 import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QpState;
-import io.mooring.verbs.QpStateException;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.ScatterGatherList;
 import io.mooring.verbs.WcFlag;
@@ -173,10 +172,6 @@ final class SoftQp implements QpOps {
         QpState target = a.state();
         lock.lock();
         try {
-            QpState from = state;
-            if (!from.canMoveTo(target)) {
-                throw new QpStateException("ibv_modify_qp", name(), from, "moving to " + target);
-            }
             if (a.isSet(QpAttribute.ACCESS_FLAGS)) access = Access.mask(a.access());
             if (a.isSet(QpAttribute.MIN_RNR_TIMER)) minRnrTimer = a.minRnrTimer();
             if (a.isSet(QpAttribute.RQ_PSN)) setExpectedPsn(a.receivePsn());
@@ -425,9 +420,7 @@ final class SoftQp implements QpOps {
     private void enqueue(SendWork work) {
         lock.lock();
         try {
-            checkNotDestroyed();
-            if (!state.acceptsSends()) throw new QpStateException("ibv_post_send", name(), state, "posting a send");
-            sendQueue.add(work);
+            sendQueue.add(work); // the public layer checked the state under the send queue's lock
             workToDo.signalAll();
         } finally {
             lock.unlock();
@@ -439,9 +432,7 @@ final class SoftQp implements QpOps {
         Sge[] sges = sges(rr.sgl());
         lock.lock();
         try {
-            checkNotDestroyed();
-            if (!state.acceptsReceives()) throw new QpStateException("ibv_post_recv", name(), state, "posting a receive");
-            if (state == QpState.ERROR) {
+            if (state == QpState.ERROR) { // the public layer checked that the state takes receives
                 recvCq.push(wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
             } else {
                 recvQueue.add(new RecvWork(wrId, sges, pd));
@@ -449,10 +440,6 @@ final class SoftQp implements QpOps {
         } finally {
             lock.unlock();
         }
-    }
-
-    private void checkNotDestroyed() {
-        if (destroyed) throw new IllegalStateException(name() + " is destroyed");
     }
 
     static Sge[] sges(ScatterGatherList sgl) {
