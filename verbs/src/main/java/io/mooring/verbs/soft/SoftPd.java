@@ -54,7 +54,7 @@ final class SoftPd implements PdOps {
 
     @Override
     public SrqOps createSrq(int maxWr, int maxSge, Runnable limitReached) {
-        var srq = new SoftSrq(this, context.device.newObjectId(), limitReached);
+        var srq = new SoftSrq(this, context.device.newObjectId(), maxWr, limitReached);
         children.incrementAndGet();
         return srq;
     }

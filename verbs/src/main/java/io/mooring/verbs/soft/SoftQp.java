@@ -10,7 +10,6 @@ import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QpState;
 import io.mooring.verbs.ReceiveRequest;
-import io.mooring.verbs.ScatterGatherList;
 import io.mooring.verbs.WcFlag;
 import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WcStatus;
@@ -23,7 +22,6 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.security.SecureRandom;
-import java.util.ArrayDeque;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -55,21 +53,10 @@ final class SoftQp implements QpOps {
     /** Draws the tokens a peer's dial must present: anyone on the host can connect to the fabric's port. */
     private static final SecureRandom TOKENS = new SecureRandom();
 
-    record Sge(long address, int length, int lkey) {}
-
-    /** A send request copied at post time (the caller reuses its {@link WorkRequest}). */
-    private record SendWork(long wrId, Opcode opcode, boolean signaled, Sge[] sges, byte[] inline, long remoteAddress,
-                            int rkey, long compareAdd, long swap, int immediate, int invalidateRkey, SoftMw window,
-                            SoftMr bindRegion, long bindAddress, long bindLength, int bindAccess, int newRkey) {}
-
-    /** A posted receive, whose entries' lkeys belong to {@code pd} (the QP's, or its shared receive queue's). */
-    record RecvWork(long wrId, Sge[] sges, SoftPd pd) {
-        long capacity() {
-            long c = 0;
-            for (Sge s : sges) c += s.length();
-            return c;
-        }
-    }
+    /** How long an idle requester spins for the next post before it sleeps: waking a sleeping one allocates. */
+    private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
+    /** The requester's first payload buffer; it grows to the largest message sent. */
+    private static final int PAYLOAD_BUFFER = 4096;
 
     private final SoftDevice device;
     private final SoftPd pd;
@@ -79,9 +66,16 @@ final class SoftQp implements QpOps {
     private final QpCapabilities capabilities;
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition workToDo = lock.newCondition();
-    private final ArrayDeque<SendWork> sendQueue = new ArrayDeque<>(); // guarded by lock
-    private final ArrayDeque<RecvWork> recvQueue = new ArrayDeque<>(); // guarded by lock; empty with an srq
+    private final WorkRing<SendWork> sendQueue;                         // guarded by lock
+    private final WorkRing<RecvWork> recvQueue;                         // guarded by lock; empty with an srq
+    private final RecvWork flushed = new RecvWork();                   // guarded by lock: the receive being flushed
     private final SoftSrq srq; // null: receives come from recvQueue
+    private volatile int postedSends;  // bumped by every post: an idle requester spins on it before it sleeps
+    // The requester's own: the request in hand, its packet and its payload (no allocation per request).
+    private final SendWork current;
+    private final Wire.Request request = new Wire.Request();
+    private byte[] payload = new byte[PAYLOAD_BUFFER];
+    private final RecvWork received = new RecvWork(); // guarded by responding: the receive being filled
     private final ReentrantLock responding = new ReentrantLock();      // one incoming request at a time
     private final Thread requester;
     private volatile QpState state = QpState.RESET;
@@ -117,6 +111,9 @@ final class SoftQp implements QpOps {
         this.recvCq = recvCq;
         this.capabilities = capabilities;
         this.qpn = device.newQpNumber();
+        this.sendQueue = new WorkRing<>(capabilities.maxSendWr(), () -> new SendWork(capabilities.maxInlineData()));
+        this.recvQueue = new WorkRing<>(srq == null ? capabilities.maxRecvWr() : 1, RecvWork::new);
+        this.current = new SendWork(capabilities.maxInlineData());
         sendCq.users.incrementAndGet();
         recvCq.users.incrementAndGet();
         if (srq != null) srq.users.incrementAndGet();
@@ -220,8 +217,8 @@ final class SoftQp implements QpOps {
     /** ERROR: receives flush now; the requester flushes the send queue in order. Caller holds the lock. */
     private void enterErrorLocked() {
         state = QpState.ERROR;
-        for (RecvWork r; (r = recvQueue.poll()) != null; ) {
-            recvCq.push(r.wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
+        while (recvQueue.take(flushed)) {
+            recvCq.push(flushed.wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
         }
         workToDo.signalAll();
     }
@@ -400,76 +397,74 @@ final class SoftQp implements QpOps {
 
     // ---- posting ---------------------------------------------------------------------------------------------
 
+    // The public layer calls these holding the queue's lock, after checking the state: lock guards the ring against
+    // the requester (and a modify), as a NIC's doorbell hands a work queue entry to its engine.
+
     @Override
     public void postSend(WorkRequest wr, long wrId) {
-        ScatterGatherList sgl = wr.sgl();
-        Sge[] sges = sges(sgl);
-        byte[] inline = wr.isInline() ? copyInline(sges) : null;
-        enqueue(new SendWork(wrId, wr.opcode(), wr.isSignaled(), sges, inline, wr.remoteAddress(), wr.rkey(),
-                wr.compareAdd(), wr.swap(), wr.immediate(), wr.invalidateRkey(), null, null, 0, 0, 0, 0));
-    }
-
-    @Override
-    public int bindWindow(MwOps window, MrOps region, long address, long length, int access, int newRkey, long wrId,
-                          boolean signaled) {
-        enqueue(new SendWork(wrId, Opcode.BIND_MW, signaled, new Sge[0], null, 0, 0, 0, 0, 0, 0, (SoftMw) window,
-                (SoftMr) region, address, length, access, newRkey));
-        return newRkey;
-    }
-
-    private void enqueue(SendWork work) {
         lock.lock();
         try {
-            sendQueue.add(work); // the public layer checked the state under the send queue's lock
-            workToDo.signalAll();
+            sendQueue.add().set(wr, wrId);
+            queued();
         } finally {
             lock.unlock();
         }
     }
 
     @Override
-    public void postRecv(ReceiveRequest rr, long wrId) {
-        Sge[] sges = sges(rr.sgl());
+    public int bindWindow(MwOps window, MrOps region, long address, long length, int access, int newRkey, long wrId,
+                          boolean signaled) {
         lock.lock();
         try {
-            if (state == QpState.ERROR) { // the public layer checked that the state takes receives
+            sendQueue.add().setBind(wrId, signaled, (SoftMw) window, (SoftMr) region, address, length, access, newRkey);
+            queued();
+        } finally {
+            lock.unlock();
+        }
+        return newRkey;
+    }
+
+    /** A request was queued (caller holds the lock): wake the requester, which may be spinning or asleep. */
+    private void queued() {
+        postedSends++; // single writer: posts hold the lock
+        workToDo.signalAll();
+    }
+
+    @Override
+    public void postRecv(ReceiveRequest rr, long wrId) {
+        lock.lock();
+        try {
+            if (state == QpState.ERROR) {
                 recvCq.push(wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
             } else {
-                recvQueue.add(new RecvWork(wrId, sges, pd));
+                recvQueue.add().set(wrId, rr.sgl(), pd);
             }
         } finally {
             lock.unlock();
         }
     }
 
-    static Sge[] sges(ScatterGatherList sgl) {
-        Sge[] sges = new Sge[sgl.count()];
-        for (int i = 0; i < sges.length; i++) sges[i] = new Sge(sgl.address(i), sgl.length(i), sgl.lkey(i));
-        return sges;
-    }
-
-    /** Inline data is copied at post time, without lkeys, as the NIC copies it into the work queue entry. */
-    @SuppressWarnings("restricted") // raw addresses, as ibv_post_send takes them
-    private static byte[] copyInline(Sge[] sges) {
-        var out = new java.io.ByteArrayOutputStream();
-        for (Sge s : sges) out.writeBytes(MemorySegment.ofAddress(s.address).reinterpret(s.length).toArray(ValueLayout.JAVA_BYTE));
-        return out.toByteArray();
-    }
-
     // ---- requester -------------------------------------------------------------------------------------------
 
     private void runRequester() {
         try {
+            SendWork work = current;
             while (true) {
-                SendWork work;
                 boolean flush;
                 lock.lock();
                 try {
-                    while (!destroyed && (sendQueue.isEmpty() || !(state == QpState.RTS || state == QpState.ERROR))) {
-                        workToDo.await();
+                    while (!destroyed && !hasWork()) {
+                        int seen = postedSends;
+                        lock.unlock();
+                        try {
+                            spinFor(seen);
+                        } finally {
+                            lock.lock();
+                        }
+                        if (!destroyed && !hasWork()) workToDo.await();
                     }
                     if (destroyed) return;
-                    work = sendQueue.poll();
+                    sendQueue.take(work);
                     flush = state == QpState.ERROR;
                     takenAt = resets;
                 } finally {
@@ -485,6 +480,21 @@ final class SoftQp implements QpOps {
         } catch (InterruptedException e) {
             // destroyed
         }
+    }
+
+    /** Whether a request is queued and the QP executes (RTS) or flushes (ERROR) its send queue. Caller holds lock. */
+    private boolean hasWork() {
+        return !sendQueue.isEmpty() && (state == QpState.RTS || state == QpState.ERROR);
+    }
+
+    /**
+     * Spins a little for a post after {@code seen} before the requester sleeps: an application posting again right
+     * after its completion (a ping-pong, a pipeline) then finds it awake, and waking a sleeping virtual thread
+     * allocates its scheduler's task.
+     */
+    private void spinFor(int seen) {
+        long end = System.nanoTime() + SPIN_NANOS;
+        while (postedSends == seen && !destroyed && System.nanoTime() - end < 0) Thread.onSpinWait();
     }
 
     /**
@@ -544,37 +554,42 @@ final class SoftQp implements QpOps {
     }
 
     private WcStatus sendOrWrite(SendWork w) throws InterruptedException {
-        byte[] payload = w.inline != null ? w.inline : gather(w.sges);
-        if (payload == null) return WcStatus.LOC_PROT_ERR;
-        var response = transmit(new Wire.Request(w.opcode.code(), qpn, sendPsn, w.remoteAddress, w.rkey,
-                payload.length, payload, w.immediate, 0, 0));
+        byte[] data = w.inline;
+        int length = w.inlineLength;
+        if (length < 0) {
+            length = gather(w.sges);
+            if (length < 0) return WcStatus.LOC_PROT_ERR;
+            data = payload;
+        }
+        var response = transmit(request.set(w.opcode.code(), qpn, sendPsn, w.remoteAddress, w.rkey, length, data,
+                w.immediate, 0, 0));
         WcStatus status = statusOf(response);
-        if (status == WcStatus.SUCCESS) complete(w, status, payload.length);
+        if (status == WcStatus.SUCCESS) complete(w, status, length);
         return status;
     }
 
     private WcStatus read(SendWork w) throws InterruptedException {
-        long total = totalLength(w.sges);
+        long total = w.sges.totalLength();
         if (total > Integer.MAX_VALUE) return WcStatus.LOC_LEN_ERR;
         if (!locallyWritable(w.sges)) return WcStatus.LOC_PROT_ERR;
-        var response = transmit(new Wire.Request(w.opcode.code(), qpn, sendPsn, w.remoteAddress, w.rkey, (int) total,
+        var response = transmit(request.set(w.opcode.code(), qpn, sendPsn, w.remoteAddress, w.rkey, (int) total,
                 null, 0, 0, 0));
         WcStatus status = statusOf(response);
         if (status != WcStatus.SUCCESS) return status;
-        if (!scatter(w.sges, response.data(), pd)) return WcStatus.LOC_PROT_ERR;
+        if (!scatter(w.sges, response.data(), response.data().length, pd)) return WcStatus.LOC_PROT_ERR;
         complete(w, status, (int) total);
         return status;
     }
 
     private WcStatus atomic(SendWork w) throws InterruptedException {
-        if (w.sges.length != 1 || w.sges[0].length != Long.BYTES) return WcStatus.LOC_LEN_ERR;
+        if (w.sges.count != 1 || w.sges.length[0] != Long.BYTES) return WcStatus.LOC_LEN_ERR;
         if (!locallyWritable(w.sges)) return WcStatus.LOC_PROT_ERR;
-        var response = transmit(new Wire.Request(w.opcode.code(), qpn, sendPsn, w.remoteAddress, w.rkey, Long.BYTES,
+        var response = transmit(request.set(w.opcode.code(), qpn, sendPsn, w.remoteAddress, w.rkey, Long.BYTES,
                 null, 0, w.compareAdd, w.swap));
         WcStatus status = statusOf(response);
         if (status != WcStatus.SUCCESS) return status;
         byte[] original = MemorySegment.ofArray(new long[] {response.atomicOriginal()}).toArray(ValueLayout.JAVA_BYTE);
-        if (!scatter(w.sges, original, pd)) return WcStatus.LOC_PROT_ERR;
+        if (!scatter(w.sges, original, original.length, pd)) return WcStatus.LOC_PROT_ERR;
         complete(w, status, Long.BYTES);
         return status;
     }
@@ -720,16 +735,16 @@ final class SoftQp implements QpOps {
     }
 
     /**
-     * The next receive — of the shared receive queue, if the QP has one — or null if none is posted (or injected
-     * faults stall the receives).
+     * Moves the next receive — of the shared receive queue, if the QP has one — into {@link #received}; null if
+     * none is posted (or injected faults stall the receives). Caller holds {@link #responding}.
      */
     private RecvWork takeReceive() {
         FaultInjector f = faults;
         if (f != null && f.stallsReceive()) return null;
-        if (srq != null) return srq.take();
+        if (srq != null) return srq.take(received) ? received : null;
         lock.lock();
         try {
-            return recvQueue.poll();
+            return recvQueue.take(received) ? received : null;
         } finally {
             lock.unlock();
         }
@@ -743,7 +758,7 @@ final class SoftQp implements QpOps {
         }
         lock.lock();
         try {
-            recvQueue.addFirst(rw);
+            recvQueue.putBack(rw);
         } finally {
             lock.unlock();
         }
@@ -756,7 +771,7 @@ final class SoftQp implements QpOps {
             fail(recvCq, rw.wrId, WcOpcode.RECV.code(), WcStatus.LOC_LEN_ERR);
             return Wire.Response.INVALID_REQUEST;
         }
-        if (!scatter(rw.sges, r.payload(), rw.pd)) {
+        if (!scatter(rw.sges, r.payload(), r.length(), rw.pd)) {
             fail(recvCq, rw.wrId, WcOpcode.RECV.code(), WcStatus.LOC_PROT_ERR);
             return Wire.Response.OPERATION_ERROR;
         }
@@ -769,8 +784,7 @@ final class SoftQp implements QpOps {
     private Wire.Response write(Wire.Request r, Opcode op) {
         RecvWork rw = null;
         if (op == Opcode.RDMA_WRITE_WITH_IMM && (rw = takeReceive()) == null) return Wire.Response.rnr(minRnrTimer);
-        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_WRITE.bit(),
-                dst -> MemorySegment.copy(r.payload(), 0, dst, ValueLayout.JAVA_BYTE, 0, r.length()));
+        boolean done = remoteWrite(r);
         if (!done) {
             if (rw != null) returnReceive(rw);
             return accessError();
@@ -819,64 +833,70 @@ final class SoftQp implements QpOps {
     private boolean remoteAccess(int rkey, long address, long length, int right, Consumer<MemorySegment> copy) {
         if ((access & right) == 0) return false;
         Object target = device.keys.get(rkey >>> 8);
-        if (target instanceof SoftMr mr) {
-            return mr.key == rkey && mr.pd == pd && (mr.access & right) != 0 && mr.covers(address, length)
-                    && mr.access(address, length, copy);
-        }
+        if (target instanceof SoftMr mr) return reaches(mr, rkey, address, length, right) && mr.access(address, length, copy);
         return target instanceof SoftMw mw && mw.pd == pd && mw.access(rkey, address, length, right, this, copy);
+    }
+
+    /** {@link #remoteAccess} of a WRITE's payload; into a region without a lambda, the data path's common case. */
+    private boolean remoteWrite(Wire.Request r) {
+        int right = Access.REMOTE_WRITE.bit();
+        if ((access & right) != 0 && device.keys.get(r.rkey() >>> 8) instanceof SoftMr mr) {
+            return reaches(mr, r.rkey(), r.remoteAddress(), r.length(), right)
+                    && mr.copyIn(r.remoteAddress(), r.payload(), 0, r.length());
+        }
+        return remoteAccess(r.rkey(), r.remoteAddress(), r.length(), right,
+                dst -> MemorySegment.copy(r.payload(), 0, dst, ValueLayout.JAVA_BYTE, 0, r.length()));
+    }
+
+    /** Whether {@code rkey}, naming {@code mr}, lets this QP's peer reach the range with {@code right}. */
+    private boolean reaches(SoftMr mr, int rkey, long address, long length, int right) {
+        return mr.key == rkey && mr.pd == pd && (mr.access & right) != 0 && mr.covers(address, length);
     }
 
     // ---- local memory ------------------------------------------------------------------------------------------
 
     /** The region {@code lkey} names, if it covers the entry and belongs to {@code owner}. */
-    private SoftMr localRegion(Sge s, boolean write, SoftPd owner) {
-        if (!(device.keys.get(s.lkey >>> 8) instanceof SoftMr mr)) return null;
-        boolean ok = mr.key == s.lkey && mr.pd == owner && mr.covers(s.address, s.length)
+    private SoftMr localRegion(long address, int length, int lkey, boolean write, SoftPd owner) {
+        if (!(device.keys.get(lkey >>> 8) instanceof SoftMr mr)) return null;
+        boolean ok = mr.key == lkey && mr.pd == owner && mr.covers(address, length)
                 && (!write || (mr.access & Access.LOCAL_WRITE.bit()) != 0);
         return ok ? mr : null;
     }
 
-    private boolean locallyWritable(Sge[] sges) {
-        for (Sge s : sges) if (localRegion(s, true, pd) == null) return false;
+    private boolean locallyWritable(Sges sges) {
+        for (int i = 0; i < sges.count; i++) {
+            if (localRegion(sges.address[i], sges.length[i], sges.lkey[i], true, pd) == null) return false;
+        }
         return true;
     }
 
-    private static long totalLength(Sge[] sges) {
-        long total = 0;
-        for (Sge s : sges) total += s.length;
-        return total;
-    }
-
-    /** The bytes of the entries, or null if an entry is not covered by a valid lkey. */
-    private byte[] gather(Sge[] sges) {
-        long total = totalLength(sges);
-        if (total > Integer.MAX_VALUE) return null;
-        byte[] out = new byte[(int) total];
+    /**
+     * Gathers the entries' bytes into {@link #payload} (grown if too small); returns how many, or -1 if an entry is
+     * not covered by a valid lkey. Requester only.
+     */
+    private int gather(Sges sges) {
+        long total = sges.totalLength();
+        if (total > Integer.MAX_VALUE) return -1;
+        if (payload.length < total) payload = new byte[(int) Math.max(total, Math.min(2L * payload.length, Integer.MAX_VALUE))];
         int offset = 0;
-        for (Sge s : sges) {
-            SoftMr mr = localRegion(s, false, pd);
-            int at = offset;
-            if (mr == null || !mr.access(s.address, s.length,
-                    src -> MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, out, at, s.length))) {
-                return null;
-            }
-            offset += s.length;
+        for (int i = 0; i < sges.count; i++) {
+            SoftMr mr = localRegion(sges.address[i], sges.length[i], sges.lkey[i], false, pd);
+            if (mr == null || !mr.copyOut(sges.address[i], payload, offset, sges.length[i])) return -1;
+            offset += sges.length[i];
         }
-        return out;
+        return offset;
     }
 
-    /** Writes {@code data} across the entries; false if an entry is not writable through a valid lkey of {@code owner}. */
-    private boolean scatter(Sge[] sges, byte[] data, SoftPd owner) {
+    /**
+     * Writes the first {@code length} bytes of {@code data} across the entries; false if an entry is not writable
+     * through a valid lkey of {@code owner}.
+     */
+    private boolean scatter(Sges sges, byte[] data, int length, SoftPd owner) {
         int offset = 0;
-        for (Sge s : sges) {
-            if (offset == data.length) break;
-            int n = Math.min(s.length, data.length - offset);
-            SoftMr mr = localRegion(s, true, owner);
-            int at = offset;
-            if (mr == null || !mr.access(s.address, n,
-                    dst -> MemorySegment.copy(data, at, dst, ValueLayout.JAVA_BYTE, 0, n))) {
-                return false;
-            }
+        for (int i = 0; i < sges.count && offset < length; i++) {
+            int n = Math.min(sges.length[i], length - offset);
+            SoftMr mr = localRegion(sges.address[i], sges.length[i], sges.lkey[i], true, owner);
+            if (mr == null || !mr.copyIn(sges.address[i], data, offset, n)) return false;
             offset += n;
         }
         return true;

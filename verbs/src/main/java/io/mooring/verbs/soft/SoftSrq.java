@@ -4,7 +4,6 @@ import io.mooring.verbs.Errno;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.SrqOps;
-import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -18,18 +17,21 @@ final class SoftSrq implements SrqOps {
     /** QPs on it; destroying it with any left fails with EBUSY, as rdma-core does. */
     final AtomicInteger users = new AtomicInteger();
     private final Runnable limitReached;
-    private final ArrayDeque<SoftQp.RecvWork> posted = new ArrayDeque<>(); // guarded by this
+    private final WorkRing<RecvWork> posted; // guarded by this
+    private int postedCount; // guarded by this
     private int limit; // guarded by this; 0: not armed
 
-    SoftSrq(SoftPd pd, int id, Runnable limitReached) {
+    SoftSrq(SoftPd pd, int id, int maxWr, Runnable limitReached) {
         this.pd = pd;
         this.id = id;
+        this.posted = new WorkRing<>(maxWr, RecvWork::new);
         this.limitReached = limitReached;
     }
 
     @Override
     public synchronized void postRecv(ReceiveRequest request, long wrId) {
-        posted.add(new SoftQp.RecvWork(wrId, SoftQp.sges(request.sgl()), pd));
+        posted.add().set(wrId, request.sgl(), pd);
+        postedCount++;
     }
 
     @Override
@@ -42,21 +44,22 @@ final class SoftSrq implements SrqOps {
         return limit;
     }
 
-    /** The next posted receive for a responder, or null if none is. */
-    SoftQp.RecvWork take() {
-        SoftQp.RecvWork next;
+    /** Moves the next posted receive into a responder's {@code into}; false if none is posted. */
+    boolean take(RecvWork into) {
         synchronized (this) {
-            next = posted.poll();
-            if (next == null || limit == 0 || posted.size() >= limit) return next;
+            if (!posted.take(into)) return false;
+            postedCount--;
+            if (limit == 0 || postedCount >= limit) return true;
             limit = 0;
         }
         Thread.ofVirtual().name("soft-srq-" + id + "-limit").start(limitReached);
-        return next;
+        return true;
     }
 
     /** Puts back a receive that a failed request took, so that it is the next one taken. */
-    synchronized void putBack(SoftQp.RecvWork receive) {
-        posted.addFirst(receive);
+    synchronized void putBack(RecvWork receive) {
+        posted.putBack(receive);
+        postedCount++;
     }
 
     @Override
