@@ -459,7 +459,7 @@ final class SoftQp implements QpOps {
                         try {
                             spinFor(seen);
                         } finally {
-                            lock.lock();
+                            relock();
                         }
                         if (!destroyed && !hasWork()) workToDo.await();
                     }
@@ -495,6 +495,21 @@ final class SoftQp implements QpOps {
     private void spinFor(int seen) {
         long end = System.nanoTime() + SPIN_NANOS;
         while (postedSends == seen && !destroyed && System.nanoTime() - end < 0) Thread.onSpinWait();
+    }
+
+    /**
+     * Takes the lock back after spinning, spinning on it a while first: a post holds it only briefly, and a requester
+     * that queued for it would sleep, and be woken, which allocates.
+     */
+    private void relock() {
+        long end = System.nanoTime() + SPIN_NANOS;
+        while (!lock.tryLock()) {
+            if (System.nanoTime() - end >= 0) {
+                lock.lock();
+                return;
+            }
+            Thread.onSpinWait();
+        }
     }
 
     /**
