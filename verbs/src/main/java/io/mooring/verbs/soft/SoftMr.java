@@ -13,7 +13,7 @@ import java.util.function.Consumer;
  * provider threads can reach it whatever arena the caller used; accesses hold the read lock and deregistration
  * takes the write lock, so once {@link #deregister()} returns nothing touches the memory any more.
  */
-final class SoftMr implements MrOps {
+final class SoftMr implements MrOps, KeyTable.Owner {
     final SoftDevice device;
     final SoftPd pd;
     final int key;

@@ -28,7 +28,7 @@ final class SoftPd implements PdOps {
     @Override
     public MrOps register(MemorySegment segment, int access) {
         SoftDevice device = context.device;
-        var mr = device.newKeyed(key -> {
+        var mr = device.keys.add(key -> {
             SoftDevice.pin(segment.byteSize(), "pd " + id);
             return new SoftMr(device, this, key, segment, access);
         }, "ibv_reg_mr", "pd " + id);
@@ -39,7 +39,7 @@ final class SoftPd implements PdOps {
     @Override
     public MwOps allocateMw(MwType type) {
         SoftDevice device = context.device;
-        var mw = device.newKeyed(key -> new SoftMw(device, this, type, key), "ibv_alloc_mw", "pd " + id);
+        var mw = device.keys.add(key -> new SoftMw(device, this, type, key), "ibv_alloc_mw", "pd " + id);
         children.incrementAndGet();
         return mw;
     }
