@@ -130,6 +130,12 @@ static void structs(void)
 	F(ibv_qp_init_attr, srq); F(ibv_qp_init_attr, cap); F(ibv_qp_init_attr, qp_type);
 	F(ibv_qp_init_attr, sq_sig_all);
 
+	S(ibv_srq_attr);
+	F(ibv_srq_attr, max_wr); F(ibv_srq_attr, max_sge); F(ibv_srq_attr, srq_limit);
+
+	S(ibv_srq_init_attr);
+	F(ibv_srq_init_attr, srq_context); F(ibv_srq_init_attr, attr);
+
 	S(ibv_global_route);
 	F(ibv_global_route, dgid); F(ibv_global_route, flow_label); F(ibv_global_route, sgid_index);
 	F(ibv_global_route, hop_limit); F(ibv_global_route, traffic_class);
@@ -235,6 +241,8 @@ static void enums(void)
 	E(IBV_MTU_256); E(IBV_MTU_512); E(IBV_MTU_1024); E(IBV_MTU_2048); E(IBV_MTU_4096);
 
 	E(IBV_QPT_RC);
+
+	E(IBV_SRQ_MAX_WR); E(IBV_SRQ_LIMIT);
 
 	E(IBV_PORT_NOP); E(IBV_PORT_DOWN); E(IBV_PORT_INIT); E(IBV_PORT_ARMED); E(IBV_PORT_ACTIVE);
 	E(IBV_PORT_ACTIVE_DEFER);

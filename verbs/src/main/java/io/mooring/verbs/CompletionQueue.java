@@ -30,7 +30,7 @@ public final class CompletionQueue extends VerbsObject {
     CompletionQueue(DeviceContext context, CqOps ops, Resource resource, int capacity, DispatcherSlot dispatcher) {
         super(resource);
         this.context = context;
-        this.router = new CompletionRouter(ops, resource.info().name());
+        this.router = new CompletionRouter(ops, resource.info().name(), context.queuePairs, context.sharedQueues);
         this.capacity = capacity;
         this.dispatcher = dispatcher;
     }

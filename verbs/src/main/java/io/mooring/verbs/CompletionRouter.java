@@ -2,38 +2,32 @@ package io.mooring.verbs;
 
 import io.mooring.verbs.spi.CompletionSink;
 import io.mooring.verbs.spi.CqOps;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * What a completion queue does with each polled completion: finds the QP it belongs to, retires the request
- * in that QP's {@link InFlight} queue (restoring the caller's id and opcode, releasing held regions), then
+ * What a completion queue does with each polled completion: finds the queue it belongs to — the QP's send or
+ * receive queue by QP number, a shared receive queue by the id alone — and retires the request there (restoring
+ * the caller's id and opcode, releasing held regions), then
  * completes the request's future or hands the completion to the poller. Separate from the
  * {@link CompletionQueue} handle so that a dispatcher thread can poll without keeping the handle reachable.
  */
 final class CompletionRouter implements CompletionSink {
-    /** The two queues of one QP, as registered with the CQs it uses. */
-    record QpQueues(InFlight send, InFlight receive) {}
-
     final CqOps ops;
     final String name;
-    private final Map<Integer, QpQueues> qps = new ConcurrentHashMap<>();
+    private final QpTable qps;
+    private final SrqInFlight.Table sharedQueues;
     private final ReentrantLock pollLock = new ReentrantLock();
+    private final RequestSlots.Retired retired = new RequestSlots.Retired(); // guarded by pollLock
     private WorkCompletion[] target; // guarded by pollLock
     private int filled;
 
-    CompletionRouter(CqOps ops, String name) {
+    /** Routes by its context's tables: QPs by number, shared receive queues by index. */
+    CompletionRouter(CqOps ops, String name, QpTable qps, SrqInFlight.Table sharedQueues) {
         this.ops = ops;
         this.name = name;
-    }
-
-    void register(int qpn, QpQueues queues) {
-        qps.put(qpn, queues);
-    }
-
-    void unregister(int qpn) {
-        qps.remove(qpn);
+        this.qps = qps;
+        this.sharedQueues = sharedQueues;
     }
 
     /**
@@ -76,21 +70,29 @@ final class CompletionRouter implements CompletionSink {
     @Override
     public void completion(long wrId, int status, int opcode, int vendorError, int byteLength, int immediate,
                            int flags, int qpNumber) {
-        QpQueues qp = qps.get(qpNumber);
-        if (qp == null) return; // its QP was destroyed: nobody waits for it any more
-        boolean receive = InFlight.isReceive(wrId);
+        boolean receive = RequestSlots.isReceive(wrId);
         WcStatus st = WcStatus.of(status);
-        InFlight.Retired done = (receive ? qp.receive() : qp.send()).retire(wrId, st == WcStatus.SUCCESS);
-        if (done == null) return; // left over from before a reset
+        QpQueues qp = qps.get(qpNumber);
+        if (qp != null && st != WcStatus.SUCCESS) qp.errorSeen = true;
+        RequestSlots slots;
+        if ((wrId & RequestSlots.SHARED_BIT) != 0) {
+            slots = sharedQueues.of(wrId); // its QP may be gone: the receive it took is retired all the same
+        } else {
+            slots = qp == null ? null : receive ? qp.receive : qp.send;
+        }
+        // null: its QP or queue was destroyed; false: left over from before a reset. Nobody waits for it any more.
+        if (slots == null || !slots.retire(wrId, st == WcStatus.SUCCESS, retired)) return;
         // The provider's opcode tells RECV from RECV_RDMA_WITH_IMM; for everything else we know what we posted.
-        WcOpcode op = receive && st == WcStatus.SUCCESS ? WcOpcode.of(opcode) : done.opcode();
-        if (done.future() != null) {
+        WcOpcode op = receive && st == WcStatus.SUCCESS ? WcOpcode.of(opcode) : retired.opcode;
+        CompletableFuture<WorkCompletion> future = retired.future;
+        retired.future = null;
+        if (future != null) {
             var wc = new WorkCompletion();
-            wc.set(done.userWrId(), st, op, vendorError, byteLength, immediate, flags, qpNumber);
-            if (st == WcStatus.SUCCESS) done.future().complete(wc);
-            else done.future().completeExceptionally(new WorkCompletionException("qpn " + qpNumber, wc));
+            wc.set(retired.userWrId, st, op, vendorError, byteLength, immediate, flags, qpNumber);
+            if (st == WcStatus.SUCCESS) future.complete(wc);
+            else future.completeExceptionally(new WorkCompletionException("qpn " + qpNumber, wc));
             return;
         }
-        target[filled++].set(done.userWrId(), st, op, vendorError, byteLength, immediate, flags, qpNumber);
+        target[filled++].set(retired.userWrId, st, op, vendorError, byteLength, immediate, flags, qpNumber);
     }
 }

@@ -17,6 +17,9 @@ public final class DeviceAttributes {
     private final int maxMw;
     private final int maxQpRdAtom;
     private final int maxQpInitRdAtom;
+    private final int maxSrq;
+    private final int maxSrqWr;
+    private final int maxSrqSge;
     private final boolean atomics;
     private final Set<MwType> windowTypes;
     private final int maxInlineData;
@@ -33,6 +36,9 @@ public final class DeviceAttributes {
         this.maxMw = b.maxMw;
         this.maxQpRdAtom = b.maxQpRdAtom;
         this.maxQpInitRdAtom = b.maxQpInitRdAtom;
+        this.maxSrq = b.maxSrq;
+        this.maxSrqWr = b.maxSrqWr;
+        this.maxSrqSge = b.maxSrqSge;
         this.atomics = b.atomics;
         this.windowTypes = b.windowTypes;
         this.maxInlineData = b.maxInlineData;
@@ -100,6 +106,21 @@ public final class DeviceAttributes {
         return maxQpInitRdAtom;
     }
 
+    /** {@code max_srq}: shared receive queues per device (0: none). */
+    public int maxSrq() {
+        return maxSrq;
+    }
+
+    /** {@code max_srq_wr}: receives a shared receive queue holds. */
+    public int maxSrqWr() {
+        return maxSrqWr;
+    }
+
+    /** {@code max_srq_sge}: scatter/gather entries per receive of a shared receive queue. */
+    public int maxSrqSge() {
+        return maxSrqSge;
+    }
+
     /** {@code atomic_cap} is not NONE: RDMA atomics are supported. */
     public boolean atomics() {
         return atomics;
@@ -125,7 +146,7 @@ public final class DeviceAttributes {
         return "DeviceAttributes[max_mr_size=" + maxMrSize + ", max_qp=" + maxQp + ", max_qp_wr=" + maxQpWr
                 + ", max_sge=" + maxSge + ", max_cq=" + maxCq + ", max_cqe=" + maxCqe + ", max_mr=" + maxMr
                 + ", max_mw=" + maxMw + ", max_qp_rd_atom=" + maxQpRdAtom + ", max_qp_init_rd_atom=" + maxQpInitRdAtom
-                + ", atomics=" + atomics + ", mw_types=" + windowTypes + ", max_inline_data=" + maxInlineData
+                + ", max_srq=" + maxSrq + ", max_srq_wr=" + maxSrqWr + ", max_srq_sge=" + maxSrqSge + ", atomics=" + atomics + ", mw_types=" + windowTypes + ", max_inline_data=" + maxInlineData
                 + ", ports=" + ports + "]";
     }
 
@@ -141,6 +162,9 @@ public final class DeviceAttributes {
         private int maxMw;
         private int maxQpRdAtom;
         private int maxQpInitRdAtom;
+        private int maxSrq;
+        private int maxSrqWr;
+        private int maxSrqSge;
         private boolean atomics;
         private Set<MwType> windowTypes = Set.of();
         private int maxInlineData;
@@ -196,6 +220,21 @@ public final class DeviceAttributes {
 
         public Builder maxQpInitRdAtom(int depth) {
             this.maxQpInitRdAtom = depth;
+            return this;
+        }
+
+        public Builder maxSrq(int count) {
+            this.maxSrq = count;
+            return this;
+        }
+
+        public Builder maxSrqWr(int count) {
+            this.maxSrqWr = count;
+            return this;
+        }
+
+        public Builder maxSrqSge(int count) {
+            this.maxSrqSge = count;
             return this;
         }
 

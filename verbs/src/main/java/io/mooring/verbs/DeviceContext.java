@@ -14,6 +14,10 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class DeviceContext extends VerbsObject {
     private final ContextOps ops;
     private final Map<Integer, PortAttributes> ports = new ConcurrentHashMap<>();
+    /** Its queue pairs by number, for the completion routers of all its CQs. */
+    final QpTable queuePairs = new QpTable();
+    /** Its shared receive queues, by the index their receives' ids carry. */
+    final SrqInFlight.Table sharedQueues = new SrqInFlight.Table();
 
     DeviceContext(ContextOps ops, Resource resource) {
         super(resource);

@@ -2,6 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.PdOps;
+import io.mooring.verbs.spi.SrqOps;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
 import java.util.Set;
@@ -94,20 +95,71 @@ public final class ProtectionDomain extends VerbsObject {
      * @throws IllegalArgumentException if a CQ belongs to another device or the capabilities exceed the device's
      */
     public QueuePair createQueuePair(CompletionQueue sendCq, CompletionQueue recvCq, QpCapabilities capabilities) {
+        return createQueuePair(sendCq, recvCq, capabilities, null);
+    }
+
+    /**
+     * Creates a reliable-connected queue pair whose receives come from {@code srq} (when not null): it has no
+     * receive queue of its own, so the receive capabilities are not used. The QP is a child of the SRQ too.
+     *
+     * @throws IllegalArgumentException if a CQ or the SRQ belongs to another device context, or the capabilities
+     *                                  exceed the device's
+     */
+    public QueuePair createQueuePair(CompletionQueue sendCq, CompletionQueue recvCq, QpCapabilities capabilities,
+                                     SharedReceiveQueue srq) {
         resource.checkOpen();
         for (CompletionQueue cq : new CompletionQueue[] {sendCq, recvCq}) {
             if (cq.context() != context) {
                 throw new IllegalArgumentException(cq + " belongs to " + cq.context() + ", not to " + context);
             }
         }
+        if (srq != null && srq.pd().context() != context) {
+            throw new IllegalArgumentException(srq + " belongs to " + srq.pd().context() + ", not to " + context
+                    + ": a QP takes receives only from a shared receive queue of its own device context");
+        }
         capabilities.requireWithin(context.device().attributes());
-        var queues = new CompletionRouter.QpQueues(new InFlight("send", false, capabilities.maxSendWr()),
-                new InFlight("receive", true, capabilities.maxRecvWr()));
-        var made = Attach.make("qp", () -> ops.createQp(sendCq.router().ops, recvCq.router().ops, capabilities),
-                qp -> "qpn=" + qp.qpNumber(),
-                qp -> QueuePair.destroyAction(qp, queues, sendCq.router(), recvCq.router()),
-                resource, sendCq.resource(), recvCq.resource());
-        return new QueuePair(this, made.ops(), made.resource(), sendCq, recvCq, capabilities, queues);
+        var queues = new QpQueues(new InFlight("send", false, capabilities.maxSendWr()),
+                srq != null ? srq.slots() : new InFlight("receive", true, capabilities.maxRecvWr()), srq != null);
+        Resource[] parents = srq == null ? new Resource[] {resource, sendCq.resource(), recvCq.resource()}
+                : new Resource[] {resource, sendCq.resource(), recvCq.resource(), srq.resource()};
+        var made = Attach.make("qp", () -> ops.createQp(sendCq.router().ops, recvCq.router().ops, capabilities,
+                        srq == null ? null : srq.ops()),
+                qp -> srq == null ? "qpn=" + qp.qpNumber() : "qpn=" + qp.qpNumber() + " on " + srq,
+                qp -> QueuePair.destroyAction(qp, queues, context.queuePairs), parents);
+        return new QueuePair(this, made.ops(), made.resource(), sendCq, recvCq, capabilities, queues, srq);
+    }
+
+    /**
+     * Creates a shared receive queue ({@code ibv_create_srq}) for up to {@code maxWr} receives of {@code maxSge}
+     * entries each, armed at {@code limit} ({@link SharedReceiveQueue#arm}; 0: not armed).
+     *
+     * @throws IllegalArgumentException if a size exceeds the device's ({@code max_srq_wr}, {@code max_srq_sge}) or
+     *                                  {@code limit} is outside [0, maxWr]
+     */
+    public SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge, int limit) {
+        resource.checkOpen();
+        SharedReceiveQueue.requireWithin(context.device().attributes(), maxWr, maxSge, limit);
+        var slots = new SrqInFlight("srq", maxWr, context.sharedQueues);
+        var events = new SharedReceiveQueue.LimitEvents("srq on " + this);
+        Attach.Made<SrqOps> made;
+        try {
+            made = Attach.make("srq", () -> ops.createSrq(maxWr, maxSge, events), srq -> "max_wr=" + maxWr
+                    + " max_sge=" + maxSge, srq -> SharedReceiveQueue.destroyAction(srq, slots), resource);
+        } catch (RuntimeException e) {
+            slots.discardAll("its creation failed", true); // leaves the context's table
+            throw e;
+        }
+        slots.name(made.resource().info().name());
+        var srq = new SharedReceiveQueue(this, made.ops(), made.resource(), slots, maxSge, events);
+        if (limit > 0) {
+            try {
+                srq.arm(limit);
+            } catch (RuntimeException e) {
+                srq.close();
+                throw e;
+            }
+        }
+        return srq;
     }
 
     private Resource[] parents(Resource[] owners) {

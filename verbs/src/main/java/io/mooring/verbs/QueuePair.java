@@ -5,6 +5,7 @@ import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.spi.QpOps;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 
@@ -25,37 +26,54 @@ public final class QueuePair extends VerbsObject {
     private final CompletionQueue sendCq;
     private final CompletionQueue recvCq;
     private final QpCapabilities capabilities;
-    private final CompletionRouter.QpQueues queues;
+    private final QpQueues queues;
+    private final SharedReceiveQueue srq; // null: it has its own receive queue
     private volatile int psn = freshPsn(-1); // the next connection's send PSN, unless one is chosen; new at reset
     private final Object modifyLock = new Object();
 
     QueuePair(ProtectionDomain pd, QpOps ops, Resource resource, CompletionQueue sendCq, CompletionQueue recvCq,
-              QpCapabilities capabilities, CompletionRouter.QpQueues queues) {
+              QpCapabilities capabilities, QpQueues queues, SharedReceiveQueue srq) {
         super(resource);
+        this.srq = srq;
         this.pd = pd;
         this.ops = ops;
         this.sendCq = sendCq;
         this.recvCq = recvCq;
         this.capabilities = capabilities;
         this.queues = queues;
-        sendCq.router().register(ops.qpNumber(), queues);
-        recvCq.router().register(ops.qpNumber(), queues);
+        pd.context().queuePairs.put(ops.qpNumber(), queues);
     }
 
     /**
      * Destroys the native QP, then forgets its outstanding requests: once {@code ibv_destroy_qp} returned the
-     * NIC no longer touches their memory, so their regions are released and their futures failed.
+     * NIC no longer touches their memory, so their regions are released and their futures failed. The receives of
+     * a shared receive queue stay posted for the other QPs on it. Holding the QP's queue locks throughout: a post in
+     * progress finishes first, and one after it finds its queue closed, never the destroyed native QP.
      */
-    static DestroyAction destroyAction(QpOps qp, CompletionRouter.QpQueues queues, CompletionRouter sendCq,
-                                       CompletionRouter recvCq) {
+    static DestroyAction destroyAction(QpOps qp, QpQueues queues, QpTable table) {
         return () -> {
-            qp.destroy();
-            sendCq.unregister(qp.qpNumber());
-            recvCq.unregister(qp.qpNumber());
-            String reason = "qpn " + qp.qpNumber() + " was destroyed before this request completed";
-            queues.send().discardAll(reason, true);
-            queues.receive().discardAll(reason, true);
+            lock(queues);
+            try {
+                qp.destroy();
+                table.remove(qp.qpNumber(), queues);
+                String reason = "qpn " + qp.qpNumber() + " was destroyed before this request completed";
+                queues.send.discardAll(reason, true);
+                if (!queues.shared) queues.receive.discardAll(reason, true);
+            } finally {
+                unlock(queues);
+            }
         };
+    }
+
+    /** Takes the QP's queue locks (send, then its own receive queue's), which every post and modify hold. */
+    private static void lock(QpQueues queues) {
+        queues.send.lock.lock();
+        if (!queues.shared) queues.receive.lock.lock();
+    }
+
+    private static void unlock(QpQueues queues) {
+        if (!queues.shared) queues.receive.lock.unlock();
+        queues.send.lock.unlock();
     }
 
     public ProtectionDomain pd() {
@@ -82,6 +100,11 @@ public final class QueuePair extends VerbsObject {
 
     public CompletionQueue recvCq() {
         return recvCq;
+    }
+
+    /** The shared receive queue its receives come from, if it was created with one. */
+    public Optional<SharedReceiveQueue> sharedReceiveQueue() {
+        return Optional.ofNullable(srq);
     }
 
     // ---- connection ------------------------------------------------------------------------------------------
@@ -168,8 +191,8 @@ public final class QueuePair extends VerbsObject {
             psn = freshPsn(psn);
         }
         String reason = "qpn " + number() + " was reset before this request completed";
-        queues.send().discardAll(reason, false);
-        queues.receive().discardAll(reason, false);
+        queues.send.discardAll(reason, false);
+        if (!queues.shared) queues.receive.discardAll(reason, false);
     }
 
     /** RTS → SQD: the send queue stops taking new requests from the queue once in-flight ones finish. */
@@ -187,15 +210,41 @@ public final class QueuePair extends VerbsObject {
         return ops.query();
     }
 
+    /**
+     * The QP state machine, checked here only: the transition against the device's current state, under the queue
+     * locks so that every post sees the state before or after it ({@link #requireAccepts}).
+     */
     private void modify(QpAttributes a) {
         resource.checkOpen();
         synchronized (modifyLock) {
-            QpState now = ops.state();
-            if (!now.canMoveTo(a.state())) {
-                throw new QpStateException("ibv_modify_qp", toString(), now, "moving to " + a.state());
+            lock(queues);
+            try {
+                QpState now = ops.state();
+                if (!now.canMoveTo(a.state())) {
+                    throw new QpStateException("ibv_modify_qp", toString(), now, "moving to " + a.state());
+                }
+                ops.modify(a);
+                queues.known = a.state();
+                queues.errorSeen = false;
+            } finally {
+                unlock(queues);
             }
-            ops.modify(a);
         }
+    }
+
+    /**
+     * Refuses a post that the QP's state does not take (caller holds the queue's lock). The state is the one last
+     * set; if that refuses, the device is asked, since it may have moved the QP to ERROR, which takes posts (and
+     * flushes them).
+     */
+    private void requireAccepts(RequestSlots queue, boolean send) {
+        if (queue.closedReason != null) throw new IllegalStateException(this + ": " + queue.closedReason);
+        QpState s = queues.known;
+        if (send ? s.acceptsSends() : s.acceptsReceives()) return;
+        s = ops.state();
+        if (send ? s.acceptsSends() : s.acceptsReceives()) return;
+        throw new QpStateException(send ? "ibv_post_send" : "ibv_post_recv", toString(), s,
+                send ? "posting a send" : "posting a receive");
     }
 
     /** A random 24-bit PSN other than {@code previous}. */
@@ -230,7 +279,11 @@ public final class QueuePair extends VerbsObject {
         return future;
     }
 
-    /** Posts a receive request; its completion goes to whoever polls the receive CQ. */
+    /**
+     * Posts a receive request; its completion goes to whoever polls the receive CQ.
+     *
+     * @throws IllegalStateException if its receives come from a shared receive queue: post them there
+     */
     public void post(ReceiveRequest request) {
         postReceive(request, null);
     }
@@ -253,15 +306,16 @@ public final class QueuePair extends VerbsObject {
             throw new IllegalArgumentException(sgl.totalLength() + " inline bytes exceed maxInlineData "
                     + capabilities.maxInlineData() + " of " + this);
         }
-        InFlight send = queues.send();
+        InFlight send = queues.send;
         send.lock.lock();
         try {
+            requireAccepts(send, true);
             if (wr.opcode() == Opcode.BIND_MW) {
                 postBind(wr, future, send);
                 return;
             }
             InFlight.Outcome outcome = wr.opcode() == Opcode.LOCAL_INV ? invalidation(wr.invalidateRkey()) : null;
-            long id = send.claim("ibv_post_send", toString(), wr.wrId(), wr.opcode().completion(), sgl, null,
+            long id = send.claim("ibv_post_send", this, wr.wrId(), wr.opcode().completion(), sgl, null,
                     future, outcome);
             try {
                 ops.postSend(wr, id);
@@ -310,7 +364,7 @@ public final class QueuePair extends VerbsObject {
         };
         long id;
         try {
-            id = send.claim("ibv_post_send", toString(), wr.wrId(), WcOpcode.BIND_MW, wr.sgl(), region, future, outcome);
+            id = send.claim("ibv_post_send", this, wr.wrId(), WcOpcode.BIND_MW, wr.sgl(), region, future, outcome);
         } catch (RuntimeException e) {
             region.resource().removePin();
             window.resource().removePin();
@@ -343,33 +397,53 @@ public final class QueuePair extends VerbsObject {
 
     private void postReceive(ReceiveRequest rr, CompletableFuture<WorkCompletion> future) {
         resource.checkOpen();
+        if (srq != null) {
+            throw new IllegalStateException(this + " takes its receives from " + srq + "; post them there");
+        }
         if (rr.sgl().count() > capabilities.maxRecvSge()) {
             throw new IllegalArgumentException(rr.sgl().count() + " scatter/gather entries exceed maxRecvSge "
                     + capabilities.maxRecvSge() + " of " + this);
         }
-        InFlight receive = queues.receive();
+        InFlight receive = queues.ownReceive();
         receive.lock.lock();
         try {
-            long id = receive.claim("ibv_post_recv", toString(), rr.wrId(), WcOpcode.RECV, rr.sgl(), null, future, null);
+            requireAccepts(receive, false);
+            long id = receive.claim("ibv_post_recv", this, rr.wrId(), WcOpcode.RECV, rr.sgl(), null, future, null);
             try {
                 ops.postRecv(rr, id);
             } catch (RuntimeException e) {
                 receive.unclaim();
                 throw e;
             }
+            if (queues.known == QpState.ERROR || queues.errorSeen) flushIfInError();
         } finally {
             receive.lock.unlock();
         }
     }
 
-    /** Outstanding (posted, not yet completed) requests on the send queue. */
-    public int outstandingSends() {
-        return queues.send().outstanding();
+    /**
+     * A receive posted to a QP in ERROR must complete with WR_FLUSH_ERR. A driver whose {@code post_recv} only
+     * writes the user-mapped queue (rxe) does not tell the kernel, which flushes only when its responder next runs;
+     * moving the QP to ERROR again (allowed from any state) makes it run. Only on this rare path: the state is known
+     * to be ERROR, or asked for when an error completion was seen. Caller holds the receive lock, so no modify runs.
+     */
+    private void flushIfInError() {
+        if (ops.state() != QpState.ERROR) {
+            queues.errorSeen = false;
+            return;
+        }
+        ops.modify(new QpAttributes().state(QpState.ERROR));
+        queues.known = QpState.ERROR;
     }
 
-    /** Outstanding requests on the receive queue. */
+    /** Outstanding (posted, not yet completed) requests on the send queue. */
+    public int outstandingSends() {
+        return queues.send.outstanding();
+    }
+
+    /** Outstanding requests on the receive queue: for a QP on a shared receive queue, that queue's. */
     public int outstandingReceives() {
-        return queues.receive().outstanding();
+        return queues.receive.outstanding();
     }
 
     /**

@@ -8,7 +8,8 @@ import io.mooring.lifecycle.Resource;
  * children, pins and {@code closeTree()}.
  */
 public abstract sealed class VerbsObject implements AutoCloseable
-        permits DeviceContext, ProtectionDomain, MemoryRegion, MemoryWindow, CompletionQueue, QueuePair {
+        permits DeviceContext, ProtectionDomain, MemoryRegion, MemoryWindow, CompletionQueue, QueuePair,
+        SharedReceiveQueue {
     final Resource resource;
 
     VerbsObject(Resource resource) {

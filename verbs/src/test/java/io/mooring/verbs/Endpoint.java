@@ -48,6 +48,11 @@ final class Endpoint {
 
     /** The next completion; fails the test if none arrives in time. */
     WorkCompletion next() {
+        return next(cq);
+    }
+
+    /** The next completion on {@code cq} for the caller; fails the test if none arrives in time. */
+    static WorkCompletion next(CompletionQueue cq) {
         WorkCompletion[] one = {new WorkCompletion()};
         long deadline = System.nanoTime() + WAIT.toNanos();
         try {

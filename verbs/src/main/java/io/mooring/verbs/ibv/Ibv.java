@@ -120,6 +120,15 @@ final class Ibv {
             FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_INT, C_PTR), true);
     /** {@code int ibv_destroy_qp(struct ibv_qp *qp)} */
     static final MethodHandle DESTROY_QP = ibv("ibv_destroy_qp", FunctionDescriptor.of(C_INT, C_PTR), true);
+    /** {@code struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)} */
+    static final MethodHandle CREATE_SRQ = ibv("ibv_create_srq", FunctionDescriptor.of(C_PTR, C_PTR, C_PTR), true);
+    /** {@code int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)} */
+    static final MethodHandle MODIFY_SRQ = ibv("ibv_modify_srq", FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_INT),
+            true);
+    /** {@code int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)} */
+    static final MethodHandle QUERY_SRQ = ibv("ibv_query_srq", FunctionDescriptor.of(C_INT, C_PTR, C_PTR), true);
+    /** {@code int ibv_destroy_srq(struct ibv_srq *srq)} */
+    static final MethodHandle DESTROY_SRQ = ibv("ibv_destroy_srq", FunctionDescriptor.of(C_INT, C_PTR), true);
     /** {@code int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)} */
     static final MethodHandle GET_ASYNC_EVENT = ibv("ibv_get_async_event",
             FunctionDescriptor.of(C_INT, C_PTR, C_PTR), true);
@@ -142,6 +151,8 @@ final class Ibv {
     static final MethodHandle OP_POST_SEND = pointer(FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR), false);
     /** {@code int (*post_recv)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **bad_wr)}: errno as value */
     static final MethodHandle OP_POST_RECV = pointer(FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR), false);
+    /** {@code int (*post_srq_recv)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **bad_wr)}: errno as value */
+    static final MethodHandle OP_POST_SRQ_RECV = pointer(FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR), false);
     /** {@code int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t)} (verbs_context) */
     static final MethodHandle OP_QUERY_PORT = pointer(FunctionDescriptor.of(C_INT, C_PTR, JAVA_BYTE, C_PTR, JAVA_LONG),
             true);

@@ -81,8 +81,12 @@ final class IbvAsyncEvents {
         if (rc != 0) return; // EAGAIN: another wakeup consumed it
         int type = event.get(JAVA_INT, offsetOf(IbvStructs.ASYNC_EVENT, "event_type"));
         String what = describe(type);
+        // found before the acknowledgement, which ibv_destroy_srq waits for: until then the SRQ cannot be gone
+        IbvSrq limited = type == IbvStructs.IBV_EVENT_SRQ_LIMIT_REACHED
+                ? context.srqs.get(event.get(ADDRESS, offsetOf(IbvStructs.ASYNC_EVENT, "element")).address()) : null;
         Ibv.ACK_ASYNC_EVENT.invokeExact(event);
         LOG.log(level(type), "async event on " + context.name + ": " + what);
+        if (limited != null) limited.limitReached(); // after the acknowledgement: a slow listener delays no destroy
     }
 
     /** The event and its element, read before the acknowledgement (after it the element may be destroyed). */

@@ -55,11 +55,12 @@ final class IbvContext implements ContextOps {
     final MemorySegment reqNotifyCq;
     final MemorySegment postSend;
     final MemorySegment postRecv;
+    final MemorySegment postSrqRecv;
     /** Live PDs and CQs, to say which when ibv_close_device reports EBUSY. */
     final AtomicInteger pds = new AtomicInteger();
     final AtomicInteger cqs = new AtomicInteger();
-    /** Live QPs by number, so that a polled error completion can tell its QP (see {@link IbvQp#nicError}). */
-    final Map<Integer, IbvQp> qps = new ConcurrentHashMap<>();
+    /** Live SRQs by the address of their {@code struct ibv_srq}, which an async event names. */
+    final Map<Long, IbvSrq> srqs = new ConcurrentHashMap<>();
     private final IbvAsyncEvents events;
 
     IbvContext(MemorySegment ctx, String name) {
@@ -72,6 +73,7 @@ final class IbvContext implements ContextOps {
         this.reqNotifyCq = ctx.get(ADDRESS, IbvStructs.CONTEXT_OPS_REQ_NOTIFY_CQ);
         this.postSend = ctx.get(ADDRESS, IbvStructs.CONTEXT_OPS_POST_SEND);
         this.postRecv = ctx.get(ADDRESS, IbvStructs.CONTEXT_OPS_POST_RECV);
+        this.postSrqRecv = ctx.get(ADDRESS, IbvStructs.CONTEXT_OPS_POST_SRQ_RECV);
         for (MemorySegment op : new MemorySegment[] {pollCq, reqNotifyCq, postSend, postRecv}) {
             if (op.equals(MemorySegment.NULL)) {
                 throw new VerbsException("ibv_open_device", 0, name, "the driver left a data-path verb of ctx->ops"
@@ -154,6 +156,8 @@ final class IbvContext implements ContextOps {
                     .maxMw(deviceInt(attr, "max_mw"))
                     .maxQpRdAtom(deviceInt(attr, "max_qp_rd_atom"))
                     .maxQpInitRdAtom(deviceInt(attr, "max_qp_init_rd_atom"))
+                    .maxSrq(deviceInt(attr, "max_srq")).maxSrqWr(deviceInt(attr, "max_srq_wr"))
+                    .maxSrqSge(deviceInt(attr, "max_srq_sge"))
                     .atomics(deviceInt(attr, "atomic_cap") != IbvStructs.IBV_ATOMIC_NONE).windowTypes(windows)
                     .maxInlineData(MAX_INLINE.computeIfAbsent(name, n -> probeMaxInline(ctx, n)))
                     .ports(Byte.toUnsignedInt(attr.get(JAVA_BYTE, offsetOf(IbvStructs.DEVICE_ATTR, "phys_port_cnt"))))

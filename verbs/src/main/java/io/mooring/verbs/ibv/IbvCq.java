@@ -36,7 +36,6 @@ final class IbvCq implements CqOps {
     private final MemorySegment pollFd;
     private final MemorySegment eventCq;
     private final MemorySegment eventContext;
-    private final ReentrantLock pollLock = new ReentrantLock();
     private final ReentrantLock eventLock = new ReentrantLock();
     /** QPs that use this CQ, to say which when ibv_destroy_cq reports EBUSY. */
     final AtomicInteger users = new AtomicInteger();
@@ -75,34 +74,23 @@ final class IbvCq implements CqOps {
         pollFd.set(JAVA_SHORT, IbvStructs.POLLFD_EVENTS, (short) IbvStructs.POLLIN);
     }
 
+    /** Called holding the public CQ's poll lock, which also guards {@link #wcs}. */
     @Override
     public int poll(int max, CompletionSink sink) {
-        pollLock.lock();
         try {
             int total = 0;
             while (total < max) {
                 int want = Math.min(max - total, BATCH);
                 int n = (int) Ibv.OP_POLL_CQ.invokeExact(context.pollCq, cq, want, wcs);
                 if (n < 0) throw IbvErrors.fail("ibv_poll_cq", -n > 0 ? -n : Errno.EIO.number(), name);
-                for (int i = 0; i < n; i++) deliver(wcs, i * WC_SIZE, sink);
+                for (int i = 0; i < n; i++) decode(wcs, i * WC_SIZE, sink);
                 total += n;
                 if (n < want) break;
             }
             return total;
         } catch (Throwable t) {
             throw rethrow(t);
-        } finally {
-            pollLock.unlock();
         }
-    }
-
-    /** Hands the {@code ibv_wc} at {@code base} to the sink, telling its QP first if it failed. */
-    private void deliver(MemorySegment wcs, long base, CompletionSink sink) {
-        if (wcs.get(JAVA_INT, base + IbvStructs.WC_STATUS) != IbvStructs.IBV_WC_SUCCESS) {
-            IbvQp qp = context.qps.get(wcs.get(JAVA_INT, base + IbvStructs.WC_QP_NUM));
-            if (qp != null) qp.nicError();
-        }
-        decode(wcs, base, sink);
     }
 
     /**

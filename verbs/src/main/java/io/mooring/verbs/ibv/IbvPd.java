@@ -11,6 +11,7 @@ import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.PdOps;
 import io.mooring.verbs.spi.QpOps;
+import io.mooring.verbs.spi.SrqOps;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -24,6 +25,7 @@ final class IbvPd implements PdOps {
     final AtomicInteger mrs = new AtomicInteger();
     final AtomicInteger mws = new AtomicInteger();
     final AtomicInteger qps = new AtomicInteger();
+    final AtomicInteger srqs = new AtomicInteger();
     private boolean deallocated;
 
     IbvPd(IbvContext context, MemorySegment pd) {
@@ -65,8 +67,13 @@ final class IbvPd implements PdOps {
     }
 
     @Override
-    public QpOps createQp(CqOps sendCq, CqOps recvCq, QpCapabilities capabilities) {
-        return new IbvQp(this, (IbvCq) sendCq, (IbvCq) recvCq, capabilities);
+    public QpOps createQp(CqOps sendCq, CqOps recvCq, QpCapabilities capabilities, SrqOps srq) {
+        return new IbvQp(this, (IbvCq) sendCq, (IbvCq) recvCq, capabilities, (IbvSrq) srq);
+    }
+
+    @Override
+    public SrqOps createSrq(int maxWr, int maxSge, Runnable limitReached) {
+        return new IbvSrq(this, maxWr, maxSge, limitReached);
     }
 
     @Override
@@ -80,7 +87,7 @@ final class IbvPd implements PdOps {
         }
         if (rc != 0) {
             throw IbvErrors.fail("ibv_dealloc_pd", errnoOf(rc), name, mrs.get() + " memory regions, " + mws.get()
-                    + " memory windows and " + qps.get() + " queue pairs still use it");
+                    + " memory windows, " + qps.get() + " queue pairs and " + srqs.get() + " shared receive queues still use it");
         }
         deallocated = true;
         context.pds.decrementAndGet();

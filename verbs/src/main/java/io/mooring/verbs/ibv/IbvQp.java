@@ -27,19 +27,16 @@ import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.QpOps;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A reliable-connected queue pair ({@code struct ibv_qp}).
  *
  * <p><b>Data path.</b> Each queue owns one native work request ({@code ibv_send_wr} / {@code ibv_recv_wr}), an
  * SGE array of {@link ScatterGatherList#CAPACITY} entries and a {@code bad_wr} slot, allocated with the QP and
- * refilled under the queue's lock for every post, then handed to the driver through {@code ctx->ops.post_send}
- * / {@code post_recv}: a post allocates nothing. Immediate data is written big-endian, as the struct holds it.
- *
- * <p><b>State.</b> The state last set by {@link #modify} is remembered; a post in a state that does not take
- * it (RESET, INIT, RTR for sends; RESET for receives) asks the device ({@code ibv_query_qp}) and, if the state
- * is confirmed, is refused with {@link QpStateException} before the driver sees it.
+ * refilled for every post, then handed to the driver through {@code ctx->ops.post_send} / {@code post_recv}: a post
+ * allocates nothing and takes no lock of its own — the public layer calls it holding the queue's lock, after it
+ * checked the QP's state, and destroys the QP holding both. Immediate data is written big-endian, as the struct
+ * holds it.
  */
 @SuppressWarnings("restricted") // reads structs at the pointers libibverbs returns; native access is this module's
 final class IbvQp implements QpOps {
@@ -74,6 +71,7 @@ final class IbvQp implements QpOps {
             | IbvStructs.IBV_QP_SQ_PSN | IbvStructs.IBV_QP_MAX_DEST_RD_ATOMIC | IbvStructs.IBV_QP_DEST_QPN;
     private static final long INIT_SEND_CQ = offsetOf(IbvStructs.QP_INIT_ATTR, "send_cq");
     private static final long INIT_RECV_CQ = offsetOf(IbvStructs.QP_INIT_ATTR, "recv_cq");
+    private static final long INIT_SRQ = offsetOf(IbvStructs.QP_INIT_ATTR, "srq");
     private static final long INIT_MAX_SEND_WR = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_send_wr");
     private static final long INIT_MAX_RECV_WR = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_recv_wr");
     private static final long INIT_MAX_SEND_SGE = offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_send_sge");
@@ -97,14 +95,12 @@ final class IbvQp implements QpOps {
     private final String name;
     private final QpCapabilities granted;
     private final NativeBlock block = new NativeBlock();
-    // send queue
-    private final ReentrantLock sendLock = new ReentrantLock();
+    // send queue, guarded by the public send queue's lock
     private final MemorySegment sendWr;
     private final MemorySegment sendSges;
     private final MemorySegment badSendWr;
     private final MemorySegment mwBind;
-    // receive queue
-    private final ReentrantLock recvLock = new ReentrantLock();
+    // receive queue, guarded by the public receive queue's lock
     private final MemorySegment recvWr;
     private final MemorySegment recvSges;
     private final MemorySegment badRecvWr;
@@ -113,12 +109,10 @@ final class IbvQp implements QpOps {
     private final MemorySegment attr;
     private final MemorySegment initAttr;
     private int port;                  // guarded by control: set at INIT, the port of the address vector
-    private volatile QpState knownState = QpState.RESET;
-    /** An error completion was polled since the last modify: the NIC may have moved the QP to ERROR. */
-    private volatile boolean maybeInError;
     private volatile boolean destroyed;
 
-    IbvQp(IbvPd pd, IbvCq sendCq, IbvCq recvCq, QpCapabilities caps) {
+    /** With {@code srq} (else null) the QP takes its receives from it and has no receive queue of its own. */
+    IbvQp(IbvPd pd, IbvCq sendCq, IbvCq recvCq, QpCapabilities caps, IbvSrq srq) {
         this.pd = pd;
         this.context = pd.context;
         this.sendCq = sendCq;
@@ -126,8 +120,9 @@ final class IbvQp implements QpOps {
         try {
             this.attr = block.allocate(IbvStructs.QP_ATTR);
             this.initAttr = block.allocate(IbvStructs.QP_INIT_ATTR);
-            fillInitAttr(initAttr, sendCq.cq, recvCq.cq, caps.maxSendWr(), caps.maxRecvWr(), caps.maxSendSge(),
-                    caps.maxRecvSge(), caps.maxInlineData());
+            fillInitAttr(initAttr, sendCq.cq, recvCq.cq, caps.maxSendWr(), srq == null ? caps.maxRecvWr() : 0,
+                    caps.maxSendSge(), srq == null ? caps.maxRecvSge() : 0, caps.maxInlineData());
+            if (srq != null) initAttr.set(ADDRESS, INIT_SRQ, srq.srq);
             MemorySegment created = (MemorySegment) Ibv.CREATE_QP.invokeExact(Ibv.errnoState(), pd.pd, initAttr);
             if (created.equals(MemorySegment.NULL)) {
                 throw IbvErrors.fail("ibv_create_qp", Ibv.errno(), pd.name, "asked for " + caps);
@@ -139,8 +134,11 @@ final class IbvQp implements QpOps {
         }
         this.qpn = qp.get(JAVA_INT, IbvStructs.QP_QP_NUM);
         this.name = "qpn " + qpn + " on " + context.name;
-        this.granted = new QpCapabilities(initAttr.get(JAVA_INT, INIT_MAX_SEND_WR), initAttr.get(JAVA_INT, INIT_MAX_RECV_WR),
-                initAttr.get(JAVA_INT, INIT_MAX_SEND_SGE), initAttr.get(JAVA_INT, INIT_MAX_RECV_SGE),
+        // with an SRQ there is no receive queue to grant: the capabilities asked for stand for it
+        this.granted = new QpCapabilities(initAttr.get(JAVA_INT, INIT_MAX_SEND_WR),
+                srq == null ? initAttr.get(JAVA_INT, INIT_MAX_RECV_WR) : caps.maxRecvWr(),
+                initAttr.get(JAVA_INT, INIT_MAX_SEND_SGE),
+                srq == null ? initAttr.get(JAVA_INT, INIT_MAX_RECV_SGE) : caps.maxRecvSge(),
                 initAttr.get(JAVA_INT, INIT_MAX_INLINE_DATA));
         this.sendWr = block.allocate(IbvStructs.SEND_WR);
         this.sendSges = block.allocate(IbvStructs.SGE, ScatterGatherList.CAPACITY);
@@ -153,7 +151,6 @@ final class IbvQp implements QpOps {
         sendCq.users.incrementAndGet();
         recvCq.users.incrementAndGet();
         pd.qps.incrementAndGet();
-        context.qps.put(qpn, this);
     }
 
     /** Fills an {@code ibv_qp_init_attr} for an RC QP whose every send chooses whether it is signaled. */
@@ -235,8 +232,6 @@ final class IbvQp implements QpOps {
                         "moving from " + now + " to " + a.state() + " with " + a);
             }
             if (a.isSet(QpAttribute.PORT)) port = a.port();
-            knownState = a.state();
-            maybeInError = false;
         }
     }
 
@@ -302,45 +297,34 @@ final class IbvQp implements QpOps {
         return code >= 0 && code <= IbvStructs.IBV_QPS_ERR ? QpState.of(code) : QpState.ERROR;
     }
 
-    /** A work request of this QP completed with an error (called by the CQ's poll). */
-    void nicError() {
-        maybeInError = true;
-    }
-
     // ---- posting ---------------------------------------------------------------------------------------------
 
     @Override
     public void postSend(WorkRequest wr, long wrId) {
-        sendLock.lock();
-        try {
-            checkAccepts(true);
-            MemorySegment w = sendWr;
-            w.fill((byte) 0);
-            int n = fillSges(wr.sgl(), sendSges);
-            w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ID, wrId);
-            w.set(ADDRESS, IbvStructs.SEND_WR_SG_LIST, sendSges);
-            w.set(JAVA_INT, IbvStructs.SEND_WR_NUM_SGE, n);
-            w.set(JAVA_INT, IbvStructs.SEND_WR_OPCODE, wr.opcode().code());
-            w.set(JAVA_INT, IbvStructs.SEND_WR_SEND_FLAGS, wr.flags());
-            switch (wr.opcode()) {
-                case RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ -> {
-                    w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_RDMA_REMOTE_ADDR, wr.remoteAddress());
-                    w.set(JAVA_INT, IbvStructs.SEND_WR_WR_RDMA_RKEY, wr.rkey());
-                }
-                case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> {
-                    w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_REMOTE_ADDR, wr.remoteAddress());
-                    w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_COMPARE_ADD, wr.compareAdd());
-                    w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_SWAP, wr.swap());
-                    w.set(JAVA_INT, IbvStructs.SEND_WR_WR_ATOMIC_RKEY, wr.rkey());
-                }
-                case LOCAL_INV -> w.set(JAVA_INT, IbvStructs.SEND_WR_INVALIDATE_RKEY, wr.invalidateRkey());
-                default -> { }
+        MemorySegment w = sendWr;
+        w.fill((byte) 0);
+        int n = fillSges(wr.sgl(), sendSges);
+        w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ID, wrId);
+        w.set(ADDRESS, IbvStructs.SEND_WR_SG_LIST, sendSges);
+        w.set(JAVA_INT, IbvStructs.SEND_WR_NUM_SGE, n);
+        w.set(JAVA_INT, IbvStructs.SEND_WR_OPCODE, wr.opcode().code());
+        w.set(JAVA_INT, IbvStructs.SEND_WR_SEND_FLAGS, wr.flags());
+        switch (wr.opcode()) {
+            case RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ -> {
+                w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_RDMA_REMOTE_ADDR, wr.remoteAddress());
+                w.set(JAVA_INT, IbvStructs.SEND_WR_WR_RDMA_RKEY, wr.rkey());
             }
-            if (wr.opcode().hasImmediate()) w.set(IbvStructs.BE32, IbvStructs.SEND_WR_IMM_DATA, wr.immediate());
-            postSendLocked();
-        } finally {
-            sendLock.unlock();
+            case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> {
+                w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_REMOTE_ADDR, wr.remoteAddress());
+                w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_COMPARE_ADD, wr.compareAdd());
+                w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ATOMIC_SWAP, wr.swap());
+                w.set(JAVA_INT, IbvStructs.SEND_WR_WR_ATOMIC_RKEY, wr.rkey());
+            }
+            case LOCAL_INV -> w.set(JAVA_INT, IbvStructs.SEND_WR_INVALIDATE_RKEY, wr.invalidateRkey());
+            default -> { }
         }
+        if (wr.opcode().hasImmediate()) w.set(IbvStructs.BE32, IbvStructs.SEND_WR_IMM_DATA, wr.immediate());
+        postSendWr();
     }
 
     @Override
@@ -349,26 +333,20 @@ final class IbvQp implements QpOps {
         IbvMw mw = (IbvMw) window;
         IbvMr mr = (IbvMr) region;
         int flags = signaled ? IbvStructs.IBV_SEND_SIGNALED : 0;
-        sendLock.lock();
-        try {
-            checkAccepts(true);
-            if (mw.type == MwType.TYPE_1) return bindType1(mw, mr, address, length, access, wrId, flags);
-            MemorySegment w = sendWr;
-            w.fill((byte) 0);
-            w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ID, wrId);
-            w.set(JAVA_INT, IbvStructs.SEND_WR_OPCODE, IbvStructs.IBV_WR_BIND_MW);
-            w.set(JAVA_INT, IbvStructs.SEND_WR_SEND_FLAGS, flags);
-            w.set(ADDRESS, IbvStructs.SEND_WR_BIND_MW_MW, mw.mw);
-            w.set(JAVA_INT, IbvStructs.SEND_WR_BIND_MW_RKEY, newRkey);
-            w.set(ADDRESS, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_MR, mr.mr);
-            w.set(JAVA_LONG, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_ADDR, address);
-            w.set(JAVA_LONG, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_LENGTH, length);
-            w.set(JAVA_INT, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_MW_ACCESS_FLAGS, access);
-            postSendLocked();
-            return newRkey;
-        } finally {
-            sendLock.unlock();
-        }
+        if (mw.type == MwType.TYPE_1) return bindType1(mw, mr, address, length, access, wrId, flags);
+        MemorySegment w = sendWr;
+        w.fill((byte) 0);
+        w.set(JAVA_LONG, IbvStructs.SEND_WR_WR_ID, wrId);
+        w.set(JAVA_INT, IbvStructs.SEND_WR_OPCODE, IbvStructs.IBV_WR_BIND_MW);
+        w.set(JAVA_INT, IbvStructs.SEND_WR_SEND_FLAGS, flags);
+        w.set(ADDRESS, IbvStructs.SEND_WR_BIND_MW_MW, mw.mw);
+        w.set(JAVA_INT, IbvStructs.SEND_WR_BIND_MW_RKEY, newRkey);
+        w.set(ADDRESS, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_MR, mr.mr);
+        w.set(JAVA_LONG, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_ADDR, address);
+        w.set(JAVA_LONG, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_LENGTH, length);
+        w.set(JAVA_INT, IbvStructs.SEND_WR_BIND_MW_BIND_INFO_MW_ACCESS_FLAGS, access);
+        postSendWr();
+        return newRkey;
     }
 
     /** {@code ibv_bind_mw}: the driver posts the bind itself and picks the new key, left in {@code mw->rkey}. */
@@ -391,7 +369,7 @@ final class IbvQp implements QpOps {
         return mw.currentRkey();
     }
 
-    private void postSendLocked() {
+    private void postSendWr() {
         int rc;
         try {
             rc = (int) Ibv.OP_POST_SEND.invokeExact(context.postSend, qp, sendWr, badSendWr);
@@ -403,52 +381,19 @@ final class IbvQp implements QpOps {
 
     @Override
     public void postRecv(ReceiveRequest rr, long wrId) {
-        recvLock.lock();
+        int n = fillSges(rr.sgl(), recvSges);
+        recvWr.set(JAVA_LONG, IbvStructs.RECV_WR_WR_ID, wrId);
+        recvWr.set(JAVA_INT, IbvStructs.RECV_WR_NUM_SGE, n);
+        int rc;
         try {
-            checkAccepts(false);
-            int n = fillSges(rr.sgl(), recvSges);
-            recvWr.set(JAVA_LONG, IbvStructs.RECV_WR_WR_ID, wrId);
-            recvWr.set(JAVA_INT, IbvStructs.RECV_WR_NUM_SGE, n);
-            int rc;
-            try {
-                rc = (int) Ibv.OP_POST_RECV.invokeExact(context.postRecv, qp, recvWr, badRecvWr);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
-            if (rc != 0) throw postFailure("ibv_post_recv", rc, false);
-            if (knownState == QpState.ERROR || maybeInError) flushIfInError();
-        } finally {
-            recvLock.unlock();
+            rc = (int) Ibv.OP_POST_RECV.invokeExact(context.postRecv, qp, recvWr, badRecvWr);
+        } catch (Throwable t) {
+            throw rethrow(t);
         }
+        if (rc != 0) throw postFailure("ibv_post_recv", rc, false);
     }
 
-    /**
-     * A receive posted to a QP in ERROR must complete with WR_FLUSH_ERR. Drivers whose {@code post_recv} only
-     * writes the user-mapped queue (rxe) do not tell the kernel, which flushes only when its responder next
-     * runs; moving the QP to ERROR again (allowed from any state) makes it run. Only on this rare path: the
-     * state is known to be ERROR, or asked for when an error completion was seen.
-     */
-    private void flushIfInError() {
-        synchronized (control) {
-            QpState now = knownState == QpState.ERROR ? QpState.ERROR : state();
-            if (now != QpState.ERROR) {
-                maybeInError = false;
-                return;
-            }
-            attr.fill((byte) 0);
-            attr.set(JAVA_INT, ATTR_QP_STATE, IbvStructs.IBV_QPS_ERR);
-            int rc;
-            try {
-                rc = (int) Ibv.MODIFY_QP.invokeExact(Ibv.errnoState(), qp, attr, IbvStructs.IBV_QP_STATE);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
-            if (rc != 0) throw IbvErrors.fail("ibv_modify_qp", errnoOf(rc), name, "moving to ERROR to flush a receive");
-            knownState = QpState.ERROR;
-        }
-    }
-
-    private static int fillSges(ScatterGatherList sgl, MemorySegment sges) {
+    static int fillSges(ScatterGatherList sgl, MemorySegment sges) {
         int n = sgl.count();
         for (int i = 0; i < n; i++) {
             long base = i * SGE_SIZE;
@@ -457,17 +402,6 @@ final class IbvQp implements QpOps {
             sges.set(JAVA_INT, base + IbvStructs.SGE_LKEY, sgl.lkey(i));
         }
         return n;
-    }
-
-    /** Refuses a post the QP's state does not take (asking the device first: it may have moved to ERROR). */
-    private void checkAccepts(boolean send) {
-        if (destroyed) throw new IllegalStateException(name + " is destroyed");
-        QpState s = knownState;
-        if (send ? s.acceptsSends() : s.acceptsReceives()) return;
-        s = state();
-        if (send ? s.acceptsSends() : s.acceptsReceives()) return;
-        throw new QpStateException(send ? "ibv_post_send" : "ibv_post_recv", name, s,
-                send ? "posting a send" : "posting a receive");
     }
 
     private RuntimeException postFailure(String verb, int rc, boolean send) {
@@ -490,7 +424,7 @@ final class IbvQp implements QpOps {
         return IbvErrors.fail(verb, errno, name);
     }
 
-    /** Whether the work request just refused is an atomic on a misaligned remote address (caller holds sendLock). */
+    /** Whether the work request just refused is an atomic on a misaligned remote address. */
     private boolean misalignedAtomic() {
         int op = sendWr.get(JAVA_INT, IbvStructs.SEND_WR_OPCODE);
         return (op == IbvStructs.IBV_WR_ATOMIC_CMP_AND_SWP || op == IbvStructs.IBV_WR_ATOMIC_FETCH_AND_ADD)
@@ -503,31 +437,23 @@ final class IbvQp implements QpOps {
 
     // ---- destroy ---------------------------------------------------------------------------------------------
 
-    /** Waits for posts in progress, destroys the QP, then frees its work requests. Idempotent. */
+    /** Destroys the QP, then frees its work requests (posts in progress finished: see the class comment). Idempotent. */
     @Override
     public void destroy() {
-        sendLock.lock();
-        recvLock.lock();
-        try {
-            synchronized (control) {
-                if (destroyed) return;
-                int rc;
-                try {
-                    rc = (int) Ibv.DESTROY_QP.invokeExact(Ibv.errnoState(), qp);
-                } catch (Throwable t) {
-                    throw rethrow(t);
-                }
-                if (rc != 0) throw IbvErrors.fail("ibv_destroy_qp", errnoOf(rc), name);
-                destroyed = true;
-                context.qps.remove(qpn, this);
-                sendCq.users.decrementAndGet();
-                recvCq.users.decrementAndGet();
-                pd.qps.decrementAndGet();
-                block.free();
+        synchronized (control) {
+            if (destroyed) return;
+            int rc;
+            try {
+                rc = (int) Ibv.DESTROY_QP.invokeExact(Ibv.errnoState(), qp);
+            } catch (Throwable t) {
+                throw rethrow(t);
             }
-        } finally {
-            recvLock.unlock();
-            sendLock.unlock();
+            if (rc != 0) throw IbvErrors.fail("ibv_destroy_qp", errnoOf(rc), name);
+            destroyed = true;
+            sendCq.users.decrementAndGet();
+            recvCq.users.decrementAndGet();
+            pd.qps.decrementAndGet();
+            block.free();
         }
     }
 }

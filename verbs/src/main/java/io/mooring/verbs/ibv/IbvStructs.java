@@ -298,6 +298,18 @@ final class IbvStructs {
             paddingLayout(4))
             .withName("ibv_qp_init_attr");
 
+    static final StructLayout SRQ_ATTR = structLayout(
+            int32("max_wr"),
+            int32("max_sge"),
+            int32("srq_limit"))
+            .withName("ibv_srq_attr");
+
+    static final StructLayout SRQ_INIT_ATTR = structLayout(
+            ptr("srq_context"),
+            SRQ_ATTR.withName("attr"),
+            paddingLayout(4))
+            .withName("ibv_srq_init_attr");
+
     static final StructLayout GLOBAL_ROUTE = structLayout(
             GID.withName("dgid"),
             int32("flow_label"),
@@ -663,6 +675,10 @@ final class IbvStructs {
 
     // enum ibv_qp_type (reliable connected is the only type the provider creates)
     static final int IBV_QPT_RC = 2;
+
+    // enum ibv_srq_attr_mask
+    static final int IBV_SRQ_MAX_WR = 1;
+    static final int IBV_SRQ_LIMIT = 1 << 1;
 
     // enum ibv_port_state
     static final int IBV_PORT_NOP = 0;

@@ -94,7 +94,7 @@ final class FaultInjector implements FaultOps {
     }
 
     private Wire.Response hold(Wire.Request r, Link link) {
-        late = new Late(r, link);
+        late = new Late(r.copy(), link); // the requester reuses r for its next request
         return Wire.Response.DROPPED;
     }
 

@@ -4,23 +4,30 @@ import io.mooring.verbs.Errno;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.CompletionSink;
 import io.mooring.verbs.spi.CqOps;
-import java.util.ArrayDeque;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A completion queue of fixed capacity. Overrunning it is an error, as on hardware: the CQ becomes unusable
- * and polling says so (size a CQ for the queue depths of every QP on it).
+ * A completion queue of fixed capacity: a ring of completion entries in primitive arrays, so pushing and polling
+ * allocate nothing. Overrunning it is an error, as on hardware: the CQ becomes unusable and polling says so (size
+ * a CQ for the queue depths of every QP on it).
  */
 final class SoftCq implements CqOps {
-    private record Entry(long wrId, int status, int opcode, int byteLength, int immediate, int flags, int qpNumber) {}
-
     final SoftContext context;
     final int id;
     final AtomicInteger users = new AtomicInteger(); // QPs on it; destroying it with any left fails with EBUSY
     private final int capacity;
-    private final ArrayDeque<Entry> entries = new ArrayDeque<>();
+    // the ring, guarded by this
+    private final long[] wrIds;
+    private final int[] statuses;
+    private final int[] opcodes;
+    private final int[] byteLengths;
+    private final int[] immediates;
+    private final int[] flags;
+    private final int[] qpNumbers;
+    private int head;
+    private int count;
     private final Semaphore events = new Semaphore(0);
     private boolean armed;      // guarded by this
     private boolean overrun;    // guarded by this
@@ -29,16 +36,30 @@ final class SoftCq implements CqOps {
         this.context = context;
         this.id = id;
         this.capacity = capacity;
+        this.wrIds = new long[capacity];
+        this.statuses = new int[capacity];
+        this.opcodes = new int[capacity];
+        this.byteLengths = new int[capacity];
+        this.immediates = new int[capacity];
+        this.flags = new int[capacity];
+        this.qpNumbers = new int[capacity];
     }
 
     /** Adds a completion; {@code flags} are {@code IBV_WC_*} flags. The soft NIC has no vendor syndromes: 0. */
     void push(long wrId, int status, int opcode, int byteLength, int immediate, int flags, int qpNumber) {
         synchronized (this) {
-            if (entries.size() == capacity) {
+            if (count == capacity) {
                 overrun = true;
                 return;
             }
-            entries.add(new Entry(wrId, status, opcode, byteLength, immediate, flags, qpNumber));
+            int at = (head + count++) % capacity;
+            wrIds[at] = wrId;
+            statuses[at] = status;
+            opcodes[at] = opcode;
+            byteLengths[at] = byteLength;
+            immediates[at] = immediate;
+            this.flags[at] = flags;
+            qpNumbers[at] = qpNumber;
             if (!armed) return;
             armed = false;
         }
@@ -49,17 +70,31 @@ final class SoftCq implements CqOps {
     public int poll(int max, CompletionSink sink) {
         int n = 0;
         while (n < max) {
-            Entry e;
+            long wrId;
+            int status;
+            int opcode;
+            int byteLength;
+            int immediate;
+            int flag;
+            int qpNumber;
             synchronized (this) {
                 if (overrun) {
                     throw new VerbsException("ibv_poll_cq", Errno.EIO.number(), "cq " + id, "the completion queue"
                             + " overran its capacity of " + capacity + " and is unusable; size it for the queue"
                             + " depths of every QP on it");
                 }
-                e = entries.poll();
+                if (count == 0) break;
+                wrId = wrIds[head];
+                status = statuses[head];
+                opcode = opcodes[head];
+                byteLength = byteLengths[head];
+                immediate = immediates[head];
+                flag = flags[head];
+                qpNumber = qpNumbers[head];
+                head = (head + 1) % capacity;
+                count--;
             }
-            if (e == null) break;
-            sink.completion(e.wrId, e.status, e.opcode, 0, e.byteLength, e.immediate, e.flags, e.qpNumber);
+            sink.completion(wrId, status, opcode, 0, byteLength, immediate, flag, qpNumber); // outside: it may post
             n++;
         }
         return n;

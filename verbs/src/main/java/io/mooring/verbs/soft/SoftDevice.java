@@ -14,10 +14,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.IntFunction;
 
 /**
  * One soft NIC: its key and QP number spaces and its port on the fabric. The port is a TCP listener; its
@@ -29,27 +27,24 @@ final class SoftDevice {
     /** Limits of the size a NIC has; READ/atomic depths as rxe's (the requester runs one request at a time anyway). */
     static final DeviceAttributes ATTRIBUTES = DeviceAttributes.builder().maxMrSize(Long.MAX_VALUE).maxQp(1 << 16)
             .maxQpWr(1 << 14).maxSge(ScatterGatherList.CAPACITY).maxCq(1 << 16).maxCqe(1 << 20).maxMr(1 << 20)
-            .maxMw(1 << 16).maxQpRdAtom(128).maxQpInitRdAtom(128).atomics(true)
+            .maxMw(1 << 16).maxQpRdAtom(128).maxQpInitRdAtom(128)
+            .maxSrq(1 << 16).maxSrqWr(1 << 14).maxSrqSge(ScatterGatherList.CAPACITY).atomics(true)
             .windowTypes(Set.of(MwType.TYPE_1, MwType.TYPE_2)).maxInlineData(256).ports(1).build();
     private static final Map<String, SoftDevice> DEVICES = new ConcurrentHashMap<>();
     /** Bytes registered by all soft devices: what the locked-memory limit counts, per process as the kernel does. */
     private static final AtomicLong PINNED = new AtomicLong();
-    /** Key indexes are the 24 bits of a key above its key byte; index 0 is never handed out. */
-    private static final int KEY_INDEXES = 1 << 24;
-    /** Holds an index in {@link #keys} while the object that gets it is made. */
-    private static final Object RESERVED = new Object();
 
     final String name;
-    /** MRs and MWs by key index (the key without its low 8 "key" bits), and indexes being handed out. */
-    final Map<Integer, Object> keys = new ConcurrentHashMap<>();
+    /** What each key names: its MRs and MWs. */
+    final KeyTable keys;
     private final Map<Integer, SoftQp> qps = new ConcurrentHashMap<>();
-    private final AtomicInteger nextKeyIndex = new AtomicInteger(1);
     private final AtomicInteger qpNumbers = new AtomicInteger(0x10);
     private final AtomicInteger objectIds = new AtomicInteger();
     final TcpFabric fabric;
 
     private SoftDevice(String name, int index) {
         this.name = name;
+        this.keys = new KeyTable(name);
         this.fabric = TcpFabric.listen(this, index);
     }
 
@@ -90,36 +85,6 @@ final class SoftDevice {
 
     static void unpin(long bytes) {
         PINNED.addAndGet(-bytes);
-    }
-
-    /**
-     * Makes an MR or MW with a fresh key and enters it in {@link #keys}: a free index and a random key byte, as
-     * NICs hand out. The index counter wraps after 2^24 keys; indexes still in use are skipped there, so that a
-     * key never reaches another live object.
-     *
-     * @throws VerbsException ENOMEM from {@code verb} if every index is in use
-     */
-    <T> T newKeyed(IntFunction<T> make, String verb, String object) {
-        for (int tried = 0; tried < KEY_INDEXES; tried++) {
-            int index = nextKeyIndex.getAndIncrement() & (KEY_INDEXES - 1);
-            if (index == 0 || keys.putIfAbsent(index, RESERVED) != null) continue;
-            T made;
-            try {
-                made = make.apply(index << 8 | ThreadLocalRandom.current().nextInt(256));
-            } catch (RuntimeException | Error e) {
-                keys.remove(index, RESERVED);
-                throw e;
-            }
-            keys.put(index, made);
-            return made;
-        }
-        throw new VerbsException(verb, Errno.ENOMEM.number(), object, "all " + (KEY_INDEXES - 1) + " key indexes of "
-                + name + " are in use by memory regions and windows; deregister or deallocate some first");
-    }
-
-    /** Tests only: the next key tries index {@code next} (modulo the index space), e.g. just below the wrap. */
-    void restartKeyIndexesAt(int next) {
-        nextKeyIndex.set(next);
     }
 
     int newQpNumber() {

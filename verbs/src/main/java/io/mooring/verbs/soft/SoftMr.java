@@ -4,6 +4,7 @@ import io.mooring.verbs.Errno;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.MrOps;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Consumer;
 
@@ -12,7 +13,7 @@ import java.util.function.Consumer;
  * provider threads can reach it whatever arena the caller used; accesses hold the read lock and deregistration
  * takes the write lock, so once {@link #deregister()} returns nothing touches the memory any more.
  */
-final class SoftMr implements MrOps {
+final class SoftMr implements MrOps, KeyTable.Owner {
     final SoftDevice device;
     final SoftPd pd;
     final int key;
@@ -60,16 +61,53 @@ final class SoftMr implements MrOps {
      * @return false if the region was deregistered (or its memory freed) meanwhile
      */
     boolean access(long addr, long len, Consumer<MemorySegment> access) {
-        dma.readLock().lock();
+        if (!admit()) return false;
         try {
-            if (!valid || !registered.scope().isAlive()) return false;
-            Runnable hook = admittedHook;
-            if (hook != null) hook.run();
             access.accept(view.asSlice(addr - address, len));
             return true;
         } finally {
             dma.readLock().unlock();
         }
+    }
+
+    /** {@link #access} copying {@code len} bytes at {@code addr} into {@code into} at {@code at}: no lambda, no slice. */
+    boolean copyOut(long addr, byte[] into, int at, int len) {
+        if (!admit()) return false;
+        try {
+            MemorySegment.copy(view, ValueLayout.JAVA_BYTE, addr - address, into, at, len);
+            return true;
+        } finally {
+            dma.readLock().unlock();
+        }
+    }
+
+    /** {@link #access} copying {@code len} bytes of {@code from} at {@code at} to {@code addr}. */
+    boolean copyIn(long addr, byte[] from, int at, int len) {
+        if (!admit()) return false;
+        try {
+            MemorySegment.copy(from, at, view, ValueLayout.JAVA_BYTE, addr - address, len);
+            return true;
+        } finally {
+            dma.readLock().unlock();
+        }
+    }
+
+    /** Takes the read side of the DMA lock if the region is still registered (then the caller releases it). */
+    private boolean admit() {
+        dma.readLock().lock();
+        if (!valid || !registered.scope().isAlive()) {
+            dma.readLock().unlock();
+            return false;
+        }
+        Runnable hook = admittedHook;
+        if (hook == null) return true;
+        try {
+            hook.run();
+        } catch (RuntimeException | Error e) {
+            dma.readLock().unlock();
+            throw e;
+        }
+        return true;
     }
 
     synchronized void windowBound() {

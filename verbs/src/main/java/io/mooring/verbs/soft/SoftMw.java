@@ -15,7 +15,7 @@ import java.util.function.Consumer;
  * (else a READ racing a lease's end could copy the memory's next contents). An access pays one uncontended
  * read-lock acquisition for that.
  */
-final class SoftMw implements MwOps {
+final class SoftMw implements MwOps, KeyTable.Owner {
     final SoftDevice device;
     final SoftPd pd;
     final MwType type;

@@ -9,6 +9,7 @@ import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.PdOps;
 import io.mooring.verbs.spi.QpOps;
+import io.mooring.verbs.spi.SrqOps;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -16,7 +17,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class SoftPd implements PdOps {
     final SoftContext context;
     final int id;
-    /** Live MRs, MWs and QPs; deallocating with any left fails with EBUSY, as rdma-core does. */
+    /** Live MRs, MWs, QPs and SRQs; deallocating with any left fails with EBUSY, as rdma-core does. */
     final AtomicInteger children = new AtomicInteger();
 
     SoftPd(SoftContext context, int id) {
@@ -27,7 +28,7 @@ final class SoftPd implements PdOps {
     @Override
     public MrOps register(MemorySegment segment, int access) {
         SoftDevice device = context.device;
-        var mr = device.newKeyed(key -> {
+        var mr = device.keys.add(key -> {
             SoftDevice.pin(segment.byteSize(), "pd " + id);
             return new SoftMr(device, this, key, segment, access);
         }, "ibv_reg_mr", "pd " + id);
@@ -38,17 +39,24 @@ final class SoftPd implements PdOps {
     @Override
     public MwOps allocateMw(MwType type) {
         SoftDevice device = context.device;
-        var mw = device.newKeyed(key -> new SoftMw(device, this, type, key), "ibv_alloc_mw", "pd " + id);
+        var mw = device.keys.add(key -> new SoftMw(device, this, type, key), "ibv_alloc_mw", "pd " + id);
         children.incrementAndGet();
         return mw;
     }
 
     @Override
-    public QpOps createQp(CqOps sendCq, CqOps recvCq, QpCapabilities capabilities) {
-        var qp = new SoftQp(context.device, this, (SoftCq) sendCq, (SoftCq) recvCq, capabilities);
+    public QpOps createQp(CqOps sendCq, CqOps recvCq, QpCapabilities capabilities, SrqOps srq) {
+        var qp = new SoftQp(context.device, this, (SoftCq) sendCq, (SoftCq) recvCq, capabilities, (SoftSrq) srq);
         children.incrementAndGet();
         context.created(qp);
         return qp;
+    }
+
+    @Override
+    public SrqOps createSrq(int maxWr, int maxSge, Runnable limitReached) {
+        var srq = new SoftSrq(this, context.device.newObjectId(), maxWr, limitReached);
+        children.incrementAndGet();
+        return srq;
     }
 
     @Override

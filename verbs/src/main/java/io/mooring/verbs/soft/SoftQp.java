@@ -2,17 +2,12 @@ package io.mooring.verbs.soft;
 
 import io.mooring.verbs.Access;
 import io.mooring.verbs.FaultPlan;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.Opcode;
 import io.mooring.verbs.QpAttribute;
 import io.mooring.verbs.QpAttributes;
 import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QpState;
-import io.mooring.verbs.QpStateException;
 import io.mooring.verbs.ReceiveRequest;
-import io.mooring.verbs.ScatterGatherList;
-import io.mooring.verbs.WcFlag;
 import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkRequest;
@@ -20,105 +15,66 @@ import io.mooring.verbs.spi.FaultOps;
 import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.QpOps;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.VarHandle;
-import java.security.SecureRandom;
-import java.util.ArrayDeque;
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.Consumer;
 
 /**
- * A reliable-connected QP of the soft NIC: a requester that executes its send queue in order on its own
- * thread, and a responder that executes what its peer's requester sends (on the peer's thread in one device,
- * on the TCP reader thread across devices).
+ * A reliable-connected QP of the soft NIC: its state, its work queues and the parts that act on them — the
+ * {@link Requester} executes the send queue, the {@link Responder} executes what the peer sends, the
+ * {@link QpLink} is the connection between them. Its lock guards state changes and the queues, as a NIC's engine and
+ * doorbell share a work queue; the public layer has checked every transition and post before it gets here.
  *
- * <p>As on hardware: a failed request completes with its error status (signaled or not) and moves the QP to
- * ERROR, after which every queued request completes with WR_FLUSH_ERR; an access the responder rejects moves
- * both QPs to ERROR and never touches memory; a SEND that finds no receive is retried per {@code rnr_retry};
- * a responder that does not answer (not connected, gone) is retried per {@code retry_cnt}. Retrying stops as soon
- * as the QP moves to ERROR (the request flushes) or is reset (it is discarded).
+ * <p>As on hardware: a failed request completes with its error status and moves the QP to ERROR, after which every
+ * queued request completes with WR_FLUSH_ERR (receives at once, sends in order by the requester).
  */
 final class SoftQp implements QpOps {
-    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
-    /** The bind rights that need a locally writable region ({@link Access#needsLocalWrite()}). */
-    private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
-    /** IBTA's RNR NAK timer table in microseconds, index = the 5-bit code (0 means 655.36 ms). */
-    private static final int[] RNR_DELAY_MICROS = {655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
-        960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
-        163_840, 245_760, 327_680, 491_520};
-
-    /** How long a requester waits for the TCP connection to its peer to come up before counting retries. */
-    private static final long LINK_WAIT_NANOS = TimeUnit.SECONDS.toNanos(2);
-    /** Draws the tokens a peer's dial must present: anyone on the host can connect to the fabric's port. */
-    private static final SecureRandom TOKENS = new SecureRandom();
-
-    private record Sge(long address, int length, int lkey) {}
-
-    /** A send request copied at post time (the caller reuses its {@link WorkRequest}). */
-    private record SendWork(long wrId, Opcode opcode, boolean signaled, Sge[] sges, byte[] inline, long remoteAddress,
-                            int rkey, long compareAdd, long swap, int immediate, int invalidateRkey, SoftMw window,
-                            SoftMr bindRegion, long bindAddress, long bindLength, int bindAccess, int newRkey) {}
-
-    private record RecvWork(long wrId, Sge[] sges) {
-        long capacity() {
-            long c = 0;
-            for (Sge s : sges) c += s.length();
-            return c;
-        }
-    }
-
-    private final SoftDevice device;
-    private final SoftPd pd;
-    private final SoftCq sendCq;
-    private final SoftCq recvCq;
+    final SoftDevice device;
+    final SoftPd pd;
+    final SoftCq sendCq;
+    final SoftCq recvCq;
     private final int qpn;
     private final QpCapabilities capabilities;
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition workToDo = lock.newCondition();
-    private final ArrayDeque<SendWork> sendQueue = new ArrayDeque<>(); // guarded by lock
-    private final ArrayDeque<RecvWork> recvQueue = new ArrayDeque<>(); // guarded by lock
-    private final ReentrantLock responding = new ReentrantLock();      // one incoming request at a time
-    private final Thread requester;
-    private volatile QpState state = QpState.RESET;
-    private volatile boolean destroyed;
-    private volatile Link link;
-    private final Object linkChanged = new Object();
-    private int connection;            // guarded by linkChanged: bumped by every reset and every dial of ours
-    private TcpLink.Hello newestDial;  // guarded by linkChanged: of the last connection attached; survives resets
-    private volatile long token = TOKENS.nextLong(); // written under linkChanged: what the peer's dial presents
-    private volatile long previousToken; // the token before the last reset: a late dial of the old peer presents it
+    final ReentrantLock lock = new ReentrantLock();
+    final Condition workToDo = lock.newCondition();
+    final WorkRing<SendWork> sendQueue;                  // guarded by lock
+    final WorkRing<RecvWork> recvQueue;                  // guarded by lock; empty with an srq
+    private final RecvWork flushed = new RecvWork();     // guarded by lock: the receive being flushed
+    final SoftSrq srq;                                   // null: receives come from recvQueue
+    volatile int postedSends; // bumped by every post: an idle requester spins on it before it sleeps
+    final QpLink link = new QpLink(this);
+    final Responder responder = new Responder(this);
+    private final Requester requester;
+    volatile QpState state = QpState.RESET;
+    volatile boolean destroyed;
     // Connection attributes, written by modify under lock before the state that uses them is published.
-    private volatile int access;
+    volatile int access;
     private volatile QpInfo remote;
     private QpAttributes attributes = new QpAttributes(); // guarded by lock: what modify set, for query
-    private volatile int minRnrTimer;
-    private volatile int timeout;
-    private volatile int retryCount;
-    private volatile int rnrRetry;
-    private volatile int sendPsn;  // written by the requester: the PSN of the next new request
-    private volatile int resets;   // written under lock: a request taken before a reset is never sent after it
-    private int takenAt;           // requester only: resets when the request in hand was taken
-    private volatile int expectedPsn; // written under responding: the PSN of the next new incoming request
-    private int lastAtomicPsn = -1; // guarded by responding: a duplicated atomic is answered, not executed again
-    private long lastAtomicOriginal;
-    private volatile boolean linkExpected; // a TCP connection to the peer is being set up
-    private volatile FaultInjector faults; // written under lock; null: none injected
+    volatile int minRnrTimer;
+    volatile int timeout;
+    volatile int retryCount;
+    volatile int rnrRetry;
+    volatile int sendPsn;  // written by the requester: the PSN of the next new request
+    volatile int resets;   // written under lock: a request taken before a reset is never sent after it
+    volatile FaultInjector faults; // written under lock; null: none injected
 
-    SoftQp(SoftDevice device, SoftPd pd, SoftCq sendCq, SoftCq recvCq, QpCapabilities capabilities) {
+    SoftQp(SoftDevice device, SoftPd pd, SoftCq sendCq, SoftCq recvCq, QpCapabilities capabilities, SoftSrq srq) {
         this.device = device;
+        this.srq = srq;
         this.pd = pd;
         this.sendCq = sendCq;
         this.recvCq = recvCq;
         this.capabilities = capabilities;
         this.qpn = device.newQpNumber();
+        this.sendQueue = new WorkRing<>(capabilities.maxSendWr(), () -> new SendWork(capabilities.maxInlineData()));
+        this.recvQueue = new WorkRing<>(srq == null ? capabilities.maxRecvWr() : 1, RecvWork::new);
+        this.requester = new Requester(this, capabilities.maxInlineData());
         sendCq.users.incrementAndGet();
         recvCq.users.incrementAndGet();
+        if (srq != null) srq.users.incrementAndGet();
         device.register(this);
-        this.requester = Thread.ofVirtual().name("soft-qp-" + qpn).start(this::runRequester);
+        requester.start();
     }
 
     @Override
@@ -138,30 +94,22 @@ final class SoftQp implements QpOps {
 
     @Override
     public long token() {
-        return token;
+        return link.token();
     }
 
-    /**
-     * Whether {@code dial}, a dial of the peer's, knows this QP's token, which only the peer's {@code QpInfo}
-     * carried: a third process on the host could otherwise replace the connection and act as the peer.
-     */
-    boolean admits(TcpLink.Hello dial) {
-        return dial.token() == token;
-    }
-
-    /**
-     * Whether a refused {@code dial} is only late: a dial the previous peer started before this QP was reset, which
-     * presents the token of that connection. Refused all the same, but not worth a warning.
-     */
-    boolean isStale(TcpLink.Hello dial) {
-        return dial.token() == previousToken;
-    }
-
-    private String name() {
+    String name() {
         return "qpn " + qpn + " on " + device.name;
     }
 
-    // ---- control ---------------------------------------------------------------------------------------------
+    QpInfo remote() {
+        return remote;
+    }
+
+    boolean isDestroyed() {
+        return destroyed;
+    }
+
+    // ---- the state machine -------------------------------------------------------------------------------------
 
     @Override
     public void modify(QpAttributes a) {
@@ -169,13 +117,9 @@ final class SoftQp implements QpOps {
         QpState target = a.state();
         lock.lock();
         try {
-            QpState from = state;
-            if (!from.canMoveTo(target)) {
-                throw new QpStateException("ibv_modify_qp", name(), from, "moving to " + target);
-            }
             if (a.isSet(QpAttribute.ACCESS_FLAGS)) access = Access.mask(a.access());
             if (a.isSet(QpAttribute.MIN_RNR_TIMER)) minRnrTimer = a.minRnrTimer();
-            if (a.isSet(QpAttribute.RQ_PSN)) setExpectedPsn(a.receivePsn());
+            if (a.isSet(QpAttribute.RQ_PSN)) responder.expect(a.receivePsn());
             if (a.isSet(QpAttribute.SQ_PSN)) sendPsn = a.sendPsn();
             if (a.isSet(QpAttribute.TIMEOUT)) timeout = a.timeout();
             if (a.isSet(QpAttribute.RETRY_COUNT)) retryCount = a.retryCount();
@@ -186,7 +130,7 @@ final class SoftQp implements QpOps {
                     remote = new QpInfo(a.destQpNumber(), a.receivePsn(), a.destGid(), a.destLid(), a.pathMtu(),
                             a.destToken());
                     overTcp = !device.isSelf(remote.gid(), remote.lid());
-                    linkExpected = overTcp;
+                    link.expect(overTcp);
                 }
                 case ERROR -> enterErrorLocked();
                 case RESET -> {
@@ -195,7 +139,7 @@ final class SoftQp implements QpOps {
                     recvQueue.clear();
                     remote = null;
                     attributes = new QpAttributes();
-                    dropLink();
+                    link.drop();
                 }
                 default -> { }
             }
@@ -212,7 +156,7 @@ final class SoftQp implements QpOps {
     public QpAttributes query() {
         lock.lock();
         try {
-            return attributes.copy().state(state).sendPsn(sendPsn).receivePsn(expectedPsn);
+            return attributes.copy().state(state).sendPsn(sendPsn).receivePsn(responder.expectedPsn());
         } finally {
             lock.unlock();
         }
@@ -221,13 +165,14 @@ final class SoftQp implements QpOps {
     /** ERROR: receives flush now; the requester flushes the send queue in order. Caller holds the lock. */
     private void enterErrorLocked() {
         state = QpState.ERROR;
-        for (RecvWork r; (r = recvQueue.poll()) != null; ) {
-            recvCq.push(r.wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
+        while (recvQueue.take(flushed)) {
+            recvCq.push(flushed.wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
         }
         workToDo.signalAll();
     }
 
-    private void enterError() {
+    /** The responder found an error: the QP moves to ERROR (rxe moves the responder's QP too). */
+    void enterError() {
         fail(null, 0, 0, null);
     }
 
@@ -235,7 +180,7 @@ final class SoftQp implements QpOps {
      * Moves to ERROR and reports the request that caused it, in that order (a poller that sees the error
      * completion finds the QP in ERROR), before the flushes of the requests queued behind it.
      */
-    private void fail(SoftCq cq, long wrId, int opcode, WcStatus status) {
+    void fail(SoftCq cq, long wrId, int opcode, WcStatus status) {
         lock.lock();
         try {
             if (state == QpState.RESET || destroyed) return;
@@ -247,78 +192,91 @@ final class SoftQp implements QpOps {
         }
     }
 
-    private void setExpectedPsn(int psn) {
-        responding.lock();
+    // ---- posting -----------------------------------------------------------------------------------------------
+
+    // The public layer calls these holding the queue's lock, after checking the state: lock guards the ring against
+    // the requester (and a modify), as a NIC's doorbell hands a work queue entry to its engine.
+
+    @Override
+    public void postSend(WorkRequest wr, long wrId) {
+        lock.lock();
         try {
-            expectedPsn = psn;
-            lastAtomicPsn = -1;
+            sendQueue.add().set(wr, wrId);
+            queued();
         } finally {
-            responding.unlock();
+            lock.unlock();
         }
     }
 
-    QpInfo remote() {
-        return remote;
-    }
-
-    boolean isDestroyed() {
-        return destroyed;
-    }
-
-    /** Numbers a dial of ours, made at RTR (see {@link #attach}). */
-    int nextDial() {
-        synchronized (linkChanged) {
-            return ++connection;
+    @Override
+    public int bindWindow(MwOps window, MrOps region, long address, long length, int access, int newRkey, long wrId,
+                          boolean signaled) {
+        lock.lock();
+        try {
+            sendQueue.add().setBind(wrId, signaled, (SoftMw) window, (SoftMr) region, address, length, access, newRkey);
+            queued();
+        } finally {
+            lock.unlock();
         }
+        return newRkey;
     }
 
-    /**
-     * A TCP connection to the peer is up (dialed by us or accepted from it); false if it is refused as superseded.
-     * A dial can finish after a reset and reconnect started the next one. One of ours is refused unless it is our
-     * latest and no reset came since, so we never keep a connection past the connect it was made for; one of the
-     * peer's is refused if a later dial of the peer's got here first. Otherwise the two ends could keep different
-     * connections whose other halves get closed, or replace one under a request the peer executed and lose its
-     * answer: requests would end in RETRY_EXC_ERR.
-     */
-    boolean attach(Link l, TcpLink.Hello dial) {
-        Link old;
-        synchronized (linkChanged) {
-            boolean ours = dial.sourceQpn() == qpn && dial.sourceLid() == device.lid()
-                    && dial.sourceGid().equals(device.gid());
-            if (!ours && !admits(dial)) return false; // admitted before a reset changed the token
-            if (ours ? dial.dial() != connection
-                    : newestDial != null && newestDial.sameDialer(dial) && dial.dial() <= newestDial.dial()) {
-                return false;
+    /** A request was queued (caller holds the lock): wake the requester, which may be spinning or asleep. */
+    private void queued() {
+        postedSends++; // single writer: posts hold the lock
+        workToDo.signalAll();
+    }
+
+    @Override
+    public void postRecv(ReceiveRequest rr, long wrId) {
+        lock.lock();
+        try {
+            if (state == QpState.ERROR) {
+                recvCq.push(wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
+            } else {
+                recvQueue.add().set(wrId, rr.sgl(), pd);
             }
-            newestDial = dial;
-            old = link;
-            link = l;
-            linkChanged.notifyAll();
+        } finally {
+            lock.unlock();
         }
-        if (old != null && old != l) old.close();
-        return true;
     }
 
-    /** The TCP connection went down. Under the lock: a connection attached meanwhile must not be forgotten. */
+    // ---- the connection, for the fabric -----------------------------------------------------------------------
+
+    /** Executes one request of the peer's (see {@link Responder#respond}). */
+    Wire.Response respond(Wire.Request r, Link via) {
+        return responder.respond(r, via);
+    }
+
+    boolean admits(TcpLink.Hello dial) {
+        return link.admits(dial);
+    }
+
+    boolean isStale(TcpLink.Hello dial) {
+        return link.isStale(dial);
+    }
+
+    int nextDial() {
+        return link.nextDial();
+    }
+
+    boolean attach(Link l, TcpLink.Hello dial) {
+        return link.attach(l, dial);
+    }
+
     void detach(Link l) {
-        synchronized (linkChanged) {
-            if (link == l) link = null;
-        }
+        link.detach(l);
     }
 
-    private void dropLink() {
-        Link l;
-        synchronized (linkChanged) {
-            connection++; // a dial of ours still under way was for the connection dropped here
-            previousToken = token;
-            token = TOKENS.nextLong(); // and the peer of the next connection gets a new one
-            l = link;
-            link = null;
-        }
-        if (l != null) l.close();
+    boolean carries(Link l) {
+        return link.carries(l);
     }
 
-    // ---- fault injection -------------------------------------------------------------------------------------
+    void closeLink() {
+        link.closeLink();
+    }
+
+    // ---- fault injection ---------------------------------------------------------------------------------------
 
     @Override
     public FaultOps injectFaults(FaultPlan plan) {
@@ -354,17 +312,6 @@ final class SoftQp implements QpOps {
         return pd.context == context;
     }
 
-    /** Whether {@code l} is the connection this QP uses now (not one a reset or a newer dial replaced). */
-    boolean carries(Link l) {
-        return link == l;
-    }
-
-    /** Closes the connection to the peer, as the death of the peer's process does. */
-    void closeLink() {
-        Link l = link;
-        if (l != null) l.close();
-    }
-
     @Override
     public void destroy() {
         lock.lock();
@@ -377,508 +324,13 @@ final class SoftQp implements QpOps {
         } finally {
             lock.unlock();
         }
-        requester.interrupt();
-        if (Thread.currentThread() != requester) {
-            boolean interrupted = false;
-            while (requester.isAlive()) {
-                try {
-                    requester.join();
-                } catch (InterruptedException e) {
-                    interrupted = true;
-                }
-            }
-            if (interrupted) Thread.currentThread().interrupt();
-        }
-        responding.lock(); // an incoming request in progress finishes before the memory is let go
-        responding.unlock();
-        dropLink();
+        requester.stop();
+        responder.awaitIdle(); // an incoming request in progress finishes before the memory is let go
+        link.drop();
         device.unregister(this);
         sendCq.users.decrementAndGet();
         recvCq.users.decrementAndGet();
+        if (srq != null) srq.users.decrementAndGet();
         pd.children.decrementAndGet();
-    }
-
-    // ---- posting ---------------------------------------------------------------------------------------------
-
-    @Override
-    public void postSend(WorkRequest wr, long wrId) {
-        ScatterGatherList sgl = wr.sgl();
-        Sge[] sges = sges(sgl);
-        byte[] inline = wr.isInline() ? copyInline(sges) : null;
-        enqueue(new SendWork(wrId, wr.opcode(), wr.isSignaled(), sges, inline, wr.remoteAddress(), wr.rkey(),
-                wr.compareAdd(), wr.swap(), wr.immediate(), wr.invalidateRkey(), null, null, 0, 0, 0, 0));
-    }
-
-    @Override
-    public int bindWindow(MwOps window, MrOps region, long address, long length, int access, int newRkey, long wrId,
-                          boolean signaled) {
-        enqueue(new SendWork(wrId, Opcode.BIND_MW, signaled, new Sge[0], null, 0, 0, 0, 0, 0, 0, (SoftMw) window,
-                (SoftMr) region, address, length, access, newRkey));
-        return newRkey;
-    }
-
-    private void enqueue(SendWork work) {
-        lock.lock();
-        try {
-            checkNotDestroyed();
-            if (!state.acceptsSends()) throw new QpStateException("ibv_post_send", name(), state, "posting a send");
-            sendQueue.add(work);
-            workToDo.signalAll();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    @Override
-    public void postRecv(ReceiveRequest rr, long wrId) {
-        Sge[] sges = sges(rr.sgl());
-        lock.lock();
-        try {
-            checkNotDestroyed();
-            if (!state.acceptsReceives()) throw new QpStateException("ibv_post_recv", name(), state, "posting a receive");
-            if (state == QpState.ERROR) {
-                recvCq.push(wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
-            } else {
-                recvQueue.add(new RecvWork(wrId, sges));
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private void checkNotDestroyed() {
-        if (destroyed) throw new IllegalStateException(name() + " is destroyed");
-    }
-
-    private static Sge[] sges(ScatterGatherList sgl) {
-        Sge[] sges = new Sge[sgl.count()];
-        for (int i = 0; i < sges.length; i++) sges[i] = new Sge(sgl.address(i), sgl.length(i), sgl.lkey(i));
-        return sges;
-    }
-
-    /** Inline data is copied at post time, without lkeys, as the NIC copies it into the work queue entry. */
-    @SuppressWarnings("restricted") // raw addresses, as ibv_post_send takes them
-    private static byte[] copyInline(Sge[] sges) {
-        var out = new java.io.ByteArrayOutputStream();
-        for (Sge s : sges) out.writeBytes(MemorySegment.ofAddress(s.address).reinterpret(s.length).toArray(ValueLayout.JAVA_BYTE));
-        return out.toByteArray();
-    }
-
-    // ---- requester -------------------------------------------------------------------------------------------
-
-    private void runRequester() {
-        try {
-            while (true) {
-                SendWork work;
-                boolean flush;
-                lock.lock();
-                try {
-                    while (!destroyed && (sendQueue.isEmpty() || !(state == QpState.RTS || state == QpState.ERROR))) {
-                        workToDo.await();
-                    }
-                    if (destroyed) return;
-                    work = sendQueue.poll();
-                    flush = state == QpState.ERROR;
-                    takenAt = resets;
-                } finally {
-                    lock.unlock();
-                }
-                if (flush) {
-                    complete(work, WcStatus.WR_FLUSH_ERR, 0);
-                    continue;
-                }
-                WcStatus status = execute(work);
-                if (status != WcStatus.SUCCESS) failRequest(work, status);
-            }
-        } catch (InterruptedException e) {
-            // destroyed
-        }
-    }
-
-    /**
-     * The request in hand failed: it completes with {@code status} and the QP moves to ERROR, unless a reset
-     * discarded it meanwhile.
-     */
-    private void failRequest(SendWork w, WcStatus status) {
-        lock.lock();
-        try {
-            if (resets == takenAt) fail(sendCq, w.wrId, w.opcode.completion().code(), status);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Whether the request in hand must not be sent (again): its QP was destroyed, reset, or moved to ERROR. */
-    private boolean requestStopped() {
-        return destroyed || state == QpState.ERROR || resets != takenAt;
-    }
-
-    private void complete(SendWork w, WcStatus status, int byteLength) {
-        if (status == WcStatus.SUCCESS && !w.signaled) return;
-        sendCq.push(w.wrId, status.code(), w.opcode.completion().code(), byteLength, 0, 0, qpn);
-    }
-
-    /** Runs one request; pushes its success completion itself and returns SUCCESS, or returns the error. */
-    private WcStatus execute(SendWork w) throws InterruptedException {
-        return switch (w.opcode) {
-            case LOCAL_INV -> invalidateLocally(w);
-            case BIND_MW -> bind(w);
-            case SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM -> sendOrWrite(w);
-            case RDMA_READ -> read(w);
-            case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> atomic(w);
-        };
-    }
-
-    private WcStatus invalidateLocally(SendWork w) {
-        if (!(device.keys.get(w.invalidateRkey >>> 8) instanceof SoftMw mw) || mw.pd != pd || mw.type != MwType.TYPE_2
-                || !mw.invalidate(w.invalidateRkey)) {
-            return WcStatus.MW_BIND_ERR;
-        }
-        complete(w, WcStatus.SUCCESS, 0);
-        return WcStatus.SUCCESS;
-    }
-
-    private WcStatus bind(SendWork w) {
-        SoftMw mw = w.window;
-        SoftMr mr = w.bindRegion;
-        boolean allowed = mw.pd == pd && mr.pd == pd && device.keys.get(mr.key >>> 8) == mr
-                && (mr.access & Access.MW_BIND.bit()) != 0 && mr.covers(w.bindAddress, w.bindLength)
-                && ((w.bindAccess & NEEDS_LOCAL_WRITE) == 0 || (mr.access & Access.LOCAL_WRITE.bit()) != 0)
-                && (mw.type == MwType.TYPE_1 || (!mw.isBound() && (w.newRkey >>> 8) == mw.index()));
-        if (!allowed) return WcStatus.MW_BIND_ERR;
-        mw.bind(w.newRkey, mr, w.bindAddress, w.bindLength, w.bindAccess, this);
-        complete(w, WcStatus.SUCCESS, 0);
-        return WcStatus.SUCCESS;
-    }
-
-    private WcStatus sendOrWrite(SendWork w) throws InterruptedException {
-        byte[] payload = w.inline != null ? w.inline : gather(w.sges);
-        if (payload == null) return WcStatus.LOC_PROT_ERR;
-        var response = transmit(new Wire.Request(w.opcode.code(), qpn, sendPsn, w.remoteAddress, w.rkey,
-                payload.length, payload, w.immediate, 0, 0));
-        WcStatus status = statusOf(response);
-        if (status == WcStatus.SUCCESS) complete(w, status, payload.length);
-        return status;
-    }
-
-    private WcStatus read(SendWork w) throws InterruptedException {
-        long total = totalLength(w.sges);
-        if (total > Integer.MAX_VALUE) return WcStatus.LOC_LEN_ERR;
-        if (!locallyWritable(w.sges)) return WcStatus.LOC_PROT_ERR;
-        var response = transmit(new Wire.Request(w.opcode.code(), qpn, sendPsn, w.remoteAddress, w.rkey, (int) total,
-                null, 0, 0, 0));
-        WcStatus status = statusOf(response);
-        if (status != WcStatus.SUCCESS) return status;
-        if (!scatter(w.sges, response.data())) return WcStatus.LOC_PROT_ERR;
-        complete(w, status, (int) total);
-        return status;
-    }
-
-    private WcStatus atomic(SendWork w) throws InterruptedException {
-        if (w.sges.length != 1 || w.sges[0].length != Long.BYTES) return WcStatus.LOC_LEN_ERR;
-        if (!locallyWritable(w.sges)) return WcStatus.LOC_PROT_ERR;
-        var response = transmit(new Wire.Request(w.opcode.code(), qpn, sendPsn, w.remoteAddress, w.rkey, Long.BYTES,
-                null, 0, w.compareAdd, w.swap));
-        WcStatus status = statusOf(response);
-        if (status != WcStatus.SUCCESS) return status;
-        byte[] original = MemorySegment.ofArray(new long[] {response.atomicOriginal()}).toArray(ValueLayout.JAVA_BYTE);
-        if (!scatter(w.sges, original)) return WcStatus.LOC_PROT_ERR;
-        complete(w, status, Long.BYTES);
-        return status;
-    }
-
-    private static WcStatus statusOf(Wire.Response r) {
-        if (r == null) return WcStatus.WR_FLUSH_ERR; // its QP stopped while it was retried
-        return switch (r.kind()) {
-            case ACK -> WcStatus.SUCCESS;
-            case NAK_ACCESS -> WcStatus.REM_ACCESS_ERR;
-            case NAK_INVALID_REQUEST -> WcStatus.REM_INV_REQ_ERR;
-            case NAK_OPERATION -> WcStatus.REM_OP_ERR;
-            case RNR -> WcStatus.RNR_RETRY_EXC_ERR;
-            case DROPPED -> WcStatus.RETRY_EXC_ERR;
-        };
-    }
-
-    /**
-     * Delivers a request with the RC retry rules: no answer is retried {@code retry_cnt} times after the ACK
-     * timeout; an RNR NAK is retried {@code rnr_retry} times (7: forever) after the responder's RNR timer.
-     * Returns the last answer, which is RNR or DROPPED when retries ran out, or null as soon as the QP stops
-     * (ERROR, reset, destroyed): a requester retrying forever (rnr_retry 7) must still flush.
-     */
-    private Wire.Response transmit(Wire.Request request) throws InterruptedException {
-        long ackTimeoutNanos = Math.min(TimeUnit.SECONDS.toNanos(8), Math.max(TimeUnit.MILLISECONDS.toNanos(1),
-                4096L << timeout));
-        int retries = retryCount;
-        int rnrRetries = rnrRetry;
-        while (true) {
-            if (requestStopped()) return null;
-            Link l = currentLink();
-            FaultInjector f = faults;
-            Wire.Response r = f != null ? f.exchange(l, request, ackTimeoutNanos)
-                    : l == null ? Wire.Response.DROPPED : l.exchange(request, ackTimeoutNanos);
-            boolean connecting = l == null && (f == null || !f.isCut());
-            if (r.kind() == Wire.Kind.DROPPED && connecting && awaitLink()) continue; // not a retry
-            switch (r.kind()) {
-                case DROPPED -> {
-                    if (retries-- == 0) return r;
-                    awaitRetry(ackTimeoutNanos);
-                }
-                case RNR -> {
-                    if (rnrRetries != 7 && rnrRetries-- == 0) return r;
-                    awaitRetry(TimeUnit.MICROSECONDS.toNanos(RNR_DELAY_MICROS[r.rnrTimer() & 31]));
-                }
-                default -> {
-                    if (r.kind() == Wire.Kind.ACK) sendPsn = Wire.nextPsn(sendPsn);
-                    return r;
-                }
-            }
-        }
-    }
-
-    /** Waits {@code nanos} before a retry, or less if the QP stops meanwhile (every modify signals). */
-    private void awaitRetry(long nanos) throws InterruptedException {
-        lock.lock();
-        try {
-            for (long left = nanos; left > 0 && !requestStopped(); ) left = workToDo.awaitNanos(left);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Waits (once per connection attempt) for a TCP connection being dialed; true if one came up. */
-    private boolean awaitLink() throws InterruptedException {
-        long deadline = System.nanoTime() + LINK_WAIT_NANOS;
-        synchronized (linkChanged) {
-            while (link == null && !destroyed && linkExpected) {
-                long left = deadline - System.nanoTime();
-                if (left <= 0) break;
-                TimeUnit.NANOSECONDS.timedWait(linkChanged, left);
-            }
-            linkExpected = false; // if it did not come now, the peer is unreachable: retries count from here
-            return link != null;
-        }
-    }
-
-    private Link currentLink() {
-        Link l = link;
-        if (l != null) return l;
-        QpInfo peer = remote;
-        if (peer == null || !device.isSelf(peer.gid(), peer.lid())) return null; // TCP: not connected yet
-        l = new InJvmLink(device, peer.qpn());
-        link = l;
-        return l;
-    }
-
-    // ---- responder -------------------------------------------------------------------------------------------
-
-    /**
-     * Executes one request of the peer's requester against this QP's memory and receive queue. {@code via} is the
-     * TCP connection it came on (null within one device): only the one this QP uses now may run requests. One that
-     * a reset closed or a newer one replaced can still hand its reader a request arriving as it closes; run, it
-     * would act on this QP (an access error moves it to ERROR) while its answer goes nowhere.
-     */
-    Wire.Response respond(Wire.Request r, Link via) {
-        responding.lock();
-        try {
-            QpState s = state;
-            QpInfo peer = remote;
-            if (destroyed || s == QpState.RESET || s == QpState.INIT || s == QpState.ERROR
-                    || peer == null || peer.qpn() != r.srcQpn() || (via != null && via != link)) {
-                return Wire.Response.DROPPED; // not connected to that peer: as if the packet never arrived
-            }
-            FaultInjector f = faults;
-            if (f != null && f.severs()) return Wire.Response.DROPPED;
-            Opcode op = Opcode.of(r.opcode());
-            int distance = Wire.psnDistance(r.psn(), expectedPsn);
-            if (distance > 0) return Wire.Response.DROPPED; // a gap: the requester retransmits in order
-            if (distance < 0) return duplicate(r, op);
-            Wire.Response answer = switch (op) {
-                case SEND, SEND_WITH_IMM -> receive(r, op);
-                case RDMA_WRITE, RDMA_WRITE_WITH_IMM -> write(r, op);
-                case RDMA_READ -> remoteRead(r);
-                case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> remoteAtomic(r, op);
-                default -> {
-                    enterError();
-                    yield Wire.Response.INVALID_REQUEST;
-                }
-            };
-            if (answer.kind() == Wire.Kind.ACK) {
-                if (op.isAtomic()) {
-                    lastAtomicPsn = r.psn();
-                    lastAtomicOriginal = answer.atomicOriginal();
-                }
-                expectedPsn = Wire.nextPsn(expectedPsn);
-            }
-            return answer;
-        } finally {
-            responding.unlock();
-        }
-    }
-
-    /**
-     * A retransmission of a request already executed (its answer was lost or late): a READ is served again,
-     * the last atomic's original value is replayed, anything else is acknowledged — never executed twice.
-     */
-    private Wire.Response duplicate(Wire.Request r, Opcode op) {
-        if (op == Opcode.RDMA_READ) return remoteRead(r);
-        if (op.isAtomic()) {
-            return r.psn() == lastAtomicPsn ? Wire.Response.atomic(lastAtomicOriginal) : Wire.Response.DROPPED;
-        }
-        return Wire.Response.ACK;
-    }
-
-    /** The next receive, or null if none is posted (or injected faults stall the receives). */
-    private RecvWork takeReceive() {
-        FaultInjector f = faults;
-        if (f != null && f.stallsReceive()) return null;
-        lock.lock();
-        try {
-            return recvQueue.poll();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Puts back a receive that a failed request took, so that entering ERROR flushes it in order. */
-    private void returnReceive(RecvWork rw) {
-        lock.lock();
-        try {
-            recvQueue.addFirst(rw);
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private Wire.Response receive(Wire.Request r, Opcode op) {
-        RecvWork rw = takeReceive();
-        if (rw == null) return Wire.Response.rnr(minRnrTimer);
-        if (r.length() > rw.capacity()) {
-            fail(recvCq, rw.wrId, WcOpcode.RECV.code(), WcStatus.LOC_LEN_ERR);
-            return Wire.Response.INVALID_REQUEST;
-        }
-        if (!scatter(rw.sges, r.payload())) {
-            fail(recvCq, rw.wrId, WcOpcode.RECV.code(), WcStatus.LOC_PROT_ERR);
-            return Wire.Response.OPERATION_ERROR;
-        }
-        boolean imm = op == Opcode.SEND_WITH_IMM;
-        recvCq.push(rw.wrId, WcStatus.SUCCESS.code(), WcOpcode.RECV.code(), r.length(), imm ? r.immediate() : 0,
-                imm ? WcFlag.WITH_IMM.bit() : 0, qpn);
-        return Wire.Response.ACK;
-    }
-
-    private Wire.Response write(Wire.Request r, Opcode op) {
-        RecvWork rw = null;
-        if (op == Opcode.RDMA_WRITE_WITH_IMM && (rw = takeReceive()) == null) return Wire.Response.rnr(minRnrTimer);
-        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_WRITE.bit(),
-                dst -> MemorySegment.copy(r.payload(), 0, dst, ValueLayout.JAVA_BYTE, 0, r.length()));
-        if (!done) {
-            if (rw != null) returnReceive(rw);
-            return accessError();
-        }
-        if (rw != null) {
-            recvCq.push(rw.wrId, WcStatus.SUCCESS.code(), WcOpcode.RECV_RDMA_WITH_IMM.code(), r.length(), r.immediate(),
-                    WcFlag.WITH_IMM.bit(), qpn);
-        }
-        return Wire.Response.ACK;
-    }
-
-    private Wire.Response remoteRead(Wire.Request r) {
-        byte[] data = new byte[r.length()];
-        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_READ.bit(),
-                src -> MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, data, 0, data.length));
-        return done ? Wire.Response.data(data) : accessError();
-    }
-
-    private Wire.Response remoteAtomic(Wire.Request r, Opcode op) {
-        if ((r.remoteAddress() & 7) != 0) { // atomics need natural alignment: an invalid request, not an access error
-            enterError();
-            return Wire.Response.INVALID_REQUEST;
-        }
-        long[] original = new long[1];
-        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), Long.BYTES, Access.REMOTE_ATOMIC.bit(),
-                target -> original[0] = op == Opcode.ATOMIC_CMP_AND_SWP
-                        ? (long) LONG.compareAndExchange(target, 0L, r.compareAdd(), r.swap())
-                        : (long) LONG.getAndAdd(target, 0L, r.compareAdd()));
-        return done ? Wire.Response.atomic(original[0]) : accessError();
-    }
-
-    /** The responder rejects an access: it moves to ERROR too, as rxe does, and touches nothing. */
-    private Wire.Response accessError() {
-        enterError();
-        return Wire.Response.ACCESS_ERROR;
-    }
-
-    /**
-     * Runs {@code copy} on {@code [address, address + length)} if {@code rkey} lets the peer reach it with
-     * {@code right}: checked against the QP's own remote rights, the key (region, or bound window and its range,
-     * rights and — for type 2 — the QP that bound it), and the protection domain. Neither the region's
-     * registration nor the window's binding can end while the copy runs.
-     *
-     * @return false if the access is not allowed (nothing was touched)
-     */
-    private boolean remoteAccess(int rkey, long address, long length, int right, Consumer<MemorySegment> copy) {
-        if ((access & right) == 0) return false;
-        Object target = device.keys.get(rkey >>> 8);
-        if (target instanceof SoftMr mr) {
-            return mr.key == rkey && mr.pd == pd && (mr.access & right) != 0 && mr.covers(address, length)
-                    && mr.access(address, length, copy);
-        }
-        return target instanceof SoftMw mw && mw.pd == pd && mw.access(rkey, address, length, right, this, copy);
-    }
-
-    // ---- local memory ------------------------------------------------------------------------------------------
-
-    /** The region {@code lkey} names, if it covers the entry and belongs to this PD. */
-    private SoftMr localRegion(Sge s, boolean write) {
-        if (!(device.keys.get(s.lkey >>> 8) instanceof SoftMr mr)) return null;
-        boolean ok = mr.key == s.lkey && mr.pd == pd && mr.covers(s.address, s.length)
-                && (!write || (mr.access & Access.LOCAL_WRITE.bit()) != 0);
-        return ok ? mr : null;
-    }
-
-    private boolean locallyWritable(Sge[] sges) {
-        for (Sge s : sges) if (localRegion(s, true) == null) return false;
-        return true;
-    }
-
-    private static long totalLength(Sge[] sges) {
-        long total = 0;
-        for (Sge s : sges) total += s.length;
-        return total;
-    }
-
-    /** The bytes of the entries, or null if an entry is not covered by a valid lkey. */
-    private byte[] gather(Sge[] sges) {
-        long total = totalLength(sges);
-        if (total > Integer.MAX_VALUE) return null;
-        byte[] out = new byte[(int) total];
-        int offset = 0;
-        for (Sge s : sges) {
-            SoftMr mr = localRegion(s, false);
-            int at = offset;
-            if (mr == null || !mr.access(s.address, s.length,
-                    src -> MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, out, at, s.length))) {
-                return null;
-            }
-            offset += s.length;
-        }
-        return out;
-    }
-
-    /** Writes {@code data} across the entries; false if an entry is not writable through a valid lkey. */
-    private boolean scatter(Sge[] sges, byte[] data) {
-        int offset = 0;
-        for (Sge s : sges) {
-            if (offset == data.length) break;
-            int n = Math.min(s.length, data.length - offset);
-            SoftMr mr = localRegion(s, true);
-            int at = offset;
-            if (mr == null || !mr.access(s.address, n,
-                    dst -> MemorySegment.copy(data, at, dst, ValueLayout.JAVA_BYTE, 0, n))) {
-                return false;
-            }
-            offset += n;
-        }
-        return true;
     }
 }

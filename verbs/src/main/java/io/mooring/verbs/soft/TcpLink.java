@@ -126,9 +126,9 @@ final class TcpLink implements Link {
                     out.writeInt(r.immediate());
                     out.writeLong(r.compareAdd());
                     out.writeLong(r.swap());
-                    byte[] payload = r.payload() == null ? new byte[0] : r.payload();
-                    out.writeInt(payload.length);
-                    out.write(payload);
+                    int carried = r.payload() == null ? 0 : r.length(); // a READ's length is what it asks for
+                    out.writeInt(carried);
+                    if (carried > 0) out.write(r.payload(), 0, carried);
                     out.flush();
                 }
             } catch (IOException e) {

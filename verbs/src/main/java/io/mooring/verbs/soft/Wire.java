@@ -9,10 +9,89 @@ final class Wire {
 
     /**
      * One operation against the responder's memory or receive queue. {@code psn} numbers it in the requester's
-     * order; a retransmission keeps its number, so the responder can tell a duplicate from a new request.
+     * order; a retransmission keeps its number, so the responder can tell a duplicate from a new request. A SEND or
+     * WRITE carries the first {@code length} bytes of {@code payload}. Mutable: a requester reuses one for every
+     * request it sends (the responder keeps none), so sending allocates nothing; {@link #copy} one to hold it.
      */
-    record Request(int opcode, int srcQpn, int psn, long remoteAddress, int rkey, int length, byte[] payload,
-                   int immediate, long compareAdd, long swap) {}
+    static final class Request {
+        private int opcode;
+        private int srcQpn;
+        private int psn;
+        private long remoteAddress;
+        private int rkey;
+        private int length;
+        private byte[] payload;
+        private int immediate;
+        private long compareAdd;
+        private long swap;
+
+        Request() {}
+
+        Request(int opcode, int srcQpn, int psn, long remoteAddress, int rkey, int length, byte[] payload,
+                int immediate, long compareAdd, long swap) {
+            set(opcode, srcQpn, psn, remoteAddress, rkey, length, payload, immediate, compareAdd, swap);
+        }
+
+        Request set(int opcode, int srcQpn, int psn, long remoteAddress, int rkey, int length, byte[] payload,
+                    int immediate, long compareAdd, long swap) {
+            this.opcode = opcode;
+            this.srcQpn = srcQpn;
+            this.psn = psn;
+            this.remoteAddress = remoteAddress;
+            this.rkey = rkey;
+            this.length = length;
+            this.payload = payload;
+            this.immediate = immediate;
+            this.compareAdd = compareAdd;
+            this.swap = swap;
+            return this;
+        }
+
+        /** A copy to keep past this request (its payload is shared: the requester moves on only once it is acknowledged). */
+        Request copy() {
+            return new Request(opcode, srcQpn, psn, remoteAddress, rkey, length, payload, immediate, compareAdd, swap);
+        }
+
+        int opcode() {
+            return opcode;
+        }
+
+        int srcQpn() {
+            return srcQpn;
+        }
+
+        int psn() {
+            return psn;
+        }
+
+        long remoteAddress() {
+            return remoteAddress;
+        }
+
+        int rkey() {
+            return rkey;
+        }
+
+        int length() {
+            return length;
+        }
+
+        byte[] payload() {
+            return payload;
+        }
+
+        int immediate() {
+            return immediate;
+        }
+
+        long compareAdd() {
+            return compareAdd;
+        }
+
+        long swap() {
+            return swap;
+        }
+    }
 
     private static final int PSN_MASK = 0xff_ffff;
 

@@ -2,7 +2,10 @@ package io.mooring.verbs.spi;
 
 /** A completion queue with its completion channel ({@code struct ibv_cq}, {@code struct ibv_comp_channel}). */
 public interface CqOps {
-    /** {@code ibv_poll_cq}: hands up to {@code max} completions to {@code sink}; returns how many. */
+    /**
+     * {@code ibv_poll_cq}: hands up to {@code max} completions to {@code sink}; returns how many. Called by one
+     * thread at a time (the public layer holds the CQ's poll lock).
+     */
     int poll(int max, CompletionSink sink);
 
     /** {@code ibv_req_notify_cq}: the next completion raises an event. */

@@ -7,7 +7,11 @@ import io.mooring.verbs.QpState;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WorkRequest;
 
-/** A reliable-connected queue pair ({@code struct ibv_qp}). Posts may come from several threads at once. */
+/**
+ * A reliable-connected queue pair ({@code struct ibv_qp}). The public layer calls {@link #postSend} and
+ * {@link #bindWindow} holding the send queue's lock, {@link #postRecv} holding the receive queue's, after it checked
+ * that the QP's state takes the post; it calls {@link #modify} and {@link #destroy} holding both.
+ */
 public interface QpOps {
     int qpNumber();
 
@@ -27,7 +31,8 @@ public interface QpOps {
 
     /**
      * {@code ibv_modify_qp} with the fields {@code attributes} sets (always a state); the public API has already
-     * checked that the transition is allowed from the current state and that the values suit the device.
+     * checked that the transition is allowed from the current state and that the values suit the device. Moving to
+     * ERROR again, from ERROR, flushes receives posted since.
      */
     void modify(QpAttributes attributes);
 

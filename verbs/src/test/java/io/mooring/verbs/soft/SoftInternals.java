@@ -13,7 +13,8 @@ public final class SoftInternals {
      * it touches the memory (null removes it). The region's own accesses through its lkey count too.
      */
     public static void onAdmittedAccess(String device, int key, Runnable hook) {
-        if (!(device(device).keys.get(key >>> 8) instanceof SoftMr mr) || mr.key != key) {
+        SoftMr mr = device(device).keys.region(key);
+        if (mr == null || mr.key != key) {
             throw new IllegalArgumentException("no region with key 0x" + Integer.toHexString(key) + " on " + device);
         }
         mr.admittedHook = hook;
@@ -21,7 +22,8 @@ public final class SoftInternals {
 
     /** Whether an invalidation, rebind or deallocation of the window {@code key} names waits for an access. */
     public static boolean windowChangeWaits(String device, int key) {
-        if (!(device(device).keys.get(key >>> 8) instanceof SoftMw mw)) {
+        SoftMw mw = device(device).keys.window(key);
+        if (mw == null) {
             throw new IllegalArgumentException("no window with key 0x" + Integer.toHexString(key) + " on " + device);
         }
         return mw.admission.hasQueuedThreads();
@@ -29,7 +31,7 @@ public final class SoftInternals {
 
     /** Makes {@code device} try key index {@code next} (taken modulo the index space) for its next key. */
     public static void restartKeyIndexesAt(String device, int next) {
-        device(device).restartKeyIndexesAt(next);
+        device(device).keys.restartAt(next);
     }
 
     private static SoftDevice device(String name) {

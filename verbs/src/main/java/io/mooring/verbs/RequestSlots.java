@@ -1,0 +1,133 @@
+package io.mooring.verbs;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The outstanding work requests of one queue, as a completion finds them: a QP's send or receive queue
+ * ({@link InFlight}, retired in order) or a shared receive queue ({@link SrqInFlight}, retired out of order).
+ * Each request is posted to the provider under a Mooring id naming its slot; the slot keeps what the provider
+ * does not (the caller's id, the posted opcode, the regions the request keeps alive, its future).
+ */
+abstract sealed class RequestSlots permits InFlight, SrqInFlight {
+    /** Set in the id of every receive, of a QP's own queue or of a shared one. */
+    static final long RECEIVE_BIT = 1L << 62;
+    /** Set, with {@link #RECEIVE_BIT}, in the id of a receive posted to a shared receive queue. */
+    static final long SHARED_BIT = 1L << 61;
+    /** A request names its regions and, for a bind, the region bound. */
+    static final int MAX_HOLDS = ScatterGatherList.CAPACITY + 1;
+
+    /**
+     * What {@link #retire} found for the completed request, written into the poller's one instance (the router's,
+     * under its poll lock) so that a completion allocates nothing.
+     */
+    static final class Retired {
+        long userWrId;
+        WcOpcode opcode;
+        CompletableFuture<WorkCompletion> future;
+
+        void set(long userWrId, WcOpcode opcode, CompletableFuture<?> future) {
+            this.userWrId = userWrId;
+            this.opcode = opcode;
+            @SuppressWarnings("unchecked")
+            var f = (CompletableFuture<WorkCompletion>) future;
+            this.future = f;
+        }
+    }
+
+    /** Guards the slots; a post holds it across the provider's post. */
+    final ReentrantLock lock = new ReentrantLock();
+    /** Why the queue takes no more requests, or null; guarded by lock. */
+    String closedReason;
+
+    /**
+     * Retires the request {@code id} names; false if it is not outstanding (a completion left over from before a
+     * reset or destroy), else {@code into} holds what it was.
+     */
+    final boolean retire(long id, boolean success, Retired into) {
+        lock.lock();
+        try {
+            return retireLocked(id, success, into);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Drops every outstanding request: after a reset (the NIC discards them without completions) or a destroy
+     * (the NIC no longer touches their memory). Their regions are released and their futures failed.
+     *
+     * @param permanently whether the queue accepts no more requests
+     */
+    final void discardAll(String reason, boolean permanently) {
+        lock.lock();
+        try {
+            discardAllLocked(reason);
+            if (permanently && closedReason == null) {
+                closedReason = reason;
+                closed();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Requests posted and not yet retired. */
+    final int outstanding() {
+        lock.lock();
+        try {
+            return outstandingLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    abstract boolean retireLocked(long id, boolean success, Retired into);
+
+    abstract void discardAllLocked(String reason);
+
+    abstract int outstandingLocked();
+
+    /** The queue was discarded permanently (caller holds the lock). */
+    void closed() {}
+
+    static boolean isReceive(long id) {
+        return (id & RECEIVE_BIT) != 0;
+    }
+
+    /**
+     * Pins every region of {@code sgl} plus {@code extra} (may be null) into {@code held}; returns how many. On a
+     * closed region nothing stays pinned and {@link io.mooring.lifecycle.ResourceClosedException} is thrown.
+     */
+    static int hold(ScatterGatherList sgl, MemoryRegion extra, MemoryRegion[] held) {
+        int n = 0;
+        try {
+            for (int i = 0; i < sgl.count(); i++) {
+                MemoryRegion mr = sgl.region(i);
+                if (mr != null) {
+                    mr.resource().addPin();
+                    held[n++] = mr;
+                }
+            }
+            if (extra != null) {
+                extra.resource().addPin();
+                held[n++] = extra;
+            }
+        } catch (RuntimeException e) {
+            release(held, n);
+            throw e;
+        }
+        return n;
+    }
+
+    static void release(MemoryRegion[] held, int n) {
+        for (int i = 0; i < n; i++) {
+            held[i].resource().removePin();
+            held[i] = null;
+        }
+    }
+
+    static void fail(CompletableFuture<?> future, String reason) {
+        if (future != null) future.completeExceptionally(new IllegalStateException(reason));
+    }
+}

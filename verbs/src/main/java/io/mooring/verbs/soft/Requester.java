@@ -1,0 +1,294 @@
+package io.mooring.verbs.soft;
+
+import io.mooring.verbs.Access;
+import io.mooring.verbs.MwType;
+import io.mooring.verbs.QpState;
+import io.mooring.verbs.WcStatus;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The requester of a soft QP: executes its send queue in order on its own virtual thread, with the RC retry rules —
+ * silence is retried {@code retry_cnt} times after the ACK timeout, an RNR NAK {@code rnr_retry} times (7: forever)
+ * after the responder's RNR timer — and stops retrying as soon as the QP moves to ERROR (the request flushes) or is
+ * reset (it is discarded). A failed request completes with its error status, signaled or not, and moves the QP to
+ * ERROR; the requests behind it flush. Sending allocates nothing: the request in hand, its packet and its payload are
+ * this requester's own, reused.
+ */
+final class Requester {
+    /** The bind rights that need a locally writable region ({@link Access#needsLocalWrite()}). */
+    private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
+    /** IBTA's RNR NAK timer table in microseconds, index = the 5-bit code (0 means 655.36 ms). */
+    private static final int[] RNR_DELAY_MICROS = {655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
+        960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
+        163_840, 245_760, 327_680, 491_520};
+    /** How long an idle requester spins for the next post before it sleeps: waking a sleeping one allocates. */
+    private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
+    /** The first payload buffer; it grows to the largest message sent. */
+    private static final int PAYLOAD_BUFFER = 4096;
+
+    private final SoftQp qp;
+    private final Thread thread;
+    private final SendWork current;
+    private final Wire.Request request = new Wire.Request();
+    private byte[] payload = new byte[PAYLOAD_BUFFER];
+    private int takenAt; // the QP's resets when the request in hand was taken
+
+    Requester(SoftQp qp, int maxInline) {
+        this.qp = qp;
+        this.current = new SendWork(maxInline);
+        this.thread = Thread.ofVirtual().name("soft-qp-" + qp.qpNumber()).unstarted(this::run);
+    }
+
+    void start() {
+        thread.start();
+    }
+
+    /** Stops the thread (the QP is destroyed) and waits until it has, unless called from it. */
+    void stop() {
+        thread.interrupt();
+        if (Thread.currentThread() == thread) return;
+        boolean interrupted = false;
+        while (thread.isAlive()) {
+            try {
+                thread.join();
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
+    }
+
+    private void run() {
+        try {
+            SendWork work = current;
+            while (true) {
+                boolean flush;
+                qp.lock.lock();
+                try {
+                    while (!qp.destroyed && !hasWork()) {
+                        int seen = qp.postedSends;
+                        qp.lock.unlock();
+                        try {
+                            spinFor(seen);
+                        } finally {
+                            relock();
+                        }
+                        if (!qp.destroyed && !hasWork()) qp.workToDo.await();
+                    }
+                    if (qp.destroyed) return;
+                    qp.sendQueue.take(work);
+                    flush = qp.state == QpState.ERROR;
+                    takenAt = qp.resets;
+                } finally {
+                    qp.lock.unlock();
+                }
+                if (flush) {
+                    complete(work, WcStatus.WR_FLUSH_ERR, 0);
+                    continue;
+                }
+                WcStatus status = execute(work);
+                if (status != WcStatus.SUCCESS) failRequest(work, status);
+            }
+        } catch (InterruptedException e) {
+            // destroyed
+        }
+    }
+
+    /** Whether a request is queued and the QP executes (RTS) or flushes (ERROR) its send queue. Caller holds qp.lock. */
+    private boolean hasWork() {
+        return !qp.sendQueue.isEmpty() && (qp.state == QpState.RTS || qp.state == QpState.ERROR);
+    }
+
+    /**
+     * Spins a little for a post after {@code seen} before the requester sleeps: an application posting again right
+     * after its completion (a ping-pong, a pipeline) then finds it awake, and waking a sleeping virtual thread
+     * allocates its scheduler's task.
+     */
+    private void spinFor(int seen) {
+        long end = System.nanoTime() + SPIN_NANOS;
+        while (qp.postedSends == seen && !qp.destroyed && System.nanoTime() - end < 0) Thread.onSpinWait();
+    }
+
+    /**
+     * Takes the lock back after spinning, spinning on it a while first: a post holds it only briefly, and a requester
+     * that queued for it would sleep, and be woken, which allocates.
+     */
+    private void relock() {
+        long end = System.nanoTime() + SPIN_NANOS;
+        while (!qp.lock.tryLock()) {
+            if (System.nanoTime() - end >= 0) {
+                qp.lock.lock();
+                return;
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    /**
+     * The request in hand failed: it completes with {@code status} and the QP moves to ERROR, unless a reset
+     * discarded it meanwhile.
+     */
+    private void failRequest(SendWork w, WcStatus status) {
+        qp.lock.lock();
+        try {
+            if (qp.resets == takenAt) qp.fail(qp.sendCq, w.wrId, w.opcode.completion().code(), status);
+        } finally {
+            qp.lock.unlock();
+        }
+    }
+
+    /** Whether the request in hand must not be sent (again): its QP was qp.destroyed, reset, or moved to ERROR. */
+    private boolean requestStopped() {
+        return qp.destroyed || qp.state == QpState.ERROR || qp.resets != takenAt;
+    }
+
+    private void complete(SendWork w, WcStatus status, int byteLength) {
+        if (status == WcStatus.SUCCESS && !w.signaled) return;
+        qp.sendCq.push(w.wrId, status.code(), w.opcode.completion().code(), byteLength, 0, 0, qp.qpNumber());
+    }
+
+    /** Runs one request; pushes its success completion itself and returns SUCCESS, or returns the error. */
+    private WcStatus execute(SendWork w) throws InterruptedException {
+        return switch (w.opcode) {
+            case LOCAL_INV -> invalidateLocally(w);
+            case BIND_MW -> bind(w);
+            case SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM -> sendOrWrite(w);
+            case RDMA_READ -> read(w);
+            case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> atomic(w);
+        };
+    }
+
+    private WcStatus invalidateLocally(SendWork w) {
+        SoftMw mw = qp.device.keys.window(w.invalidateRkey);
+        if (mw == null || mw.pd != qp.pd || mw.type != MwType.TYPE_2 || !mw.invalidate(w.invalidateRkey)) {
+            return WcStatus.MW_BIND_ERR;
+        }
+        complete(w, WcStatus.SUCCESS, 0);
+        return WcStatus.SUCCESS;
+    }
+
+    private WcStatus bind(SendWork w) {
+        SoftMw mw = w.window;
+        SoftMr mr = w.bindRegion;
+        boolean allowed = mw.pd == qp.pd && mr.pd == qp.pd && qp.device.keys.region(mr.key) == mr
+                && (mr.access & Access.MW_BIND.bit()) != 0 && mr.covers(w.bindAddress, w.bindLength)
+                && ((w.bindAccess & NEEDS_LOCAL_WRITE) == 0 || (mr.access & Access.LOCAL_WRITE.bit()) != 0)
+                && (mw.type == MwType.TYPE_1 || (!mw.isBound() && (w.newRkey >>> 8) == mw.index()));
+        if (!allowed) return WcStatus.MW_BIND_ERR;
+        mw.bind(w.newRkey, mr, w.bindAddress, w.bindLength, w.bindAccess, qp);
+        complete(w, WcStatus.SUCCESS, 0);
+        return WcStatus.SUCCESS;
+    }
+
+    private WcStatus sendOrWrite(SendWork w) throws InterruptedException {
+        byte[] data = w.inline;
+        int length = w.inlineLength;
+        if (length < 0) {
+            length = gather(w.sges);
+            if (length < 0) return WcStatus.LOC_PROT_ERR;
+            data = payload;
+        }
+        var response = transmit(request.set(w.opcode.code(), qp.qpNumber(), qp.sendPsn, w.remoteAddress, w.rkey, length, data,
+                w.immediate, 0, 0));
+        WcStatus status = statusOf(response);
+        if (status == WcStatus.SUCCESS) complete(w, status, length);
+        return status;
+    }
+
+    private WcStatus read(SendWork w) throws InterruptedException {
+        long total = w.sges.totalLength();
+        if (total > Integer.MAX_VALUE) return WcStatus.LOC_LEN_ERR;
+        if (!w.sges.writable(qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
+        var response = transmit(request.set(w.opcode.code(), qp.qpNumber(), qp.sendPsn, w.remoteAddress, w.rkey, (int) total,
+                null, 0, 0, 0));
+        WcStatus status = statusOf(response);
+        if (status != WcStatus.SUCCESS) return status;
+        if (!w.sges.scatter(response.data(), response.data().length, qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
+        complete(w, status, (int) total);
+        return status;
+    }
+
+    private WcStatus atomic(SendWork w) throws InterruptedException {
+        if (w.sges.count != 1 || w.sges.length[0] != Long.BYTES) return WcStatus.LOC_LEN_ERR;
+        if (!w.sges.writable(qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
+        var response = transmit(request.set(w.opcode.code(), qp.qpNumber(), qp.sendPsn, w.remoteAddress, w.rkey, Long.BYTES,
+                null, 0, w.compareAdd, w.swap));
+        WcStatus status = statusOf(response);
+        if (status != WcStatus.SUCCESS) return status;
+        byte[] original = MemorySegment.ofArray(new long[] {response.atomicOriginal()}).toArray(ValueLayout.JAVA_BYTE);
+        if (!w.sges.scatter(original, original.length, qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
+        complete(w, status, Long.BYTES);
+        return status;
+    }
+
+    private static WcStatus statusOf(Wire.Response r) {
+        if (r == null) return WcStatus.WR_FLUSH_ERR; // its QP stopped while it was retried
+        return switch (r.kind()) {
+            case ACK -> WcStatus.SUCCESS;
+            case NAK_ACCESS -> WcStatus.REM_ACCESS_ERR;
+            case NAK_INVALID_REQUEST -> WcStatus.REM_INV_REQ_ERR;
+            case NAK_OPERATION -> WcStatus.REM_OP_ERR;
+            case RNR -> WcStatus.RNR_RETRY_EXC_ERR;
+            case DROPPED -> WcStatus.RETRY_EXC_ERR;
+        };
+    }
+
+    /**
+     * Delivers a request with the RC retry rules: no answer is retried {@code retry_cnt} times after the ACK
+     * timeout; an RNR NAK is retried {@code rnr_retry} times (7: forever) after the responder's RNR timer.
+     * Returns the last answer, which is RNR or DROPPED when retries ran out, or null as soon as the QP stops
+     * (ERROR, reset, destroyed): a requester retrying forever (rnr_retry 7) must still flush.
+     */
+    private Wire.Response transmit(Wire.Request request) throws InterruptedException {
+        long ackTimeoutNanos = Math.min(TimeUnit.SECONDS.toNanos(8), Math.max(TimeUnit.MILLISECONDS.toNanos(1),
+                4096L << qp.timeout));
+        int retries = qp.retryCount;
+        int rnrRetries = qp.rnrRetry;
+        while (true) {
+            if (requestStopped()) return null;
+            Link l = qp.link.current();
+            FaultInjector f = qp.faults;
+            Wire.Response r = f != null ? f.exchange(l, request, ackTimeoutNanos)
+                    : l == null ? Wire.Response.DROPPED : l.exchange(request, ackTimeoutNanos);
+            boolean connecting = l == null && (f == null || !f.isCut());
+            if (r.kind() == Wire.Kind.DROPPED && connecting && qp.link.awaitLink()) continue; // not a retry
+            switch (r.kind()) {
+                case DROPPED -> {
+                    if (retries-- == 0) return r;
+                    awaitRetry(ackTimeoutNanos);
+                }
+                case RNR -> {
+                    if (rnrRetries != 7 && rnrRetries-- == 0) return r;
+                    awaitRetry(TimeUnit.MICROSECONDS.toNanos(RNR_DELAY_MICROS[r.rnrTimer() & 31]));
+                }
+                default -> {
+                    if (r.kind() == Wire.Kind.ACK) qp.sendPsn = Wire.nextPsn(qp.sendPsn);
+                    return r;
+                }
+            }
+        }
+    }
+
+    /** Waits {@code nanos} before a retry, or less if the QP stops meanwhile (every modify signals). */
+    private void awaitRetry(long nanos) throws InterruptedException {
+        qp.lock.lock();
+        try {
+            for (long left = nanos; left > 0 && !requestStopped(); ) left = qp.workToDo.awaitNanos(left);
+        } finally {
+            qp.lock.unlock();
+        }
+    }
+
+    /**
+     * Gathers the entries' bytes into {@link #payload}, grown if too small; returns how many, or -1 if an entry is
+     * not covered by a valid lkey.
+     */
+    private int gather(Sges sges) {
+        long total = sges.totalLength();
+        if (total > Integer.MAX_VALUE) return -1;
+        if (payload.length < total) payload = new byte[(int) Math.max(total, Math.min(2L * payload.length, Integer.MAX_VALUE))];
+        return sges.gather(payload, qp.device, qp.pd);
+    }
+}
