@@ -133,7 +133,7 @@ class ChronicleBlocksTest {
                     return expected;
                 }
             }).get();
-            assertTrue(e != null && e.getMessage().contains("confined"), "refused on another thread");
+            assertTrue(e != null && e.getMessage().contains("held by another thread"), "refused on another thread");
         }
         try (Block shared = arena.allocateShared(64, 8)) {
             long first = CompletableFuture.supplyAsync(() -> {
