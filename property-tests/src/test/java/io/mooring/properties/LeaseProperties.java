@@ -717,6 +717,9 @@ class LeaseProperties {
                 for (Leased l : leases) if (l.ownerActive()) l.ending(EndReason.OWNER_CLOSED);
                 owner.close();
                 requester.close();
+                listener.close();
+                ownerEndpoint.close(); // and the endpoints' shared receive blocks with them
+                requesterEndpoint.close();
                 for (Leased l : leases) if (l.segment != null && !l.closed) l.segment.close(); // sessions gone: no-op
                 // Every dropped segment is reported once as a leak, also those whose session was lost before
                 // their Cleaner ran (and no Cleaner report may land in a later test's output).

@@ -1,10 +1,5 @@
 package io.mooring.lease;
 
-import io.mooring.allocator.Block;
-import io.mooring.allocator.RdmaArena;
-import io.mooring.verbs.QueuePair;
-import io.mooring.verbs.ReceiveRequest;
-import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WorkCompletion;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -15,19 +10,18 @@ import java.util.function.Supplier;
 /**
  * A session's application messages over its data QP, with credit-based flow control in both directions.
  *
- * <p>Receiving: {@code window} receives are posted into arena blocks of the endpoint's message size. A message that
- * arrives is handed to the application as the very block it was written into (no copy), and a fresh block takes
- * its place on the QP at once. The peer may have at most {@code window} messages (and write-with-immediate
- * notices) outstanding that the application has not taken: each take earns it a credit back, returned in batches
- * of half the window by a CREDIT control message. A peer that sends past its credits breaks the protocol and loses
- * the session. So the receive queue never runs empty under a well-behaved peer (no RNR storm), and nothing queues
- * without bound however slow the application is.
+ * <p>Receiving: messages arrive in blocks of the endpoint's shared receive queue ({@link MessageReceives}), handed
+ * to the application as the very block the NIC wrote (no copy). The peer may have at most {@code window} messages
+ * (and write-with-immediate notices) outstanding that the application has not taken: each take earns it a credit
+ * back, returned in batches of half the window by a CREDIT control message. A peer that sends past its credits breaks
+ * the protocol and loses the session. The endpoint keeps a window of receives posted per session, so its queue never
+ * runs empty under well-behaved peers (no RNR storm), and nothing queues without bound however slow the application.
  *
  * <p>Sending: each SEND, SEND with immediate and WRITE with immediate spends one of the peer's credits. Without one
  * it waits in a queue of at most {@link #MAX_WAITING} requests (more are refused with
  * {@link FlowControlException}) until a CREDIT arrives.
  */
-final class MessageFlow implements AutoCloseable {
+final class MessageFlow {
     /** Requests waiting for a credit, and application calls waiting for a message, at most. */
     static final int MAX_WAITING = 1024;
 
@@ -35,12 +29,8 @@ final class MessageFlow implements AutoCloseable {
     private record WaitingSend(CompletableFuture<WorkCompletion> done, Runnable posting) {}
 
     private final RdmaSession session;
-    private final QueuePair qp;
-    private final RdmaArena arena;
-    private final int messageSize;
     private final int window;
     private final int creditBatch;
-    private final Block[] receives;
 
     // guarded by this
     private final ArrayDeque<InboundMessage> messages = new ArrayDeque<>();
@@ -52,48 +42,23 @@ final class MessageFlow implements AutoCloseable {
     private int credits; // what this side may still send to the peer
     private boolean closed;
 
-    /** @throws RuntimeException if the arena cannot serve the receive blocks: none is kept then */
-    MessageFlow(RdmaSession session, QueuePair qp, RdmaArena arena, int messageSize, int window, int peerWindow) {
+    MessageFlow(RdmaSession session, int window, int peerWindow) {
         this.session = session;
-        this.qp = qp;
-        this.arena = arena;
-        this.messageSize = messageSize;
         this.window = window;
         this.creditBatch = Math.max(1, window / 2);
         this.credits = peerWindow;
-        this.receives = new Block[window];
-        try {
-            for (int i = 0; i < window; i++) receives[i] = arena.allocateShared(messageSize, 8);
-        } catch (RuntimeException | OutOfMemoryError e) {
-            freeReceives();
-            throw e;
-        }
-    }
-
-    void start() {
-        for (int slot = 0; slot < window; slot++) repost(slot);
-    }
-
-    private void repost(int slot) {
-        Block b = receives[slot];
-        qp.post(ReceiveRequest.into(b.region(), b.regionOffset(), messageSize).wrId(slot));
     }
 
     // ---- receiving -------------------------------------------------------------------------------------------
 
-    /** A successful receive completion of the data QP (from the dispatcher). */
-    void received(WorkCompletion wc) {
-        int slot = (int) wc.wrId();
-        if (wc.opcode() == WcOpcode.RECV_RDMA_WITH_IMM) { // the data went to the peer's target; the block is unused
-            repost(slot);
-            deliverNotice(wc.immediate());
-            return;
-        }
-        Block filled = receives[slot];
-        receives[slot] = arena.allocateShared(messageSize, 8); // throws when the arena is exhausted: the session ends
-        repost(slot);
-        boolean withImmediate = wc.hasImmediate();
-        deliverMessage(new InboundMessage(session, filled, wc.byteLength(), withImmediate, withImmediate ? wc.immediate() : 0));
+    /** A message arrived (from the dispatcher). */
+    void received(InboundMessage m) {
+        deliverMessage(m);
+    }
+
+    /** A WRITE with immediate arrived (from the dispatcher): its data is in place. */
+    void noticed(int immediate) {
+        deliverNotice(immediate);
     }
 
     private void deliverMessage(InboundMessage m) {
@@ -231,7 +196,7 @@ final class MessageFlow implements AutoCloseable {
 
     // ---- ending ----------------------------------------------------------------------------------------------
 
-    /** Fails whoever waits and frees what the application never took; the receive blocks wait for {@link #close}. */
+    /** Fails whoever waits and frees what the application never took. */
     void end(String reason) {
         List<CompletableFuture<?>> waiting = new ArrayList<>();
         List<InboundMessage> untaken;
@@ -252,14 +217,4 @@ final class MessageFlow implements AutoCloseable {
         waiting.forEach(f -> f.completeExceptionally(new SessionLostException(reason)));
     }
 
-    /** Frees the receive blocks; call after the QP is destroyed (nothing posted may be in flight). */
-    @Override
-    public void close() {
-        end("the session closed");
-        freeReceives();
-    }
-
-    private void freeReceives() {
-        for (Block b : receives) if (b != null && b.isOpen()) b.close();
-    }
 }

@@ -31,8 +31,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Where an application's sessions live (async-rdma's {@code RdmaListener} and {@code Rdma} builder in one): one
- * protection domain and arena, one completion queue with one dispatcher thread, and the limits per peer — shared by
- * every session, so a session costs two QPs, a few buffers and two virtual threads, not a platform thread.
+ * protection domain and arena, one completion queue with one dispatcher thread, one shared receive queue for
+ * application messages, and the limits per peer — shared by every session, so a session costs two QPs, a few buffers
+ * and two virtual threads, not a platform thread.
  * <pre>{@code
  * try (var endpoint = RdmaEndpoint.builder(pd, arena).build();
  *      var listener = endpoint.listen(7471)) {
@@ -48,9 +49,15 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class RdmaEndpoint implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaEndpoint.class.getName());
-    /** Closes handshakes that run past their timeout; its tasks only close sockets, so it never waits on a peer. */
+    /**
+     * Closes handshakes that run past their timeout and checks the sessions' QPs; its tasks close sockets and read
+     * QP states, so it never waits on a peer.
+     */
     private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().daemon().name("mooring-handshake-watchdog").factory());
+
+    /** How often every session's QPs are checked for ERROR. */
+    static final Duration HEALTH_CHECK = Duration.ofMillis(200);
 
     private final ProtectionDomain pd;
     private final RdmaArena arena;
@@ -64,12 +71,14 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final int messageWindow;
     private final int maxSessions;
     private final CompletionQueue cq;
+    private final MessageReceives receives;
     private final Semaphore handshakes;
     private final AtomicInteger sessionSlots = new AtomicInteger();
     private final Map<Integer, RdmaSession> byQpNumber = new ConcurrentHashMap<>();
     private final Set<RdmaSession> sessions = ConcurrentHashMap.newKeySet();
     private final Map<InetAddress, PeerAccount> peers = new ConcurrentHashMap<>();
     private final List<RdmaListener> listeners = new CopyOnWriteArrayList<>();
+    private final ScheduledFuture<?> health;
     private volatile boolean closed;
 
     private RdmaEndpoint(Builder b) {
@@ -88,19 +97,29 @@ public final class RdmaEndpoint implements AutoCloseable {
         // Every QP of every session completes here, so the CQ holds what all of them can have outstanding at once.
         int perSession = RdmaSession.CONTROL_QP.maxSendWr() + RdmaSession.CONTROL_QP.maxRecvWr()
                 + RdmaSession.DATA_SENDS + messageWindow;
-        int deviceMax = pd.context().device().attributes().maxCqe();
-        this.maxSessions = Math.min(b.maxSessions, deviceMax / perSession);
+        var device = pd.context().device().attributes();
+        this.maxSessions = Math.min(b.maxSessions, Math.min(device.maxCqe() / perSession,
+                device.maxSrqWr() / messageWindow));
         if (maxSessions < 1) {
-            throw new IllegalArgumentException("a session needs " + perSession + " completion queue entries, the device"
-                    + " has at most " + deviceMax + " per CQ: lower messageWindow");
+            throw new IllegalArgumentException("a session needs " + perSession + " completion queue entries and "
+                    + messageWindow + " shared receives, the device has at most " + device.maxCqe() + " and "
+                    + device.maxSrqWr() + ": lower messageWindow");
         }
         this.cq = pd.context().createCompletionQueue(maxSessions * perSession);
+        MessageReceives made = null;
         try {
+            made = new MessageReceives(pd, arena, maxMessageSize, maxSessions * messageWindow);
             cq.startDispatcher(b.polling, this::onCompletion);
         } catch (RuntimeException e) {
+            if (made != null) made.close();
             cq.close();
             throw e;
         }
+        this.receives = made;
+        // A data QP takes its receives from the shared queue, so no flushed receive of its own reports that it broke (a
+        // remote access error moves it to ERROR without a completion on the owner's side): its state is checked.
+        this.health = WATCHDOG.scheduleWithFixedDelay(() -> sessions.forEach(RdmaSession::checkQueuePairs),
+                HEALTH_CHECK.toMillis(), HEALTH_CHECK.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** Checked here, not at the first grant, where a missing right would fail on the NIC and end the session. */
@@ -316,6 +335,15 @@ public final class RdmaEndpoint implements AutoCloseable {
         return cq;
     }
 
+    MessageReceives receives() {
+        return receives;
+    }
+
+    /** Sessions set up or being set up now. */
+    int sessionCount() {
+        return sessionSlots.get();
+    }
+
     private void checkOpen() {
         if (closed) throw new IllegalStateException("the endpoint is closed");
     }
@@ -325,8 +353,10 @@ public final class RdmaEndpoint implements AutoCloseable {
     public void close() {
         if (closed) return;
         closed = true;
+        health.cancel(false);
         listeners.forEach(RdmaListener::close);
         sessions().forEach(RdmaSession::close);
+        receives.close();
         cq.close();
     }
 

@@ -6,8 +6,10 @@ import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.Opcode;
 import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpInfo;
+import io.mooring.verbs.QpState;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
 import java.io.IOException;
@@ -109,7 +111,7 @@ public final class RdmaSession implements AutoCloseable {
             var pd = endpoint.pd();
             this.controlQp = madeControl = pd.createQueuePair(endpoint.cq(), endpoint.cq(), CONTROL_QP);
             this.dataQp = madeData = pd.createQueuePair(endpoint.cq(), endpoint.cq(),
-                    new QpCapabilities(DATA_SENDS, endpoint.messageWindow(), 1, 1, 0));
+                    new QpCapabilities(DATA_SENDS, 1, 1, 1, 0), endpoint.receives().queue());
             var record = ByteBuffer.allocate(RECORD_BYTES).putInt(PROTOCOL_VERSION);
             dataQp.info(endpoint.connectOptions()).writeTo(record);
             record.putInt(endpoint.messageWindow()).putInt(endpoint.maxMessageSize()).flip();
@@ -126,10 +128,11 @@ public final class RdmaSession implements AutoCloseable {
                 throw new IOException("peer offers a message window of " + peerWindow + " and a message size of "
                         + peerMessageSize + "; both must be positive");
             }
-            // Buffers and threads only for a peer that passed the bootstrap.
+            // Buffers and threads only for a peer that passed the bootstrap. Its messages come from the endpoint's
+            // shared receive queue, which holds a window for every session.
+            endpoint.receives().grow(endpoint.sessionCount() * endpoint.messageWindow());
             this.channel = madeChannel = new ControlChannel(controlQp, endpoint.arena());
-            this.messages = madeMessages = new MessageFlow(this, dataQp, endpoint.arena(), endpoint.maxMessageSize(),
-                    endpoint.messageWindow(), peerWindow);
+            this.messages = madeMessages = new MessageFlow(this, endpoint.messageWindow(), peerWindow);
             this.leases = madeLeases = new LeaseManager(dataQp, endpoint.limits(), endpoint.isolation(), peer);
             leases.onRevocationNotice(lease -> reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(),
                     EndReason.OWNER_CLOSED.ordinal())));
@@ -139,7 +142,6 @@ public final class RdmaSession implements AutoCloseable {
             controlQp.connect(answer.qp(), options);
             dataQp.connect(peerData, options);
             channel.start();
-            messages.start();
             agent.start();
             bootstrap.barrier(); // both sides have receives posted before either sends anything
             socket.setSoTimeout(0); // from now on the connection only signals liveness: watchPeer blocks on it
@@ -155,7 +157,7 @@ public final class RdmaSession implements AutoCloseable {
                 if (madeControl != null) madeControl.close();
                 if (madeData != null) madeData.close();
                 if (madeChannel != null) madeChannel.close();
-                if (madeMessages != null) madeMessages.close();
+                if (madeMessages != null) madeMessages.end("the session was not set up");
             }
         }
     }
@@ -527,14 +529,22 @@ public final class RdmaSession implements AutoCloseable {
 
     /** A completion of one of this session's QPs that no future claimed: a receive, or a failure. */
     void onCompletion(WorkCompletion wc) {
+        boolean data = wc.qpNumber() == dataQp.number();
         if (!wc.isSuccess()) {
-            lost((wc.qpNumber() == controlQp.number() ? "a control" : "a data") + " receive completed with "
-                    + wc.status());
+            if (data) endpoint.receives().repost((int) wc.wrId()); // flushed: the shared queue's block is still good
+            lost((data ? "a data" : "a control") + " receive completed with " + wc.status());
             return;
         }
-        if (wc.qpNumber() == dataQp.number()) {
+        if (data) {
             try {
-                messages.received(wc);
+                if (wc.opcode() == WcOpcode.RECV_RDMA_WITH_IMM) { // the data went to a leased block; the buffer is unused
+                    endpoint.receives().repost((int) wc.wrId());
+                    messages.noticed(wc.immediate());
+                } else {
+                    boolean withImmediate = wc.hasImmediate();
+                    messages.received(new InboundMessage(this, endpoint.receives().take(wc), wc.byteLength(),
+                            withImmediate, withImmediate ? wc.immediate() : 0));
+                }
             } catch (RuntimeException | OutOfMemoryError e) { // no block for the next receive (memlock)
                 lost("receiving a message failed: " + e.getMessage());
             }
@@ -576,6 +586,17 @@ public final class RdmaSession implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.log(Level.WARNING, "serving " + m + " failed", e);
             reply(new Message.Error(m.requestId(), ErrorCodes.INVALID_REQUEST, String.valueOf(e.getMessage())));
+        }
+    }
+
+    /** Loses the session if one of its QPs went to ERROR (the endpoint's periodic check). */
+    void checkQueuePairs() {
+        if (lostReason != null || closing) return;
+        try {
+            if (dataQp.state() == QpState.ERROR || controlQp.state() == QpState.ERROR) {
+                lost("a QP of the session went to ERROR (a remote access error or a transport failure)");
+            }
+        } catch (RuntimeException e) { // destroyed meanwhile: the session is ending anyway
         }
     }
 
@@ -688,11 +709,11 @@ public final class RdmaSession implements AutoCloseable {
     private synchronized void lost(String reason, Level level) {
         if (lostReason != null || closing) return;
         lostReason = "session to " + peerAddress + (level == Level.INFO ? " ended: " : " lost: ") + reason;
+        leases.stopGranting(); // first: whoever learns of the loss finds the manager refusing
         if (level == Level.INFO) peer.endedCleanly();
         else peer.failed();
         ended.complete(lostReason);
         LOG.log(level, lostReason + "; revoking every lease granted to the peer");
-        leases.stopGranting();
         pending.values().forEach(f -> f.completeExceptionally(new SessionLostException(lostReason)));
         remote.values().forEach(RemoteSegment.State::revoked);
         remote.clear();
@@ -769,7 +790,6 @@ public final class RdmaSession implements AutoCloseable {
             controlQp.close();
             dataQp.close();
             channel.close();
-            messages.close();
             endpoint.removed(this);
         } finally {
             tornDown.complete(null);

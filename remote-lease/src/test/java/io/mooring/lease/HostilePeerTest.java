@@ -121,7 +121,9 @@ class HostilePeerTest {
             peer.stopReceiving(); // 20 leases expire: 20 REVOKED, of which at most 16 find a receive
             String why = owner.closed().get(60, TimeUnit.SECONDS);
             assertTrue(why.contains(" lost: "), why);
-            awaitTrue(() -> ownerArena.stats().liveBlocks() == 0, "every block the wedged session held to return");
+            // What stays: the endpoint's shared receive blocks, kept posted for the next sessions.
+            awaitTrue(() -> ownerArena.stats().liveBlocks() == ownerEndpoint.receives().posted(),
+                    "every block the wedged session held to return");
             assertEquals(0, owner.leases().stats().active());
         }
     }
@@ -173,6 +175,43 @@ class HostilePeerTest {
         }
         assertEquals(null, requester.lostReason());
         assertEquals(null, owner.lostReason());
+    }
+
+    /**
+     * Promise 1, in part: a peer whose access fails (here a raw WRITE past its lease, as a key guess would) loses the
+     * session — its manager stops granting — and its next session is refused until the backoff has passed, so guessing
+     * costs a growing wait per wrong guess instead of one reconnect.
+     */
+    @Test
+    void aPeerWhoseAccessFailsLosesItsSessionAndWaitsBeforeTheNext() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ofMillis(800)));
+        RdmaEndpoint peer = peerEndpoint();
+        var accepted = listener.accept();
+        RdmaSession requester = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
+        RemoteSegment lease = requester.requestRemote(64, Duration.ofSeconds(30), RW);
+        try (Block src = peerArena.allocateShared(8, 8)) {
+            var guess = requester.queuePair().postAsync(io.mooring.verbs.WorkRequest.write(src.region(),
+                    src.regionOffset(), 8).remote(lease.address() + 64, lease.rkey()));
+            var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> guess.get(10, TimeUnit.SECONDS));
+            assertEquals(io.mooring.verbs.WcStatus.REM_ACCESS_ERR,
+                    ((io.mooring.verbs.WorkCompletionException) failed.getCause()).status());
+        }
+        String why = owner.closed().get(10, TimeUnit.SECONDS);
+        assertTrue(why.contains(" lost: "), why);
+        try (Block spare = ownerArena.allocate(64)) {
+            var refused = assertThrows(LeaseRefusedException.class, () -> owner.leases().grant(spare,
+                    Duration.ofSeconds(1), RW), "a lost session's manager grants nothing");
+            assertEquals(ErrorCodes.SHUTTING_DOWN, refused.code(), refused.getMessage());
+        }
+        var barred = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> peer.connect(listener.address()).get(10, TimeUnit.SECONDS));
+        assertInstanceOf(java.io.IOException.class, barred.getCause(), "refused at once: " + barred.getCause());
+        Thread.sleep(900);
+        var again = listener.accept();
+        peer.connect(listener.address()).get(10, TimeUnit.SECONDS).close();
+        again.get(10, TimeUnit.SECONDS).close();
+        lease.close();
     }
 
     private static void awaitTrue(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
