@@ -255,7 +255,7 @@ public final class RegistrationCache implements AutoCloseable {
                     List<CachedRegion> joined = mine.merging.stream().filter(m -> !m.isRetired()).toList();
                     merges += joined.size();
                     withdraw(joined, drop, false);
-                    index = index.with(r, joined);
+                    index = index.with(r, List.of()); // withdraw took the joined ones out
                 }
                 if (!closed) reg = new Registration(this, r, segment);
             } finally {
@@ -312,7 +312,12 @@ public final class RegistrationCache implements AutoCloseable {
             liveBytes.add(-r.length());
         } else if (after == 0) {
             unusedDelta(r, +1);
-            if (cachedCount.sum() > maxCachedCount || cachedBytes.sum() > maxCachedBytes) trim();
+            // Unused regions are a subset of the index: while all of it fits the bounds, no counter need be summed.
+            RegionIndex all = index;
+            if ((all.size() > maxCachedCount || all.bytes() > maxCachedBytes)
+                    && (cachedCount.sum() > maxCachedCount || cachedBytes.sum() > maxCachedBytes)) {
+                trim();
+            }
         }
     }
 
