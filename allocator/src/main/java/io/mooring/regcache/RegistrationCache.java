@@ -20,6 +20,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
+import jdk.jfr.FlightRecorder;
 
 /**
  * Registrations of memory the caller already has (buffers of its own, mapped files), cached so that using the
@@ -238,6 +239,7 @@ public final class RegistrationCache implements AutoCloseable {
         MemoryRegion mr = null;
         List<CachedRegion> drop = new ArrayList<>();
         Registration reg = null;
+        RegistrationEvent event = recording() ? RegistrationEvent.begun() : null;
         try {
             mr = register(mine, from, to, rights);
             mr.resource().addPin(); // the creator's user
@@ -254,6 +256,7 @@ public final class RegistrationCache implements AutoCloseable {
                 } else {
                     List<CachedRegion> joined = mine.merging.stream().filter(m -> !m.isRetired()).toList();
                     merges += joined.size();
+                    if (event != null) event.commit(name, "register", r, joined.size());
                     withdraw(joined, drop, false);
                     index = index.with(r, List.of()); // withdraw took the joined ones out
                 }
@@ -298,6 +301,7 @@ public final class RegistrationCache implements AutoCloseable {
     /** A registration became unreachable unclosed: the tracker gives its user back. */
     void releaseLeaked(Hold hold) {
         leaks.increment();
+        record("leak", hold.cached);
         release(hold.cached);
         LOG.log(System.Logger.Level.WARNING, "a registration of {0} in {1} of {2} was never closed: released when "
                 + "it became unreachable; its pages stayed pinned until then", hold, hold.cached, name);
@@ -348,6 +352,7 @@ public final class RegistrationCache implements AutoCloseable {
                 evicted.add(r);
             }
             evictions += evicted.size();
+            evicted.forEach(r -> record("evict", r));
             drop.addAll(evicted);
             if (!evicted.isEmpty()) index = index.with(null, evicted);
         } finally {
@@ -378,10 +383,12 @@ public final class RegistrationCache implements AutoCloseable {
             List<CachedRegion> hit = index.overlapping(from, to);
             inUse += withdraw(hit, drop);
             invalidations += hit.size();
+            hit.forEach(r -> record("invalidate", r));
             for (CachedRegion r : superseded) {
                 if (r.start < to && from < r.end && superseded.remove(r)) {
                     drop.add(r);
                     invalidations++;
+                    record("invalidate", r);
                     if (r.inUse()) inUse++;
                 }
             }
@@ -453,6 +460,19 @@ public final class RegistrationCache implements AutoCloseable {
             }
         }
         if (failure != null) throw failure;
+    }
+
+    /**
+     * Whether JFR is initialized. Checked before the event class is touched: initializing one registers it, which
+     * initializes JFR — about half a second for a JVM that records nothing.
+     */
+    private static boolean recording() {
+        return FlightRecorder.isInitialized();
+    }
+
+    /** A JFR event without a duration: a region left the cache, or a leak was found. */
+    private void record(String action, CachedRegion r) {
+        if (recording()) RegistrationEvent.begun().commit(name, action, r, 0);
     }
 
     private ResourceClosedException closedError() {
