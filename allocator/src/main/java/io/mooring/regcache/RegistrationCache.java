@@ -69,28 +69,29 @@ public final class RegistrationCache implements AutoCloseable {
     /** The misses so far: the clock of the LRU, read by every release that leaves a region unused. */
     private volatile long tick;
 
-    // Written by hits and releases: striped, so threads do not contend on one counter.
+    // Written by hits and releases, outside the lock: striped, so threads do not contend on one counter.
     private final LongAdder hits = new LongAdder();
     private final LongAdder leaks = new LongAdder();
+    /** Unused regions in the index (what the bounds limit): a hit of one subtracts, its last release adds. */
     private final LongAdder cachedCount = new LongAdder();
     private final LongAdder cachedBytes = new LongAdder();
+    /** Regions registered and not yet deregistered, in the index or retired in use (their last release subtracts). */
+    private final LongAdder liveCount = new LongAdder();
+    private final LongAdder liveBytes = new LongAdder();
+    /**
+     * Regions a merge retired while in use, handles still open for their holders: an invalidation of their pages or
+     * the cache's close must still close them. Each leaves at its last release.
+     */
+    private final Set<CachedRegion> superseded = ConcurrentHashMap.newKeySet();
 
     // Guarded by lock.
     private final ReentrantLock lock = new ReentrantLock();
     private final List<Pending> pending = new ArrayList<>();
-    /**
-     * Regions a merge retired while in use, handles still open for their holders: an invalidation of their pages or
-     * the cache's close must still close them. A region leaves at its last release (outside the lock).
-     */
-    private final Set<CachedRegion> superseded = ConcurrentHashMap.newKeySet();
     private long misses;
     private long merges;
     private long evictions;
     private long invalidations;
     private boolean closed;
-    // Registered and not yet deregistered (in the index or retired in use): written under lock or by a last release.
-    private final LongAdder liveCount = new LongAdder();
-    private final LongAdder liveBytes = new LongAdder();
 
     private RegistrationCache(Builder b) {
         this.pd = b.pd;
@@ -234,22 +235,24 @@ public final class RegistrationCache implements AutoCloseable {
         return new Pending(from, to, mask, merging);
     }
 
-    /** Registers a pending range outside the lock, then publishes it. */
+    /** Registers a pending range outside the lock, then publishes it and wakes the misses waiting for it. */
     private Registration miss(Pending mine, long from, long to, Set<Access> rights, MemorySegment segment) {
-        MemoryRegion mr = null;
-        List<CachedRegion> drop = new ArrayList<>();
-        Registration reg = null;
         RegistrationEvent event = recording() ? RegistrationEvent.begun() : null;
+        List<CachedRegion> drop = new ArrayList<>();
+        CachedRegion r;
+        boolean open;
         try {
-            mr = register(mine, from, to, rights);
+            MemoryRegion mr = register(mine, from, to, rights);
             mr.resource().addPin(); // the creator's user
-            var r = new CachedRegion(mr, mine.access);
+            r = new CachedRegion(mr, mine.access);
             lock.lock();
             try {
+                pending.remove(mine);
                 misses++;
                 tick = misses;
                 liveCount.increment();
                 liveBytes.add(r.length());
+                open = !closed;
                 if (closed || mine.invalidated) {
                     r.retire();
                     drop.add(r); // its handle closes now; the creator's release deregisters it
@@ -260,23 +263,26 @@ public final class RegistrationCache implements AutoCloseable {
                     withdraw(joined, drop, false);
                     index = index.with(r, List.of()); // withdraw took the joined ones out
                 }
-                if (!closed) reg = new Registration(this, r, segment);
             } finally {
                 lock.unlock();
             }
-            if (reg == null) release(r); // the cache closed meanwhile: no one may use it
-        } finally {
+        } catch (Throwable t) {
             lock.lock();
             try {
                 pending.remove(mine);
             } finally {
                 lock.unlock();
             }
+            throw t;
+        } finally {
             mine.done.countDown();
             deregister(drop);
         }
-        if (reg == null) throw closedError();
-        return reg;
+        if (!open) {
+            release(r); // the cache closed meanwhile: no one may use the region
+            throw closedError();
+        }
+        return new Registration(this, r, segment);
     }
 
     /** Registers the pending range; if a merged range is refused, the requested pages alone (as UCX does). */
