@@ -23,17 +23,21 @@ final class RegionIndex {
     private final CachedRegion[] regions;
     private final long[] starts;
     private final long[] reach;
+    private final long bytes;
 
     private RegionIndex(CachedRegion[] sorted) {
         this.regions = sorted;
         this.starts = new long[sorted.length];
         this.reach = new long[sorted.length];
         long furthest = Long.MIN_VALUE;
+        long sum = 0;
         for (int i = 0; i < sorted.length; i++) {
             starts[i] = sorted[i].start;
             furthest = Math.max(furthest, sorted[i].end);
             reach[i] = furthest;
+            sum += sorted[i].length();
         }
+        this.bytes = sum;
     }
 
     /** A region covering {@code [from, to)} with at least {@code rights}, the latest-starting first; null if none. */
@@ -79,5 +83,10 @@ final class RegionIndex {
 
     int size() {
         return regions.length;
+    }
+
+    /** The bytes of all its regions, in use or not. */
+    long bytes() {
+        return bytes;
     }
 }

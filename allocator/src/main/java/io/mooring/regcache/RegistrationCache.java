@@ -20,6 +20,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
+import jdk.jfr.FlightRecorder;
 
 /**
  * Registrations of memory the caller already has (buffers of its own, mapped files), cached so that using the
@@ -68,28 +69,29 @@ public final class RegistrationCache implements AutoCloseable {
     /** The misses so far: the clock of the LRU, read by every release that leaves a region unused. */
     private volatile long tick;
 
-    // Written by hits and releases: striped, so threads do not contend on one counter.
+    // Written by hits and releases, outside the lock: striped, so threads do not contend on one counter.
     private final LongAdder hits = new LongAdder();
     private final LongAdder leaks = new LongAdder();
+    /** Unused regions in the index (what the bounds limit): a hit of one subtracts, its last release adds. */
     private final LongAdder cachedCount = new LongAdder();
     private final LongAdder cachedBytes = new LongAdder();
+    /** Regions registered and not yet deregistered, in the index or retired in use (their last release subtracts). */
+    private final LongAdder liveCount = new LongAdder();
+    private final LongAdder liveBytes = new LongAdder();
+    /**
+     * Regions a merge retired while in use, handles still open for their holders: an invalidation of their pages or
+     * the cache's close must still close them. Each leaves at its last release.
+     */
+    private final Set<CachedRegion> superseded = ConcurrentHashMap.newKeySet();
 
     // Guarded by lock.
     private final ReentrantLock lock = new ReentrantLock();
     private final List<Pending> pending = new ArrayList<>();
-    /**
-     * Regions a merge retired while in use, handles still open for their holders: an invalidation of their pages or
-     * the cache's close must still close them. A region leaves at its last release (outside the lock).
-     */
-    private final Set<CachedRegion> superseded = ConcurrentHashMap.newKeySet();
     private long misses;
     private long merges;
     private long evictions;
     private long invalidations;
     private boolean closed;
-    // Registered and not yet deregistered (in the index or retired in use): written under lock or by a last release.
-    private final LongAdder liveCount = new LongAdder();
-    private final LongAdder liveBytes = new LongAdder();
 
     private RegistrationCache(Builder b) {
         this.pd = b.pd;
@@ -233,47 +235,54 @@ public final class RegistrationCache implements AutoCloseable {
         return new Pending(from, to, mask, merging);
     }
 
-    /** Registers a pending range outside the lock, then publishes it. */
+    /** Registers a pending range outside the lock, then publishes it and wakes the misses waiting for it. */
     private Registration miss(Pending mine, long from, long to, Set<Access> rights, MemorySegment segment) {
-        MemoryRegion mr = null;
+        RegistrationEvent event = recording() ? RegistrationEvent.begun() : null;
         List<CachedRegion> drop = new ArrayList<>();
-        Registration reg = null;
+        CachedRegion r;
+        boolean open;
         try {
-            mr = register(mine, from, to, rights);
+            MemoryRegion mr = register(mine, from, to, rights);
             mr.resource().addPin(); // the creator's user
-            var r = new CachedRegion(mr, mine.access);
+            r = new CachedRegion(mr, mine.access);
             lock.lock();
             try {
+                pending.remove(mine);
                 misses++;
                 tick = misses;
                 liveCount.increment();
                 liveBytes.add(r.length());
+                open = !closed;
                 if (closed || mine.invalidated) {
                     r.retire();
                     drop.add(r); // its handle closes now; the creator's release deregisters it
                 } else {
                     List<CachedRegion> joined = mine.merging.stream().filter(m -> !m.isRetired()).toList();
                     merges += joined.size();
+                    if (event != null) event.commit(name, "register", r, joined.size());
                     withdraw(joined, drop, false);
-                    index = index.with(r, joined);
+                    index = index.with(r, List.of()); // withdraw took the joined ones out
                 }
-                if (!closed) reg = new Registration(this, r, segment);
             } finally {
                 lock.unlock();
             }
-            if (reg == null) release(r); // the cache closed meanwhile: no one may use it
-        } finally {
+        } catch (Throwable t) {
             lock.lock();
             try {
                 pending.remove(mine);
             } finally {
                 lock.unlock();
             }
+            throw t;
+        } finally {
             mine.done.countDown();
             deregister(drop);
         }
-        if (reg == null) throw closedError();
-        return reg;
+        if (!open) {
+            release(r); // the cache closed meanwhile: no one may use the region
+            throw closedError();
+        }
+        return new Registration(this, r, segment);
     }
 
     /** Registers the pending range; if a merged range is refused, the requested pages alone (as UCX does). */
@@ -298,6 +307,7 @@ public final class RegistrationCache implements AutoCloseable {
     /** A registration became unreachable unclosed: the tracker gives its user back. */
     void releaseLeaked(Hold hold) {
         leaks.increment();
+        record("leak", hold.cached);
         release(hold.cached);
         LOG.log(System.Logger.Level.WARNING, "a registration of {0} in {1} of {2} was never closed: released when "
                 + "it became unreachable; its pages stayed pinned until then", hold, hold.cached, name);
@@ -312,7 +322,12 @@ public final class RegistrationCache implements AutoCloseable {
             liveBytes.add(-r.length());
         } else if (after == 0) {
             unusedDelta(r, +1);
-            if (cachedCount.sum() > maxCachedCount || cachedBytes.sum() > maxCachedBytes) trim();
+            // Unused regions are a subset of the index: while all of it fits the bounds, no counter need be summed.
+            RegionIndex all = index;
+            if ((all.size() > maxCachedCount || all.bytes() > maxCachedBytes)
+                    && (cachedCount.sum() > maxCachedCount || cachedBytes.sum() > maxCachedBytes)) {
+                trim();
+            }
         }
     }
 
@@ -343,6 +358,7 @@ public final class RegistrationCache implements AutoCloseable {
                 evicted.add(r);
             }
             evictions += evicted.size();
+            evicted.forEach(r -> record("evict", r));
             drop.addAll(evicted);
             if (!evicted.isEmpty()) index = index.with(null, evicted);
         } finally {
@@ -373,10 +389,12 @@ public final class RegistrationCache implements AutoCloseable {
             List<CachedRegion> hit = index.overlapping(from, to);
             inUse += withdraw(hit, drop);
             invalidations += hit.size();
+            hit.forEach(r -> record("invalidate", r));
             for (CachedRegion r : superseded) {
                 if (r.start < to && from < r.end && superseded.remove(r)) {
                     drop.add(r);
                     invalidations++;
+                    record("invalidate", r);
                     if (r.inUse()) inUse++;
                 }
             }
@@ -448,6 +466,19 @@ public final class RegistrationCache implements AutoCloseable {
             }
         }
         if (failure != null) throw failure;
+    }
+
+    /**
+     * Whether JFR is initialized. Checked before the event class is touched: initializing one registers it, which
+     * initializes JFR — about half a second for a JVM that records nothing.
+     */
+    private static boolean recording() {
+        return FlightRecorder.isInitialized();
+    }
+
+    /** A JFR event without a duration: a region left the cache, or a leak was found. */
+    private void record(String action, CachedRegion r) {
+        if (recording()) RegistrationEvent.begun().commit(name, action, r, 0);
     }
 
     private ResourceClosedException closedError() {

@@ -47,6 +47,8 @@ class RegistrationCacheTest {
     private static final long PAGE = Pages.SIZE; // registrations cover whole kernel pages
     private static final Set<Access> LOCAL = EnumSet.of(Access.LOCAL_WRITE);
     private static final Set<Access> READABLE = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_READ);
+    /** The soft provider's locked-memory limit in bytes, read at each registration (its class is not exported). */
+    private static final String SOFT_MEMLOCK = "mooring.soft.memlock";
 
     /** Counts native destroys of memory regions per resource id. */
     private final Map<Long, AtomicInteger> mrDestroys = new ConcurrentHashMap<>();
@@ -174,6 +176,29 @@ class RegistrationCacheTest {
             assertEquals(ResourceState.DESTROYED, state(old), "deregistered with its last registration");
             beyond.close();
             assertEquals(new RegistrationCacheStats(2, 2, 1, 0, 0, 0, 1, 4 * PAGE, 0, 0), cache.stats());
+        }
+    }
+
+    @Test
+    void aRefusedMergeFallsBackToThePagesAlone() {
+        try (RegistrationCache cache = cache().build()) {
+            MemorySegment buf = pages(3);
+            // The soft provider's memlock limit: room for the held region and the pages alone, not for a merge.
+            System.setProperty(SOFT_MEMLOCK, String.valueOf(4 * PAGE));
+            try (Registration held = cache.acquire(buf.asSlice(0, 2 * PAGE));
+                 Registration next = cache.acquire(buf.asSlice(PAGE, 2 * PAGE))) {
+                assertEquals(buf.address() + PAGE, next.region().address(), "the joined [0, 3) was refused");
+                assertEquals(2 * PAGE, next.region().length());
+                try (Registration again = cache.acquire(buf.asSlice(0, PAGE))) {
+                    assertSame(held.region(), again.region(), "the region it would have joined stays cached");
+                }
+            } finally {
+                System.clearProperty(SOFT_MEMLOCK);
+            }
+            RegistrationCacheStats s = cache.stats();
+            assertEquals(0, s.merges());
+            assertEquals(2, s.misses());
+            assertEquals(2, s.cachedCount());
         }
     }
 

@@ -110,6 +110,13 @@ class GuideTest {
     }
 
     @Test
+    void theRegistrationCacheExampleRuns(@TempDir Path dir) throws Exception {
+        try (Child cache = Child.start(dir, RegistrationCacheExample.class)) {
+            cache.assertSucceeded(List.of("1001 acquisitions, 1 registration(s)"));
+        }
+    }
+
+    @Test
     void theLeaseExampleRunsAsTwoProcesses(@TempDir Path dir) throws Exception {
         try (Child owner = Child.start(dir, LeaseExample.class, "owner", "0")) {
             String first = owner.firstLine();
