@@ -180,7 +180,7 @@ public final class RdmaEndpoint implements AutoCloseable {
             }
             try {
                 socket.connect(peer, (int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
-                session.complete(handshake(socket));
+                session.complete(handshake(socket, peer));
             } catch (IOException | RuntimeException e) {
                 RdmaSession.closeQuietly(socket);
                 session.completeExceptionally(e);
@@ -207,10 +207,11 @@ public final class RdmaEndpoint implements AutoCloseable {
     }
 
     /**
-     * Runs the bootstrap on {@code socket} under the handshake timeout (a watchdog closes the socket when it runs
+     * Runs the bootstrap on {@code socket} (connected to the peer's {@code listener}, or null if accepted here) under
+     * the handshake timeout (a watchdog closes the socket when it runs
      * out, so a peer dripping bytes cannot stretch it) and registers the session.
      */
-    RdmaSession handshake(Socket socket) throws IOException {
+    RdmaSession handshake(Socket socket, InetSocketAddress listener) throws IOException {
         PeerAccount peer = account(socket.getInetAddress());
         if (!takeSessionSlot()) {
             RdmaSession.closeQuietly(socket);
@@ -221,7 +222,7 @@ public final class RdmaEndpoint implements AutoCloseable {
                 handshakeTimeout.toNanos(), TimeUnit.NANOSECONDS);
         try {
             socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
-            var session = new RdmaSession(this, socket, peer);
+            var session = new RdmaSession(this, socket, peer, listener);
             if (!watchdog.cancel(false)) { // the watchdog fired just as the handshake finished: too late all the same
                 session.close();
                 throw new IOException("the handshake with " + socket.getRemoteSocketAddress() + " took longer than "

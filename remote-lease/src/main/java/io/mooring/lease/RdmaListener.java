@@ -71,7 +71,7 @@ public final class RdmaListener implements AutoCloseable {
             } else {
                 Thread.ofVirtual().name("mooring-handshake-" + socket.getRemoteSocketAddress()).start(() -> {
                     try {
-                        offer(endpoint.handshake(socket));
+                        offer(endpoint.handshake(socket, null));
                     } catch (IOException | RuntimeException e) {
                         refuse(socket, "its handshake failed: " + e.getMessage());
                     } finally {

@@ -16,6 +16,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemoryLayout;
+import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
@@ -68,6 +69,7 @@ public final class RdmaSession implements AutoCloseable {
     private final RdmaEndpoint endpoint;
     private final Socket socket;
     private final SocketAddress peerAddress;
+    private final InetSocketAddress peerListener; // where this side connected to; null if it accepted
     private final PeerAccount peer;
     private final QueuePair controlQp;
     private final QueuePair dataQp;
@@ -94,9 +96,11 @@ public final class RdmaSession implements AutoCloseable {
      * bootstrap, or a QP or buffer this side cannot make — throws with everything made so far freed and the socket
      * closed.
      */
-    RdmaSession(RdmaEndpoint endpoint, Socket socket, PeerAccount peer) throws IOException {
+    RdmaSession(RdmaEndpoint endpoint, Socket socket, PeerAccount peer, InetSocketAddress peerListener)
+            throws IOException {
         this.endpoint = endpoint;
         this.socket = socket;
+        this.peerListener = peerListener;
         this.peerAddress = socket.getRemoteSocketAddress();
         this.peer = peer;
         QueuePair madeControl = null;
@@ -173,6 +177,21 @@ public final class RdmaSession implements AutoCloseable {
     /** The peer's address (its end of the bootstrap connection). */
     public SocketAddress peerAddress() {
         return peerAddress;
+    }
+
+    /**
+     * Another session to the same peer, on the same endpoint — so the same protection domain, arena and registered
+     * memory — with queue pairs of its own (async-rdma's {@code new_connect}): for traffic that must not wait behind
+     * this session's. Only the side that connected can open one; it counts against the same per-peer limits.
+     *
+     * @throws IllegalStateException if this side accepted the session (the peer connects again instead)
+     */
+    public CompletableFuture<RdmaSession> connectAgain() {
+        if (peerListener == null) {
+            throw new IllegalStateException("this side accepted the session to " + peerAddress + ": the peer, which"
+                    + " connected, opens more sessions");
+        }
+        return endpoint.connect(peerListener);
     }
 
     /** The endpoint this session belongs to. */

@@ -370,6 +370,30 @@ class RdmaSessionTest {
         }
     }
 
+    /** async-rdma's new_connect: more queue pairs to the same peer, on the same endpoint and memory. */
+    @Test
+    void theConnectingSideOpensAnotherSessionToTheSamePeer() throws Exception {
+        try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            var first = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var firstOwner = listener.accept().get(30, TimeUnit.SECONDS);
+            var accepted = listener.accept();
+            try (RdmaSession second = first.connectAgain().get(30, TimeUnit.SECONDS);
+                 RdmaSession secondOwner = accepted.get(30, TimeUnit.SECONDS);
+                 Block b = message("on the second session")) {
+                assertTrue(second.queuePair().number() != first.queuePair().number(), "queue pairs of its own");
+                second.send(b);
+                try (InboundMessage m = secondOwner.receive(Duration.ofSeconds(10))) {
+                    assertEquals("on the second session", text(m));
+                }
+                var e = assertThrows(IllegalStateException.class, firstOwner::connectAgain);
+                assertTrue(e.getMessage().contains("the peer, which connected, opens more sessions"), e.getMessage());
+            } finally {
+                first.close();
+                firstOwner.close();
+            }
+        }
+    }
+
     // ---- offers -----------------------------------------------------------------------------------------------
 
     /**
