@@ -776,6 +776,20 @@ public final class RdmaSession implements AutoCloseable {
         return ended.copy();
     }
 
+    /** {@link #close()} without waiting: completes once every lease is revoked and the session torn down. */
+    public CompletableFuture<Void> closeAsync() {
+        var done = new CompletableFuture<Void>();
+        Thread.ofVirtual().name("mooring-session-close-" + peerAddress).start(() -> {
+            try {
+                close();
+                done.complete(null);
+            } catch (RuntimeException e) {
+                done.completeExceptionally(e);
+            }
+        });
+        return done;
+    }
+
     /** Revokes every lease granted to the peer, then tears the connection down. */
     @Override
     public void close() {

@@ -260,7 +260,7 @@ class RdmaSessionTest {
     void closedSaysWhyTheSessionEndedAndACleanCloseIsNotALoss() throws Exception {
         CompletableFuture<String> ownerSide = owner.closed();
         assertFalse(ownerSide.isDone(), "the session works");
-        requester.close();
+        requester.closeAsync().get(10, TimeUnit.SECONDS);
         assertTrue(requester.closed().get(1, TimeUnit.SECONDS).endsWith("closed by this side"));
         String why = ownerSide.get(15, TimeUnit.SECONDS);
         assertTrue(why.endsWith("ended: the peer closed the session"), why);
