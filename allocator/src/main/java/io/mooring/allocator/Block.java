@@ -182,14 +182,15 @@ public final class Block implements AutoCloseable {
      * shared block nothing.
      *
      * @throws IllegalStateException if the block is closed
-     * @throws WrongThreadException  if another thread holds it
+     * @throws WrongThreadException  if another thread holds it (until its first hand-off, the allocating thread)
      */
     public void handOff() {
         int s = state;
         if ((s & STATUS) != OPEN) throw closed();
         if ((s & SHARED) != 0) return;
         if ((s & HANDED_OFF) == 0) {
-            if (isConfined(s) && Thread.currentThread() != owner.thread) throw heldElsewhere();
+            // Only the owner, even of an unchecked block: its close is plain, and must not race the bit's CAS.
+            if (Thread.currentThread() != owner.thread) throw heldElsewhere();
             if (scope != null) scope.close();
             SCOPE.setRelease(this, (Arena) null);
             while (!STATE.compareAndSet(this, s, s | HANDED_OFF)) { // a pin or another thread's close came
