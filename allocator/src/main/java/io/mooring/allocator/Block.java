@@ -36,8 +36,9 @@ import java.lang.invoke.VarHandle;
  * <p>A checked block crosses threads without a shared scope by a <em>hand-off</em> (Rust's {@code Send}): the
  * holder's {@link #handOff()} closes its confined scope, so every segment it made throws from then on, and the next
  * thread to call {@code segment()} becomes the holder with a confined scope of its own. A handed-off block is closed
- * with a CAS by its holder, or by any thread while nobody holds it, and freed at once — no mt-free list, no wait for
- * an owner that may be idle.
+ * with a CAS by its holder, or by any thread while nobody holds it, which closes the holder's scope: elsewhere than
+ * on the owner it is an mt free that needs no owner — collected at the owner's next call, or by the collector
+ * 20 ms later while the owner is between calls, however idle.
  *
  * <p>A {@linkplain #pin pinned} block is closed for its user at once but freed only by its last pin's release
  * (counted in {@link ArenaStats#closedPinnedBlocks()} meanwhile): a lease pins the block it exposes.
@@ -177,9 +178,9 @@ public final class Block implements AutoCloseable {
      * Hands the block on to another thread (Rust's {@code Send}): ends this thread's hold — every segment it made
      * throws from now on — and lets the next thread that calls {@link #segment()} take hold of it, with a confined
      * scope of its own. Pass the block through anything that orders memory (a queue, a future). A few nanoseconds: a
-     * confined scope's close, a CAS. From the first hand-off on, the block is closed with a CAS and freed at once,
-     * wherever it is closed — for an unchecked block (which any thread may use) that is all a hand-off does; for a
-     * shared block nothing.
+     * confined scope's close, a CAS. From the first hand-off on, a close anywhere is a CAS, and its memory is
+     * collected without waiting for an idle owner (see the class comment) — for an unchecked block (which any thread
+     * may use) that is all a hand-off does; for a shared block nothing.
      *
      * @throws IllegalStateException if the block is closed
      * @throws WrongThreadException  if another thread holds it (until its first hand-off, the allocating thread)
@@ -308,11 +309,14 @@ public final class Block implements AutoCloseable {
             }
             if (s >= PIN) {
                 if (closePinned(shared, byOwner, held)) return;
-            } else if (!STATE.compareAndSet(this, s, shared || byOwner || held != null ? s | CLOSED : MT_FREED)) {
+            } else if (!STATE.compareAndSet(this, s, s | (shared || byOwner ? CLOSED : MT_FREED))) {
                 continue; // a pin came or went
             } else if (held != null) {
+                // Its scope closed here, so the collector may take it back without the owner: pushed onto the owner's
+                // mt-free list (one CAS), collected in a batch by the owner's next call, or 20 ms later if it idles.
                 closeHeldScope(held);
-                arena().threads.free(this);
+                if (byOwner) arena().threads.free(this);
+                else arena().collector.freeMt(this);
                 return;
             } else if (shared) {
                 // A shared block is made to be handed between threads and its close costs a handshake anyway: anyone
@@ -477,10 +481,10 @@ public final class Block implements AutoCloseable {
 
     /**
      * Whether a checked block's owner has its confined scope open: after an mt free only the owner can collect it
-     * then. (Mt frees are of blocks never handed off, whose scope only the owner makes.)
+     * then. (A handed-off block's holder closed its scope before the mt free.)
      */
     boolean hasScope() {
-        return scope != null;
+        return scope != null && scope != CLOSED_SCOPE;
     }
 
     /**
@@ -490,8 +494,8 @@ public final class Block implements AutoCloseable {
      * it was freed locally then, and must not be freed again.
      */
     boolean finishMtFree(boolean byOwner) {
-        if ((int) STATE.getOpaque(this) != MT_FREED) return false;
-        if (byOwner && scope != null) closeConfinedScope();
+        if (((int) STATE.getOpaque(this) & STATUS) != MT_FREED) return false;
+        if (byOwner && hasScope()) closeConfinedScope();
         return true;
     }
 
