@@ -66,7 +66,7 @@ public final class Block implements AutoCloseable {
     private static final int MT_FREED = 2;      // closed by another thread, on the owner's mt-free list until collected
     private static final int CLOSED_PINNED = 3; // closed while pinned: freed by the last unpin
     private static final int STATUS = 3;
-    private static final int HANDED_OFF = 4;    // handed off once: every close is a CAS, and frees at once
+    private static final int HANDED_OFF = 4;    // handed off once: every close is a CAS, collected without the owner
     private static final int SHARED = 8;        // allocateShared: a shared scope made with the block
     private static final int PIN = 16;
     /** What the last block of an mt-free list links to (see {@link #setNextMtFree}). */
@@ -209,9 +209,9 @@ public final class Block implements AutoCloseable {
     }
 
     private WrongThreadException heldElsewhere() {
-        return new WrongThreadException(this + " is held by another thread (" + (isHandedOff() ? "it took hold after a "
-                + "hand-off" : "the one that allocated it, " + owner.thread.getName()) + "); use it there, have that "
-                + "thread handOff() it first, or allocate it with RdmaArena.allocateShared");
+        return new WrongThreadException(this + " is confined to the thread that holds it (" + (isHandedOff()
+                ? "the one that took hold after a hand-off" : "the one that allocated it, " + owner.thread.getName())
+                + "); use it there, have that thread handOff() it first, or allocate it with RdmaArena.allocateShared");
     }
 
     private boolean isHandedOff() {
