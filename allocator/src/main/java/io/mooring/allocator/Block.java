@@ -209,9 +209,10 @@ public final class Block implements AutoCloseable {
     }
 
     private WrongThreadException heldElsewhere() {
-        return new WrongThreadException(this + " is confined to the thread that holds it (" + (isHandedOff()
+        return new WrongThreadException(this + " is held by another thread (" + (isHandedOff()
                 ? "the one that took hold after a hand-off" : "the one that allocated it, " + owner.thread.getName())
-                + "); use it there, have that thread handOff() it first, or allocate it with RdmaArena.allocateShared");
+                + "), and a checked block is confined to its holder: use it there, have that thread handOff() it "
+                + "first, or allocate it with RdmaArena.allocateShared");
     }
 
     private boolean isHandedOff() {
