@@ -36,8 +36,9 @@ import java.lang.invoke.VarHandle;
  * <p>A checked block crosses threads without a shared scope by a <em>hand-off</em> (Rust's {@code Send}): the
  * holder's {@link #handOff()} closes its confined scope, so every segment it made throws from then on, and the next
  * thread to call {@code segment()} becomes the holder with a confined scope of its own. A handed-off block is closed
- * with a CAS by its holder, or by any thread while nobody holds it, and freed at once — no mt-free list, no wait for
- * an owner that may be idle.
+ * with a CAS by its holder, or by any thread while nobody holds it, which closes the holder's scope: elsewhere than
+ * on the owner it is an mt free that needs no owner — collected at the owner's next call, or by the collector
+ * 20 ms later while the owner is between calls, however idle.
  *
  * <p>A {@linkplain #pin pinned} block is closed for its user at once but freed only by its last pin's release
  * (counted in {@link ArenaStats#closedPinnedBlocks()} meanwhile): a lease pins the block it exposes.
@@ -65,7 +66,7 @@ public final class Block implements AutoCloseable {
     private static final int MT_FREED = 2;      // closed by another thread, on the owner's mt-free list until collected
     private static final int CLOSED_PINNED = 3; // closed while pinned: freed by the last unpin
     private static final int STATUS = 3;
-    private static final int HANDED_OFF = 4;    // handed off once: every close is a CAS, and frees at once
+    private static final int HANDED_OFF = 4;    // handed off once: every close is a CAS, collected without the owner
     private static final int SHARED = 8;        // allocateShared: a shared scope made with the block
     private static final int PIN = 16;
     /** What the last block of an mt-free list links to (see {@link #setNextMtFree}). */
@@ -177,19 +178,20 @@ public final class Block implements AutoCloseable {
      * Hands the block on to another thread (Rust's {@code Send}): ends this thread's hold — every segment it made
      * throws from now on — and lets the next thread that calls {@link #segment()} take hold of it, with a confined
      * scope of its own. Pass the block through anything that orders memory (a queue, a future). A few nanoseconds: a
-     * confined scope's close, a CAS. From the first hand-off on, the block is closed with a CAS and freed at once,
-     * wherever it is closed — for an unchecked block (which any thread may use) that is all a hand-off does; for a
-     * shared block nothing.
+     * confined scope's close, a CAS. From the first hand-off on, a close anywhere is a CAS, and its memory is
+     * collected without waiting for an idle owner (see the class comment) — for an unchecked block (which any thread
+     * may use) that is all a hand-off does; for a shared block nothing.
      *
      * @throws IllegalStateException if the block is closed
-     * @throws WrongThreadException  if another thread holds it
+     * @throws WrongThreadException  if another thread holds it (until its first hand-off, the allocating thread)
      */
     public void handOff() {
         int s = state;
         if ((s & STATUS) != OPEN) throw closed();
         if ((s & SHARED) != 0) return;
         if ((s & HANDED_OFF) == 0) {
-            if (isConfined(s) && Thread.currentThread() != owner.thread) throw heldElsewhere();
+            // Only the owner, even of an unchecked block: its close is plain, and must not race the bit's CAS.
+            if (Thread.currentThread() != owner.thread) throw heldElsewhere();
             if (scope != null) scope.close();
             SCOPE.setRelease(this, (Arena) null);
             while (!STATE.compareAndSet(this, s, s | HANDED_OFF)) { // a pin or another thread's close came
@@ -207,9 +209,10 @@ public final class Block implements AutoCloseable {
     }
 
     private WrongThreadException heldElsewhere() {
-        return new WrongThreadException(this + " is held by another thread (" + (isHandedOff() ? "it took hold after a "
-                + "hand-off" : "the one that allocated it, " + owner.thread.getName()) + "); use it there, have that "
-                + "thread handOff() it first, or allocate it with RdmaArena.allocateShared");
+        return new WrongThreadException(this + " is held by another thread (" + (isHandedOff()
+                ? "the one that took hold after a hand-off" : "the one that allocated it, " + owner.thread.getName())
+                + "), and a checked block is confined to its holder: use it there, have that thread handOff() it "
+                + "first, or allocate it with RdmaArena.allocateShared");
     }
 
     private boolean isHandedOff() {
@@ -307,11 +310,14 @@ public final class Block implements AutoCloseable {
             }
             if (s >= PIN) {
                 if (closePinned(shared, byOwner, held)) return;
-            } else if (!STATE.compareAndSet(this, s, shared || byOwner || held != null ? s | CLOSED : MT_FREED)) {
+            } else if (!STATE.compareAndSet(this, s, s | (shared || byOwner ? CLOSED : MT_FREED))) {
                 continue; // a pin came or went
             } else if (held != null) {
+                // Its scope closed here, so the collector may take it back without the owner: pushed onto the owner's
+                // mt-free list (one CAS), collected in a batch by the owner's next call, or 20 ms later if it idles.
                 closeHeldScope(held);
-                arena().threads.free(this);
+                if (byOwner) arena().threads.free(this);
+                else arena().collector.freeMt(this);
                 return;
             } else if (shared) {
                 // A shared block is made to be handed between threads and its close costs a handshake anyway: anyone
@@ -476,10 +482,10 @@ public final class Block implements AutoCloseable {
 
     /**
      * Whether a checked block's owner has its confined scope open: after an mt free only the owner can collect it
-     * then. (Mt frees are of blocks never handed off, whose scope only the owner makes.)
+     * then. (A handed-off block's holder closed its scope before the mt free.)
      */
     boolean hasScope() {
-        return scope != null;
+        return scope != null && scope != CLOSED_SCOPE;
     }
 
     /**
@@ -489,8 +495,8 @@ public final class Block implements AutoCloseable {
      * it was freed locally then, and must not be freed again.
      */
     boolean finishMtFree(boolean byOwner) {
-        if ((int) STATE.getOpaque(this) != MT_FREED) return false;
-        if (byOwner && scope != null) closeConfinedScope();
+        if (((int) STATE.getOpaque(this) & STATUS) != MT_FREED) return false;
+        if (byOwner && hasScope()) closeConfinedScope();
         return true;
     }
 

@@ -66,6 +66,35 @@ class BlockPinTest {
         }
     }
 
+    /** A lease layer's onClose may wait for a thread that pins another of the owner's blocks meanwhile. */
+    @Test
+    void aPinElsewhereDoesNotWaitForAnOwnerRunningOnClose() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block first = arena.allocate(64);
+            Block second = arena.allocate(64);
+            var pinnedSecond = new CountDownLatch(1);
+            AtomicReference<Block.Pin> secondPin = new AtomicReference<>();
+            Block.Pin firstPin = first.pin(() -> {
+                Thread.ofPlatform().start(() -> {
+                    secondPin.set(second.pin(null)); // waits for the owner to be between calls
+                    pinnedSecond.countDown();
+                });
+                try {
+                    assertTrue(pinnedSecond.await(20, TimeUnit.SECONDS), "the pin waited for this onClose");
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+            });
+            first.close();
+            assertEquals(0, pinnedSecond.getCount());
+            second.close();
+            assertEquals(2, arena.stats().closedPinnedBlocks());
+            firstPin.close();
+            secondPin.get().close();
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
     @Test
     void aPinReleasedBeforeTheCloseIsNotToldAndHoldsNothing() {
         try (RdmaArena arena = fx.arena().build()) {
