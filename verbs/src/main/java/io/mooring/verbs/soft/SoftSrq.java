@@ -18,7 +18,6 @@ final class SoftSrq implements SrqOps {
     final AtomicInteger users = new AtomicInteger();
     private final Runnable limitReached;
     private final WorkRing<RecvWork> posted; // guarded by this
-    private int postedCount; // guarded by this
     private int limit; // guarded by this; 0: not armed
 
     SoftSrq(SoftPd pd, int id, int maxWr, Runnable limitReached) {
@@ -31,7 +30,6 @@ final class SoftSrq implements SrqOps {
     @Override
     public synchronized void postRecv(ReceiveRequest request, long wrId) {
         posted.add().set(wrId, request.sgl(), pd);
-        postedCount++;
     }
 
     @Override
@@ -48,8 +46,7 @@ final class SoftSrq implements SrqOps {
     boolean take(RecvWork into) {
         synchronized (this) {
             if (!posted.take(into)) return false;
-            postedCount--;
-            if (limit == 0 || postedCount >= limit) return true;
+            if (limit == 0 || posted.size() >= limit) return true;
             limit = 0;
         }
         Thread.ofVirtual().name("soft-srq-" + id + "-limit").start(limitReached);
@@ -59,7 +56,6 @@ final class SoftSrq implements SrqOps {
     /** Puts back a receive that a failed request took, so that it is the next one taken. */
     synchronized void putBack(RecvWork receive) {
         posted.putBack(receive);
-        postedCount++;
     }
 
     @Override

@@ -51,6 +51,10 @@ final class WorkRing<W extends WorkRing.Entry<W>> {
         return count == 0;
     }
 
+    int size() {
+        return count;
+    }
+
     void clear() {
         head = 0;
         count = 0;
