@@ -81,6 +81,7 @@ class IbvLeaseTest extends LeasePeers {
             int key = lease.rkey();
             lease.close();
             assertEquals(EndReason.RELEASED, lease.ended().orTimeout(20, TimeUnit.SECONDS).join());
+            leased.close(); // the lease only pinned it: the application frees it
             try (Block reused = arena.allocate(64)) {
                 assertEquals(address, reused.address(), "the block went back to the arena and was handed out again");
                 reused.segment().fill((byte) 0x11);

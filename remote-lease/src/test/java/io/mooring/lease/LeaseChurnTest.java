@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
@@ -14,6 +15,7 @@ import java.time.Duration;
 import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -23,6 +25,10 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(600)
 class LeaseChurnTest {
+    /** The sessions' INFO lines (peers closing, refusals) are expected; kept out of the build output. */
+    @RegisterExtension
+    final CapturedLog log = new CapturedLog("io.mooring.lease");
+
     private static final int DEFAULT_LEASES = 5_000;
     private static final int LEASES = Integer.getInteger("mooring.lease.churn", DEFAULT_LEASES);
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
@@ -20,6 +21,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -29,6 +31,10 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(300)
 class ManySessionsTest {
+    /** The sessions' INFO lines (peers closing, refusals) are expected; kept out of the build output. */
+    @RegisterExtension
+    final CapturedLog log = new CapturedLog("io.mooring.lease");
+
     private static final int PEERS = Integer.getInteger("mooring.lease.peers", 256);
 
     @Test

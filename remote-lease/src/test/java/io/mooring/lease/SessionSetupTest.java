@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.ConnectOptions;
@@ -27,6 +28,7 @@ import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 
 /**
@@ -37,6 +39,10 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(120)
 class SessionSetupTest {
+    /** The sessions' INFO lines (peers closing, refusals) are expected; kept out of the build output. */
+    @RegisterExtension
+    final CapturedLog log = new CapturedLog("io.mooring.lease");
+
     private static final int ROUNDS = 25;
 
     private final ResourceGraph graph = ResourceGraph.builder().name("session-setup").build();

@@ -8,11 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
+import io.mooring.testing.CapturedLog;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The cache's promises through its own API: a GET returns the last PUT; a value once offered is read again without
@@ -20,6 +22,10 @@ import org.junit.jupiter.api.Test;
  * in the server's arena at the end.
  */
 class KvTest {
+    /** The sessions' INFO lines (peers closing, refusals) are expected; kept out of the build output. */
+    @RegisterExtension
+    final CapturedLog log = new CapturedLog("io.mooring.lease");
+
     private static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
