@@ -80,8 +80,9 @@ final class Demo {
 
     private static int owner(DeviceChoice.Choice device, PrintStream out) throws Exception {
         Side side = Side.open(device);
-        // Message buffers of 1 KiB, a size class apart from the 4 KiB leases: step 7 shows a leased block reused.
-        try (var endpoint = RdmaEndpoint.builder(side.pd, side.arena).maxMessageSize(1024).build();
+        // Step 7 shows a leased block reused: message buffers of 1 KiB keep out of the 4 KiB class, and one session
+        // at a time makes the second wait until the first one's leases are revoked and their blocks back.
+        try (var endpoint = RdmaEndpoint.builder(side.pd, side.arena).maxMessageSize(1024).maxSessions(1).build();
              var listener = endpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
             out.println("listening on " + listener.address().getPort());
             out.flush();
@@ -117,7 +118,8 @@ final class Demo {
                 return endpoint.connect(at).get();
             } catch (java.util.concurrent.ExecutionException e) {
                 if (!(e.getCause() instanceof java.io.IOException) || attempt == 20) throw e;
-                out.println("  (the owner still bars this peer after its lost session; trying again)");
+                out.println("  (the owner does not take the new session yet: its first one is still ending, or it bars"
+                        + " a peer for a while after a lost session; trying again)");
                 Thread.sleep(100);
             }
         }

@@ -710,6 +710,8 @@ public final class RdmaSession implements AutoCloseable {
             while (in.read() >= 0) {
                 // the peer sends nothing more after the bootstrap; a read returns only at end of stream
             }
+            // A peer whose access failed closes its broken session: that is a loss (and its backoff), not an end.
+            if (!closing) checkQueuePairs();
             if (!closing) lost("the peer closed the session", Level.INFO);
         } catch (IOException e) {
             if (!closing) lost("the session's TCP connection broke: " + e.getMessage(), Level.WARNING);

@@ -197,6 +197,7 @@ class HostilePeerTest {
             assertEquals(io.mooring.verbs.WcStatus.REM_ACCESS_ERR,
                     ((io.mooring.verbs.WorkCompletionException) failed.getCause()).status());
         }
+        requester.close(); // at once, as a guessing peer would: its closing the connection is no clean end
         String why = owner.closed().get(10, TimeUnit.SECONDS);
         assertTrue(why.contains(" lost: "), why);
         try (Block spare = ownerArena.allocate(64)) {
