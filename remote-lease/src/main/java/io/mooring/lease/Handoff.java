@@ -13,13 +13,20 @@ import java.util.concurrent.CompletableFuture;
 final class Handoff<T> {
     private final int capacity;
     private final String what;
+    private final Runnable onTaken;
     private final ArrayDeque<T> items = new ArrayDeque<>();                      // guarded by this
     private final ArrayDeque<CompletableFuture<T>> takers = new ArrayDeque<>();  // guarded by this
     private RuntimeException closed;                                             // guarded by this
 
     Handoff(int capacity, String what) {
+        this(capacity, what, () -> { });
+    }
+
+    /** @param onTaken runs once per item the application gets (message flow returns a credit for it) */
+    Handoff(int capacity, String what, Runnable onTaken) {
         this.capacity = capacity;
         this.what = what;
+        this.onTaken = onTaken;
     }
 
     /** Gives {@code item} to the oldest waiting taker, or queues it; false if the queue is full or closed. */
@@ -35,7 +42,10 @@ final class Handoff<T> {
                     return true;
                 }
             }
-            if (taker.complete(item)) return true; // else it gave up (timed out, cancelled): the next one gets it
+            if (taker.complete(item)) { // else it gave up (timed out, cancelled): the next one gets it
+                onTaken.run();
+                return true;
+            }
         }
     }
 
@@ -45,18 +55,22 @@ final class Handoff<T> {
      * @throws FlowControlException if {@code capacity} callers already wait
      */
     CompletableFuture<T> take() {
+        T item;
         synchronized (this) {
             if (closed != null) return CompletableFuture.failedFuture(closed);
-            T item = items.poll();
-            if (item != null) return CompletableFuture.completedFuture(item);
-            takers.removeIf(CompletableFuture::isDone);
-            if (takers.size() >= capacity) {
-                throw new FlowControlException(capacity + " callers already wait for " + what);
+            item = items.poll();
+            if (item == null) {
+                takers.removeIf(CompletableFuture::isDone);
+                if (takers.size() >= capacity) {
+                    throw new FlowControlException(capacity + " callers already wait for " + what);
+                }
+                var f = new CompletableFuture<T>();
+                takers.add(f);
+                return f;
             }
-            var f = new CompletableFuture<T>();
-            takers.add(f);
-            return f;
         }
+        onTaken.run();
+        return CompletableFuture.completedFuture(item);
     }
 
     /** Refuses everything from now on: waiting callers fail with {@code why}; returns the items nobody took. */
