@@ -31,16 +31,16 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
 /**
- * The owner's side of leasing blocks to one peer over one connected QP: grants expose exactly one block each
- * (never the chunk region's rkey, which would expose every neighbour), and ending a lease revokes access
- * before the block goes back to its arena.
+ * The owner's side of leasing blocks to one peer over one connected QP: a grant exposes exactly (part of) one block
+ * (never the chunk region's rkey, which would expose every neighbour) and pins it, and ending a lease revokes access
+ * before the pin is released, so the block's memory is reused only after that.
  *
- * <p>Revocation sequence, whatever ends the lease (release, expiry, the exposure's stage, session loss,
- * close): mark it ending → (WINDOW) post LOCAL_INV of its window on the peer's QP and wait for the completion
+ * <p>Revocation sequence, whatever ends the lease (release, expiry, the exposure's stage, the block's close, session
+ * loss, close): mark it ending → (WINDOW) post LOCAL_INV of its window on the peer's QP and wait for the completion
  * — a window that cannot be invalidated (the QP failed) is deallocated instead, which revokes it too —, or
  * (DEDICATED_REGISTRATION) deregister its region → wait until the owner's own work requests on the block
- * ({@link Lease#postAsync}) have completed or been flushed → close the block → complete {@link Lease#ended()}. Windows
- * that were invalidated cleanly are pooled for the next grant.
+ * ({@link Lease#postAsync}) have completed or been flushed → release the pin (close a block the lease owns) →
+ * complete {@link Lease#ended()}. Windows that were invalidated cleanly are pooled for the next grant.
  *
  * <p>The QP's send CQ must be polled by a {@link io.mooring.verbs.CompletionDispatcher}: binds and
  * invalidations are posted with futures. Deadlines are this host's monotonic time ({@link System#nanoTime});

@@ -9,6 +9,7 @@ import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.WorkCompletion;
 import java.io.IOException;
+import java.io.InterruptedIOException;
 import java.lang.System.Logger.Level;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -171,13 +172,11 @@ public final class RdmaEndpoint implements AutoCloseable {
         checkOpen();
         var session = new CompletableFuture<RdmaSession>();
         Thread.ofVirtual().name("mooring-connect-" + peer).start(() -> {
-            var socket = new Socket();
-            try {
-                handshakes.acquire();
-            } catch (InterruptedException e) {
-                session.completeExceptionally(e);
+            if (!startHandshake()) {
+                session.completeExceptionally(new InterruptedIOException("interrupted waiting for a handshake slot"));
                 return;
             }
+            var socket = new Socket();
             try {
                 socket.connect(peer, (int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
                 session.complete(handshake(socket, peer));
@@ -185,7 +184,7 @@ public final class RdmaEndpoint implements AutoCloseable {
                 RdmaSession.closeQuietly(socket);
                 session.completeExceptionally(e);
             } finally {
-                handshakes.release();
+                handshakeDone();
             }
         });
         return session;
@@ -280,7 +279,7 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     void route(RdmaSession session) {
         byQpNumber.put(session.controlQpNumber(), session);
-        byQpNumber.put(session.qp().number(), session);
+        byQpNumber.put(session.queuePair().number(), session);
     }
 
     void unroute(QueuePair... qps) {

@@ -489,10 +489,6 @@ public final class RdmaSession implements AutoCloseable {
         return new LeaseRefusedException(ErrorCodes.INVALID_REQUEST, "peer answered " + answer);
     }
 
-    QueuePair qp() {
-        return dataQp;
-    }
-
     int controlQpNumber() {
         return controlQp.number();
     }

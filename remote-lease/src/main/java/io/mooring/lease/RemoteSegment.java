@@ -121,7 +121,7 @@ public final class RemoteSegment implements AutoCloseable {
 
     public CompletableFuture<WorkCompletion> writeAsync(Block src, long offset) {
         check(Access.REMOTE_WRITE, offset, src.size());
-        return session.qp().postAsync(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
+        return session.queuePair().postAsync(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
                 .remote(address + offset, rkey));
     }
 
@@ -149,7 +149,7 @@ public final class RemoteSegment implements AutoCloseable {
     public CompletableFuture<WorkCompletion> readAsync(Block dst, long offset) {
         check(Access.REMOTE_READ, offset, dst.size());
         checkLocallyWritable(dst, dst.size(), "a READ's destination");
-        return session.qp().postAsync(WorkRequest.read(dst.region(), dst.regionOffset(), messageLength(dst))
+        return session.queuePair().postAsync(WorkRequest.read(dst.region(), dst.regionOffset(), messageLength(dst))
                 .remote(address + offset, rkey));
     }
 
@@ -159,7 +159,7 @@ public final class RemoteSegment implements AutoCloseable {
      */
     public long compareAndSwap(Block result, long offset, long expected, long swap) {
         checkAtomic(result, offset);
-        join(session.qp().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
+        join(session.queuePair().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
                 address + offset, rkey, expected, swap)));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
@@ -167,7 +167,7 @@ public final class RemoteSegment implements AutoCloseable {
     /** Adds {@code add} to the 8 bytes at {@code offset}; returns the value before. */
     public long fetchAndAdd(Block result, long offset, long add) {
         checkAtomic(result, offset);
-        join(session.qp().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
+        join(session.queuePair().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
                 address + offset, rkey, add)));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
