@@ -381,9 +381,7 @@ final class IbvQp implements QpOps {
 
     @Override
     public void postRecv(ReceiveRequest rr, long wrId) {
-        int n = fillSges(rr.sgl(), recvSges);
-        recvWr.set(JAVA_LONG, IbvStructs.RECV_WR_WR_ID, wrId);
-        recvWr.set(JAVA_INT, IbvStructs.RECV_WR_NUM_SGE, n);
+        fillRecvWr(rr, wrId, recvWr, recvSges);
         int rc;
         try {
             rc = (int) Ibv.OP_POST_RECV.invokeExact(context.postRecv, qp, recvWr, badRecvWr);
@@ -391,6 +389,13 @@ final class IbvQp implements QpOps {
             throw rethrow(t);
         }
         if (rc != 0) throw postFailure("ibv_post_recv", rc, false);
+    }
+
+    /** Fills a preallocated {@code ibv_recv_wr} (its SGE list already pointing at {@code sges}) for one receive. */
+    static void fillRecvWr(ReceiveRequest rr, long wrId, MemorySegment recvWr, MemorySegment sges) {
+        int n = fillSges(rr.sgl(), sges);
+        recvWr.set(JAVA_LONG, IbvStructs.RECV_WR_WR_ID, wrId);
+        recvWr.set(JAVA_INT, IbvStructs.RECV_WR_NUM_SGE, n);
     }
 
     static int fillSges(ScatterGatherList sgl, MemorySegment sges) {

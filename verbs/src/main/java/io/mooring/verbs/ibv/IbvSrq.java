@@ -5,7 +5,6 @@ import static io.mooring.verbs.ibv.IbvProvider.rethrow;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.mooring.verbs.Errno;
 import io.mooring.verbs.QueueFullException;
@@ -69,9 +68,7 @@ final class IbvSrq implements SrqOps {
 
     @Override
     public void postRecv(ReceiveRequest rr, long wrId) {
-        int n = IbvQp.fillSges(rr.sgl(), sges);
-        recvWr.set(JAVA_LONG, IbvStructs.RECV_WR_WR_ID, wrId);
-        recvWr.set(JAVA_INT, IbvStructs.RECV_WR_NUM_SGE, n);
+        IbvQp.fillRecvWr(rr, wrId, recvWr, sges);
         int rc;
         try {
             rc = (int) Ibv.OP_POST_SRQ_RECV.invokeExact(context.postSrqRecv, srq, recvWr, badWr);
