@@ -17,8 +17,8 @@ import java.util.function.Supplier;
 
 /**
  * The owner's side of one exposure of (part of) one block: the peer may reach {@code [address, address + length)}
- * through {@link #rkey()} until the lease ends — then access is revoked (window invalidated, or dedicated
- * registration deregistered), the owner's own work requests on the block are drained, and only after that is
+ * through {@link #rkey()} until the lease ends — then access is revoked (window invalidated, its dedicated
+ * registration if any deregistered), the owner's own work requests on the block are drained, and only after that is
  * the lease's pin on the block released. The block stays the application's: a lease pins it, so its memory is not
  * reused while the lease lives, and closing the block ends the lease. {@link #close()} ends it now.
  *
@@ -39,8 +39,8 @@ public final class Lease implements AutoCloseable {
     private final long grantedNanos;
     Block.Pin pin;                  // set once pinned, before anyone else sees the lease
     private int rkey;               // set by exposeThrough, before anyone else sees the lease
-    MemoryWindow window;            // WINDOW isolation
-    MemoryRegion dedicated;         // DEDICATED_REGISTRATION isolation
+    MemoryWindow window;            // WINDOW and DEDICATED_REGISTRATION isolation
+    MemoryRegion dedicated;         // DEDICATED_REGISTRATION isolation: the registration the window is bound over
     /** {@link #ENDING} once the end is claimed, plus the owner work requests on the block still in flight. */
     private final AtomicInteger posts = new AtomicInteger();
     private static final int ENDING = 1 << 31;
@@ -62,8 +62,9 @@ public final class Lease implements AutoCloseable {
         this.deadlineNanos = grantedNanos + duration.toNanos();
     }
 
-    void exposeThrough(int key, MemoryWindow boundWindow, MemoryRegion registration) {
-        this.rkey = key;
+    /** The peer reaches the lease through {@code boundWindow}'s key, or through the chunk's when it is null. */
+    void exposeThrough(MemoryWindow boundWindow, MemoryRegion registration) {
+        this.rkey = boundWindow != null ? boundWindow.rkey() : block.rkey();
         this.window = boundWindow;
         this.dedicated = registration;
     }
@@ -96,7 +97,7 @@ public final class Lease implements AutoCloseable {
         return length;
     }
 
-    /** The key the peer names this block with: the window's, the dedicated region's, or the chunk region's. */
+    /** The key the peer names this block with: its window's, or the chunk region's (WHOLE_REGION). */
     public int rkey() {
         return rkey;
     }

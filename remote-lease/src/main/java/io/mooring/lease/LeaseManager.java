@@ -36,9 +36,9 @@ import java.util.function.Consumer;
  * before the pin is released, so the block's memory is reused only after that.
  *
  * <p>Revocation sequence, whatever ends the lease (release, expiry, the exposure's stage, the block's close, session
- * loss, close): mark it ending → (WINDOW) post LOCAL_INV of its window on the peer's QP and wait for the completion
- * — a window that cannot be invalidated (the QP failed) is deallocated instead, which revokes it too —, or
- * (DEDICATED_REGISTRATION) deregister its region → wait until the owner's own work requests on the block
+ * loss, close): mark it ending → post LOCAL_INV of its window on the peer's QP and wait for the completion — a
+ * window that cannot be invalidated (the QP failed) is deallocated instead, which revokes it too — and
+ * (DEDICATED_REGISTRATION) deregister the region it was bound over → wait until the owner's own work requests on the block
  * ({@link Lease#postAsync}) have completed or been flushed → release the pin (close a block the lease owns) →
  * complete {@link Lease#ended()}. Windows that were invalidated cleanly are pooled for the next grant.
  *
@@ -185,41 +185,52 @@ public final class LeaseManager implements AutoCloseable {
         return lease;
     }
 
-    /** Makes the key the peer will use: a window bound over the lease's bytes, a registration of them, or the chunk's. */
+    /**
+     * Makes the key the peer will use: a type 2 window bound on the peer's QP over the lease's bytes — of the chunk's
+     * registration, or of a registration of their own — or the chunk's key.
+     */
     private void expose(Lease lease) {
         Block block = lease.block();
         switch (isolation) {
-            case WINDOW -> {
-                MemoryWindow window = takeWindow();
-                WorkCompletion wc;
-                try {
-                    wc = await(qp.postAsync(WorkRequest.bind(window, block.region(), block.regionOffset()
-                            + lease.offset(), lease.length(), lease.access())), "bind of a window for a lease");
-                } catch (RuntimeException e) {
-                    retire(window);
-                    throw e;
-                }
-                if (wc.status() != WcStatus.SUCCESS) {
-                    retire(window);
-                    throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
-                }
-                lease.exposeThrough(window.rkey(), window, null);
-            }
+            case WINDOW -> lease.exposeThrough(bindWindow(lease, block.region(),
+                    block.regionOffset() + lease.offset()), null);
             case DEDICATED_REGISTRATION -> {
-                EnumSet<Access> rights = EnumSet.copyOf(lease.access());
-                rights.add(Access.LOCAL_WRITE); // the NIC writes what the peer writes
                 // The NIC's view: the lease's bytes within its chunk's registered segment, not the block's scoped
                 // segment. A registration over the scoped segment would also stop working when the block closes
                 // (the soft provider checks the scope), which would hide a missing deregistration that a real NIC
                 // would not forgive. The chunk's region is the memory's owner, so the memory outlives this
-                // registration.
+                // registration. It has no remote rights: its own key reaches nothing, only the window over it does.
                 MemoryRegion chunk = block.region();
                 MemorySegment memory = chunk.segment().asSlice(lease.address() - chunk.address(), lease.length());
-                MemoryRegion region = pd.register(memory, rights, chunk.resource());
-                lease.exposeThrough(region.rkey(), null, region);
+                MemoryRegion region = pd.register(memory, EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND),
+                        chunk.resource());
+                try {
+                    lease.exposeThrough(bindWindow(lease, region, 0), region);
+                } catch (RuntimeException e) {
+                    region.close();
+                    throw e;
+                }
             }
-            case WHOLE_REGION -> lease.exposeThrough(block.rkey(), null, null);
+            case WHOLE_REGION -> lease.exposeThrough(null, null);
         }
+    }
+
+    /** Binds a pooled or new window over {@code [offset, +length)} of {@code region}, on the peer's QP. */
+    private MemoryWindow bindWindow(Lease lease, MemoryRegion region, long offset) {
+        MemoryWindow window = takeWindow();
+        WorkCompletion wc;
+        try {
+            wc = await(qp.postAsync(WorkRequest.bind(window, region, offset, lease.length(), lease.access())),
+                    "bind of a window for a lease");
+        } catch (RuntimeException e) {
+            retire(window);
+            throw e;
+        }
+        if (wc.status() != WcStatus.SUCCESS) {
+            retire(window);
+            throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
+        }
+        return window;
     }
 
     private synchronized MemoryWindow takeWindow() {
@@ -310,16 +321,13 @@ public final class LeaseManager implements AutoCloseable {
         });
     }
 
+    /** Invalidates the lease's window (if it got one), then deregisters its own registration (if it has one). */
     private CompletableFuture<Void> revoke(Lease lease) {
-        return switch (isolation) {
-            case WINDOW -> lease.window == null ? CompletableFuture.completedFuture(null) // ended while exposed
-                    : invalidate(lease.window);
-            case DEDICATED_REGISTRATION -> {
-                if (lease.dedicated != null) lease.dedicated.close(); // deregistered now, or after its last request
-                yield CompletableFuture.completedFuture(null);
-            }
-            case WHOLE_REGION -> CompletableFuture.completedFuture(null);
-        };
+        CompletableFuture<Void> invalidated = lease.window == null ? CompletableFuture.completedFuture(null)
+                : invalidate(lease.window);
+        return invalidated.thenRun(() -> {
+            if (lease.dedicated != null) lease.dedicated.close(); // deregistered now, or after its last request
+        });
     }
 
     /**
