@@ -133,29 +133,40 @@ public final class LeaseManager implements AutoCloseable {
                     + limits.maxDuration() + "]");
         }
         reserve(length);
-        Lease lease = null;
+        Lease lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned);
         try {
-            lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned);
-            Lease pinned = lease;
-            try {
-                lease.pin = block.pin(() -> blockClosed(pinned));
-            } catch (IllegalStateException e) {
-                throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
-            }
-            expose(lease);
-            if (!lease.isActive()) { // the block was closed while it was exposed: that end found nothing to revoke yet
-                revoke(lease).join();
-                throw refuse(ErrorCodes.INVALID_REQUEST, "the block was closed during the grant");
-            }
-            leases.put(lease.id(), lease);
-            granted.incrementAndGet();
-            schedule(lease);
-            return lease;
-        } catch (RuntimeException e) {
-            if (lease != null && lease.pin != null) lease.pin.close();
+            lease.attach(() -> finishEnd(lease));
+        } catch (RuntimeException e) { // the chunk region is closing: so is the arena
             unreserve(length);
+            throw refuse(ErrorCodes.SHUTTING_DOWN, "cannot lease " + block + ": " + e.getMessage());
+        }
+        try {
+            lease.pin = block.pin(() -> blockClosed(lease));
+        } catch (IllegalStateException e) {
+            abandon(lease);
+            throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
+        }
+        try {
+            expose(lease);
+        } catch (RuntimeException e) {
+            abandon(lease);
             throw e;
         }
+        if (lease.exposed()) { // it began to end (its block was closed) while the key was made
+            revoke(lease).join();
+            throw refuse(ErrorCodes.INVALID_REQUEST, "the block was closed during the grant");
+        }
+        leases.put(lease.id(), lease);
+        lease.granted();
+        granted.incrementAndGet();
+        schedule(lease);
+        return lease;
+    }
+
+    /** Ends a lease whose grant failed before anything was exposed: there is nothing to revoke. */
+    private static void abandon(Lease lease) {
+        lease.beginEnd(EndReason.OWNER_CLOSED);
+        lease.revoked();
     }
 
     /**
@@ -302,49 +313,60 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * Ends a lease: revokes access, then gives the block back. Idempotent: a second call returns a future that
-     * completes when the first one's revocation is done.
+     * Ends a lease: revokes access, then gives the block back once the owner's work requests on it are done.
+     * Idempotent: a second call returns a future that completes when the first one's end is done.
      */
     public CompletableFuture<Void> end(Lease lease, EndReason reason) {
-        if (!lease.beginEnd()) return lease.ended().thenRun(() -> {});
-        if (lease.expiry != null) lease.expiry.cancel(false);
-        return revoke(lease).thenCompose(v -> drain(lease)).whenComplete((v, e) -> {
-            lease.giveBack();
-            leases.remove(lease.id());
-            unreserve(lease.length());
-            (switch (reason) {
-                case RELEASED -> released;
-                case EXPIRED -> expired;
-                default -> revoked;
-            }).incrementAndGet();
-            lease.finish(reason);
-        });
+        if (lease.beginEnd(reason)) {
+            if (lease.expiry != null) lease.expiry.cancel(false);
+            if (lease.claimRevocation()) revoke(lease);
+        }
+        return lease.ended().thenRun(() -> {});
     }
 
-    /** Invalidates the lease's window (if it got one), then deregisters its own registration (if it has one). */
+    /**
+     * Invalidates the lease's window (if it got one), then deregisters its own registration (if it has one), then
+     * drops the exposure's pin on the lease: it is destroyed when the owner's requests on the block are done too.
+     */
     private CompletableFuture<Void> revoke(Lease lease) {
         CompletableFuture<Void> invalidated = lease.window == null ? CompletableFuture.completedFuture(null)
                 : invalidate(lease.window);
         return invalidated.thenRun(() -> {
             if (lease.dedicated != null) lease.dedicated.close(); // deregistered now, or after its last request
+            lease.revoked();
+            if (!lease.ended().isDone()) warnIfSlow(lease);
         });
     }
 
     /**
-     * Waits for the owner's work requests on the block: they complete, fail, or are flushed when their QP goes to
-     * ERROR, is reset or destroyed — never silently dropped, so this always ends. Until then the block stays out of
-     * the arena; a drain that takes long is logged.
+     * The lease's destroy action, once access is revoked and no owner request uses the block: gives it back. The lease's
+     * {@link Lease#ended()} completes after it, once the graph has detached the lease from its chunk region.
      */
-    private static CompletableFuture<Void> drain(Lease lease) {
-        CompletableFuture<Void> drained = lease.drained();
-        if (!drained.isDone()) {
-            var warning = TIMER.schedule(() -> LOG.log(System.Logger.Level.WARNING, "lease " + lease.id() + ": "
-                    + lease.inFlight() + " owner work requests on its block still in flight after " + COMPLETION_WAIT
-                    + "; the block stays out of the arena until they complete or their QP is reset or destroyed"),
-                    COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);
-            drained.whenComplete((v, e) -> warning.cancel(false));
+    private void finishEnd(Lease lease) {
+        lease.giveBack();
+        unreserve(lease.length());
+        EndReason reason = lease.endReason();
+        if (lease.wasGranted()) {
+            leases.remove(lease.id());
+            (switch (reason) {
+                case RELEASED -> released;
+                case EXPIRED -> expired;
+                default -> revoked;
+            }).incrementAndGet();
         }
-        return drained;
+    }
+
+    /**
+     * Logs a lease whose end still waits for owner work requests after a while. Those complete, fail, or are flushed when their QP goes to ERROR, is reset or destroyed — never
+     * silently dropped, so an end always finishes. Until then the block stays out of the arena; a wait that takes
+     * long is logged.
+     */
+    private static void warnIfSlow(Lease lease) {
+        var warning = TIMER.schedule(() -> LOG.log(System.Logger.Level.WARNING, "lease " + lease.id() + ": "
+                + lease.inFlight() + " owner work requests on its block still in flight after " + COMPLETION_WAIT
+                + "; the block stays out of the arena until they complete or their QP is reset or destroyed"),
+                COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        lease.ended().whenComplete((v, e) -> warning.cancel(false));
     }
 
     /** LOCAL_INV of a window; if that cannot complete cleanly, deallocating the window revokes it instead. */

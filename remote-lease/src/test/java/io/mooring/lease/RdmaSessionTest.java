@@ -42,6 +42,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 class RdmaSessionTest {
     @RegisterExtension
     final CapturedLog log = new CapturedLog(RdmaSession.class.getPackageName());
+    @RegisterExtension
+    final CapturedLog graphLog = new CapturedLog(ResourceGraph.class.getPackageName());
     private static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC);
 
     private ResourceGraph graph;
@@ -181,8 +183,8 @@ class RdmaSessionTest {
             return owner.leases().stats().released() == 1;
         });
         assertEquals(1, requester.leakedSegments());
-        assertTrue(log.entries().stream().anyMatch(r -> r.message().startsWith("LEAK: the remote segment of lease")),
-                "the leak is logged");
+        assertTrue(graphLog.entries().stream().anyMatch(r -> r.message().startsWith("LEAK: remote-segment")),
+                "the graph reports the leak: " + graphLog.entries());
     }
 
     private void dropOne() {
