@@ -287,6 +287,36 @@ class RdmaSessionTest {
         return new String(m.data().toArray(ValueLayout.JAVA_BYTE), java.nio.charset.StandardCharsets.UTF_8);
     }
 
+    /**
+     * A received message is a checked block without a shared scope: the thread that reads it holds it; kept beyond the
+     * call it is handed on, then read or closed by another thread; a close by a thread that does not hold it is refused
+     * with the way out named, and changes nothing.
+     */
+    @Test
+    void aMessageKeptBeyondTheCallIsHandedOnToAnotherThread() throws Exception {
+        try (Block a = message("kept")) {
+            requester.send(a);
+            InboundMessage kept = owner.receive(Duration.ofSeconds(10));
+            assertEquals("kept", text(kept));
+            var refused = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> CompletableFuture.runAsync(kept::close).get(10, TimeUnit.SECONDS));
+            assertInstanceOf(WrongThreadException.class, refused.getCause());
+            assertTrue(refused.getCause().getMessage().contains("handOff()"), refused.getCause().getMessage());
+            assertTrue(kept.block().isOpen(), "a refused close changes nothing");
+
+            MemorySegment mine = kept.data();
+            kept.block().handOff();
+            assertThrows(IllegalStateException.class, () -> mine.get(ValueLayout.JAVA_BYTE, 0),
+                    "handed on: the segments of this thread's hold are closed");
+            assertEquals("kept", CompletableFuture.supplyAsync(() -> {
+                try (kept) {
+                    return text(kept);
+                }
+            }).get(10, TimeUnit.SECONDS));
+            assertFalse(kept.block().isOpen());
+        }
+    }
+
     @Test
     void messagesArriveInOrderWithTheirImmediatesInBlocksTheReceiverOwns() throws Exception {
         try (Block a = message("first"); Block b = message("second")) {
