@@ -41,7 +41,7 @@ class PingPongTest {
 
     @ParameterizedTest
     @CsvSource({"send, busy, 64", "write, busy, 64", "write, busy, 1", "write-imm, busy, 64", "send, events, 4096",
-        "write-imm, events, 1"})
+        "write-imm, events, 1", "read, busy, 64", "read, events, 4096"})
     void oneProcessPingPongPrintsPercentilesAndThroughput(String mode, String poll, int size) throws Exception {
         Run run = Run.of("pingpong", "--provider", "soft", "--mode", mode, "--poll", poll, "--size", "" + size,
                 "--iters", "300", "--warmup", "30");
@@ -59,7 +59,7 @@ class PingPongTest {
         "--frobnicate 1          | unknown option '--frobnicate'",
         "--size 0                | --size must be a whole number from 1 to 67108864, not '0'",
         "--iters many            | --iters must be a whole number from 1 to 10000000, not 'many'",
-        "--mode read             | --mode must be one of send, write, write-imm, not 'read'",
+        "--mode fetch            | --mode must be one of send, write, write-imm, read, not 'fetch'",
         "--mode write --poll events | --mode write polls memory, as ib_write_lat does: it has no completion event",
         "--poll                  | --poll needs a value",
         "--size 8 --size 16      | --size is given twice",
