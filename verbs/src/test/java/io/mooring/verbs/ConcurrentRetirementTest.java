@@ -134,10 +134,10 @@ class ConcurrentRetirementTest {
         await(done, seen);
         for (int i = 0; i < seen.length(); i++) assertEquals(1, seen.get(i), "completions of wrId " + i);
         assertEquals(0, a.qp.outstandingSends());
-        for (int i = 0; i < DEPTH; i++) a.qp.post(WorkRequest.write(source, 0, 8).remote(target.address(), target.rkey()));
-        stop.set(true);
+        stop.set(true); // nobody polls now: the next posts stay outstanding
         for (Thread t : pollers) t.join();
         assertNull(pollerFailure.get(), "the poller failed");
+        for (int i = 0; i < DEPTH; i++) a.qp.post(WorkRequest.write(source, 0, 8).remote(target.address(), target.rkey()));
         assertEquals(DEPTH, a.qp.outstandingSends(), "the full depth again: no slot was lost");
         a.qp.close();
         source.close();
