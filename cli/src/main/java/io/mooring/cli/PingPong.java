@@ -27,7 +27,7 @@ import java.util.concurrent.TimeUnit;
  * {@code ibv_rc_pingpong} (SEND/RECV), of {@code ib_write_lat} (RDMA WRITE, the receiver polling the last byte of its
  * buffer), RDMA WRITE with immediate (a receive completion per message), or of {@code ib_read_lat} (an RDMA READ of
  * the peer's buffer per round trip, the peer's CPU not involved). The pinging side times every round trip and prints
- * percentiles of the half round trip and the throughput. Both sides run in this process on one device unless
+ * percentiles of the half round trip (of the round trip for READ) and the throughput. Both sides run in this process on one device unless
  * {@code --listen}/{@code --connect} put them in two, which exchange their {@link io.mooring.verbs.QpInfo},
  * buffer and settings through a {@link Bootstrap} TCP connection.
  */
@@ -330,20 +330,27 @@ final class PingPong {
         }
     }
 
-    /** Prints the percentiles of the round trips {@code rtt} (sorted in place) and the throughput. */
+    /**
+     * Prints the percentiles of the round trips {@code rtt} (sorted in place) and the throughput. As perftest does, so
+     * that the figures compare: a READ's whole round trip (one operation, as {@code ib_read_lat}), else half of one.
+     */
     private void report(long[] rtt, long elapsedNanos) {
         Arrays.sort(rtt);
-        out.println(String.format(Locale.ROOT, "latency (half round trip, us): p50 %.2f p90 %.2f p99 %.2f p99.9 %.2f max %.2f",
-                halfMicros(rtt, 0.50), halfMicros(rtt, 0.90), halfMicros(rtt, 0.99), halfMicros(rtt, 0.999),
-                rtt[rtt.length - 1] / 2e3));
+        boolean read = settings.mode() == Mode.READ;
+        double perMicro = read ? 1e3 : 2e3;
+        out.println(String.format(Locale.ROOT, "latency (%s, us): p50 %.2f p90 %.2f p99 %.2f p99.9 %.2f max %.2f",
+                read ? "round trip" : "half round trip", micros(rtt, 0.50, perMicro), micros(rtt, 0.90, perMicro),
+                micros(rtt, 0.99, perMicro), micros(rtt, 0.999, perMicro), rtt[rtt.length - 1] / perMicro));
         double seconds = elapsedNanos / 1e9;
-        out.println(String.format(Locale.ROOT, "throughput: %.0f round trips/s, %.2f MB/s (%d bytes each way per round trip)",
-                rtt.length / seconds, 2.0 * settings.size() * rtt.length / seconds / 1e6, settings.size()));
+        int bytes = read ? settings.size() : 2 * settings.size();
+        out.println(String.format(Locale.ROOT, "throughput: %.0f round trips/s, %.2f MB/s (%d bytes %s per round trip)",
+                rtt.length / seconds, (double) bytes * rtt.length / seconds / 1e6, settings.size(),
+                read ? "read" : "each way"));
     }
 
-    /** The nearest-rank percentile {@code p} of the sorted round trips, halved, in microseconds. */
-    private static double halfMicros(long[] sorted, double p) {
+    /** The nearest-rank percentile {@code p} of the sorted round trips, divided by {@code perMicro}. */
+    private static double micros(long[] sorted, double p, double perMicro) {
         int rank = (int) Math.ceil(p * sorted.length);
-        return sorted[Math.max(rank, 1) - 1] / 2e3;
+        return sorted[Math.max(rank, 1) - 1] / perMicro;
     }
 }
