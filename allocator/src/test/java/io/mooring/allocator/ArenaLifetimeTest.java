@@ -176,7 +176,7 @@ class ArenaLifetimeTest {
     @Test
     void closedArenasAreNotKeptReachableByTheThreadThatUsedThem() throws Exception {
         List<WeakReference<RdmaArena>> closed = new ArrayList<>();
-        for (int i = 0; i < 200; i++) {
+        for (int i = 0; i < 2_000; i++) {
             RdmaArena arena = fx.arena().build();
             arena.allocate(64).close();
             arena.allocate(4096).close();
