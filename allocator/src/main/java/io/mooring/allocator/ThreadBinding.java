@@ -258,13 +258,18 @@ final class ThreadBinding {
      * inlined into {@code Block.close}.
      */
     void freeLocal(Block b) {
+        // One path for a platform thread's cache and a virtual thread's magazine, as in RdmaArena.allocate (why there).
         Caller owner = b.owner;
-        ThreadCache cache = owner.cache;
-        if (cache != null) {
-            if (cache.epoch != epoch || !cache.free(b)) free(b);
-        } else if (owner.magazine == null || !freeToMagazine(owner.magazine, b)) {
-            owner.shard.free(b);
+        Magazine m = owner.magazine;
+        ThreadCache cache = m == null ? owner.cache : m.cache;
+        if (cache != null && (m == null || m.tryHold())) {
+            try {
+                if (cache.epoch == epoch && cache.free(b)) return;
+            } finally {
+                if (m != null) m.letGo();
+            }
         }
+        free(b);
     }
 
     /** Frees {@code b} into a cache if one takes it (see the class comment), else into its shard. */
