@@ -115,7 +115,8 @@ final class ChaosRun implements AutoCloseable {
         }
     }
 
-    private static RdmaArena arena(ProtectionDomain pd) {
+    /** The arena every chaos owner and peer uses: small chunks, so that blocks are reused soon. */
+    static RdmaArena arena(ProtectionDomain pd) {
         return RdmaArena.builder(pd).chunkSize(1 << 20).shards(1).access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND))
                 .build();
     }

@@ -7,11 +7,9 @@ import io.mooring.allocator.RdmaArena;
 import io.mooring.lease.Isolation;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lifecycle.ResourceGraph;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.RdmaDevices;
-import java.util.EnumSet;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -26,8 +24,7 @@ class IsolationUnderLossTest {
         var graph = ResourceGraph.builder().name("probe-under-loss").build();
         DeviceContext context = RdmaDevices.open("soft:soft2", graph);
         var pd = context.allocateProtectionDomain();
-        RdmaArena arena = RdmaArena.builder(pd).chunkSize(1 << 20).shards(1)
-                .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
+        RdmaArena arena = ChaosRun.arena(pd);
         // With this seed the first QP pair's write loses its answer.
         try (var faults = context.injectFaults(FaultPlan.seeded(1).dropResponses(0.5));
              RdmaEndpoint endpoint = RdmaEndpoint.builder(pd, arena).build()) {

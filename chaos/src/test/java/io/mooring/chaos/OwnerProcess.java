@@ -5,7 +5,6 @@ import io.mooring.allocator.RdmaArena;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lifecycle.ResourceGraph;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import java.io.BufferedReader;
@@ -14,7 +13,6 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 
 /**
@@ -29,8 +27,7 @@ public final class OwnerProcess {
     public static void main(String[] args) throws Exception {
         var graph = ResourceGraph.builder().name("owner-process").build();
         ProtectionDomain pd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
-        RdmaArena arena = RdmaArena.builder(pd).chunkSize(1 << 20).shards(1)
-                .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
+        RdmaArena arena = ChaosRun.arena(pd);
         List<Block> blocks = new ArrayList<>();
         for (int i = 0; i < Integer.parseInt(args[0]); i++) {
             Block b = arena.allocateShared(4096, 8);

@@ -6,13 +6,11 @@ import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
 import io.mooring.lifecycle.ResourceGraph;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.List;
 
 /**
@@ -27,13 +25,12 @@ public final class PeerProcess {
     public static void main(String[] args) throws Exception {
         var graph = ResourceGraph.builder().name("peer-process").build();
         ProtectionDomain pd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
-        RdmaArena arena = RdmaArena.builder(pd).chunkSize(1 << 20).shards(1)
-                .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
+        RdmaArena arena = ChaosRun.arena(pd);
         RdmaEndpoint endpoint = RdmaEndpoint.builder(pd, arena).build();
         RdmaSession session = endpoint.connect(new InetSocketAddress(args[0], Integer.parseInt(args[1]))).join();
         List<RemoteSegment> leases = new ArrayList<>();
         for (int i = 0; i < Integer.parseInt(args[2]); i++) {
-            leases.add(session.requestRemote(4096, Duration.ofMinutes(5), EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE)));
+            leases.add(session.requestRemote(4096, Duration.ofMinutes(5), ChaosRun.RW));
         }
         System.out.println("READY " + String.join(",", leases.stream().map(l -> Long.toString(l.leaseId())).toList()));
         System.out.flush();

@@ -16,7 +16,6 @@ import io.mooring.lease.RemoteSegment;
 import io.mooring.lease.SessionLostException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.ChildJvm;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.WcStatus;
@@ -31,7 +30,6 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -78,9 +76,9 @@ class TwoProcessTest {
     void aKilledPeerProcessLosesItsLeasesInBoundWhileTheOwnerServesAnother() throws Exception {
         var graph = ResourceGraph.builder().name("two-process-owner").build();
         ProtectionDomain pd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
-        RdmaArena arena = arena(pd);
+        RdmaArena arena = ChaosRun.arena(pd);
         ProtectionDomain otherPd = RdmaDevices.open("soft:soft1", graph).allocateProtectionDomain();
-        RdmaArena otherArena = arena(otherPd);
+        RdmaArena otherArena = ChaosRun.arena(otherPd);
         var revocationMillis = new ArrayList<Long>();
         long messages = 0;
         try (RdmaEndpoint owner = RdmaEndpoint.builder(pd, arena).failureBackoff(Duration.ZERO).build();
@@ -163,7 +161,7 @@ class TwoProcessTest {
     void anOwnerStartedAgainIsOutOfReachOfTheOldKeys() throws Exception {
         var graph = ResourceGraph.builder().name("two-process-peer").build();
         ProtectionDomain pd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
-        RdmaArena arena = arena(pd);
+        RdmaArena arena = ChaosRun.arena(pd);
         int tried = 0;
         try (RdmaEndpoint peer = RdmaEndpoint.builder(pd, arena).build();
              Block local = arena.allocateShared(4096, 8)) {
@@ -212,11 +210,6 @@ class TwoProcessTest {
         }
         assertEquals(0, graph.liveCount(), graph::dump);
         System.out.println("owner restarted: " + tried + " accesses through old keys, none reached the new process");
-    }
-
-    private static RdmaArena arena(ProtectionDomain pd) {
-        return RdmaArena.builder(pd).chunkSize(1 << 20).shards(1).access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND))
-                .build();
     }
 
     private Process start(Class<?> main, String... args) throws IOException {
