@@ -267,7 +267,8 @@ final class ChaosRun implements AutoCloseable {
             if (kind < 14) send(pickPeer(), random.nextBoolean(), random.nextBoolean());
             else if (kind < 26) request(pickPeer(), random.nextInt(5) == 0);
             else if (kind < 38) write();
-            else if (kind < 44) read();
+            else if (kind < 42) read();
+            else if (kind < 44) race();
             else if (kind < 50) release();
             else if (kind < 53) renew();
             else if (kind < 55) drop();
@@ -524,6 +525,58 @@ final class ChaosRun implements AutoCloseable {
         sent.orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).join();
     }
 
+    /**
+     * A peer keeps writing through one of its leases on its raw QP while the owner ends the lease and allocates
+     * fillers of its size at once: a block given back before its window is invalidated would be handed to a filler,
+     * and a write would land there. A write posted after the owner's close() returned must fail; that failure breaks
+     * the peer's session, so the peer is started again.
+     */
+    private void race() {
+        Held h = pickHeld(true);
+        if (h == null || h.stored != null) return;
+        Peer p = h.peer;
+        note(p + " races raw writes through " + h + " against the owner's end of it");
+        h.ending(EndReason.RELEASED);
+        for (Held o : held) if (o.peer == p && o.incarnation == p.incarnation && o.active()) o.ending(EndReason.SESSION_LOST);
+        int length = Math.min(h.length, 64);
+        var closed = new java.util.concurrent.atomic.AtomicBoolean();
+        var writer = new CompletableFuture<Void>();
+        try (Block local = p.arena.allocateShared(length, 8)) {
+            local.segment().fill((byte) 0x6b);
+            WorkRequest write = WorkRequest.write(local.region(), local.regionOffset(), length).remote(h.address, h.rkey);
+            Thread.ofVirtual().start(() -> {
+                while (true) {
+                    boolean after = closed.get();
+                    try {
+                        p.session.queuePair().postAsync(write).join();
+                    } catch (RuntimeException e) { // refused or failed: revoked, and the QPs are in ERROR now
+                        writer.complete(null);
+                        return;
+                    }
+                    if (after) {
+                        writer.completeExceptionally(new AssertionError("a write through " + h + " posted after the"
+                                + " owner's close() returned succeeded"));
+                        return;
+                    }
+                }
+            });
+            h.lease.close();
+            closed.set(true);
+            for (int i = 0; i < 4; i++) filler(h.length);
+            try {
+                writer.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                throw failure("the racing writer: " + (e.getCause() != null ? e.getCause().getMessage() : e));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw failure("interrupted");
+            }
+        }
+        awaitRevoked(p, p.ownerSide, System.nanoTime(), false);
+        p.die();
+        p.start();
+    }
+
     /** The hostile peer takes a lease, writes through it, and releases it: its key is a late key from then on. */
     private void hostileLease() {
         request(hostile, false);
@@ -628,7 +681,7 @@ final class ChaosRun implements AutoCloseable {
         RdmaSession ownerSide = p.ownerSide;
         for (Held h : held) if (h.peer == p && h.incarnation == p.incarnation && h.active()) h.ending(EndReason.SESSION_LOST);
         p.die();
-        awaitRevoked(p, ownerSide, killed);
+        awaitRevoked(p, ownerSide, killed, true);
         figures.peersKilled++;
         p.start();
     }
@@ -645,18 +698,19 @@ final class ChaosRun implements AutoCloseable {
             ownerSide.sendAsync(b, Payload.HEADER).handle((wc, e) -> null).orTimeout(WAIT.toMillis(),
                     TimeUnit.MILLISECONDS).join();
         }
-        awaitRevoked(p, ownerSide, cut);
+        awaitRevoked(p, ownerSide, cut, true);
         figures.linksCut++;
         p.die();
         p.start();
     }
 
-    private void awaitRevoked(Peer p, RdmaSession ownerSide, long since) {
+    /** Waits until the owner lost {@code p} and revoked its leases; {@code measured}: counts the time since {@code since}. */
+    private void awaitRevoked(Peer p, RdmaSession ownerSide, long since, boolean measured) {
         await(() -> ownerSide.lostReason() != null, "the owner to see " + p + " lost");
         List<Held> its = held.stream().filter(h -> h.peer == p && h.incarnation == p.incarnation && h.lease != null).toList();
         await(() -> its.stream().noneMatch(Held::active), "the owner to revoke every lease of " + p);
         long last = its.stream().mapToLong(h -> h.endedAt.join()).max().orElse(since);
-        if (!its.isEmpty()) revocationMillis.add(Math.max(0, (last - since) / 1_000_000));
+        if (measured && !its.isEmpty()) revocationMillis.add(Math.max(0, (last - since) / 1_000_000));
     }
 
     // ---- checks ------------------------------------------------------------------------------------------------
