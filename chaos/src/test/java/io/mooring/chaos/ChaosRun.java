@@ -526,10 +526,10 @@ final class ChaosRun implements AutoCloseable {
     }
 
     /**
-     * A peer keeps writing through one of its leases on its raw QP while the owner ends the lease and allocates
-     * fillers of its size at once: a block given back before its window is invalidated would be handed to a filler,
-     * and a write would land there. A write posted after the owner's close() returned must fail; that failure breaks
-     * the peer's session, so the peer is started again.
+     * A peer keeps writing through one of its leases on its raw QP while the owner ends the lease and, before the end
+     * completes, allocates fillers of its size: a block given back before its window is invalidated would be handed
+     * to a filler, and a write would land there. A write posted after the end completed must fail; that failure
+     * breaks the peer's session, so the peer is started again.
      */
     private void race() {
         Held h = pickHeld(true);
@@ -554,15 +554,16 @@ final class ChaosRun implements AutoCloseable {
                         return;
                     }
                     if (after) {
-                        writer.completeExceptionally(new AssertionError("a write through " + h + " posted after the"
-                                + " owner's close() returned succeeded"));
+                        writer.completeExceptionally(new AssertionError("a write through " + h + " posted after its"
+                                + " end completed succeeded"));
                         return;
                     }
                 }
             });
-            h.lease.close();
+            CompletableFuture<Void> end = p.ownerSide.leases().end(h.lease, EndReason.RELEASED);
+            for (int i = 0; i < 4; i++) filler(h.length); // while the end is in progress
+            end.orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).join();
             closed.set(true);
-            for (int i = 0; i < 4; i++) filler(h.length);
             try {
                 writer.get(WAIT.toMillis(), TimeUnit.MILLISECONDS);
             } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
