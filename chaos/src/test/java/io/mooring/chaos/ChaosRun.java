@@ -796,18 +796,24 @@ final class ChaosRun implements AutoCloseable {
             for (Peer p : peers) p.die();
             hostile.die();
             figures.add(ownerFaults.counts());
-            long granted = 0, ended = 0, active = 0;
+            long granted = 0, released = 0, expired = 0, revoked = 0, active = 0;
             for (OwnerSide o : ownerSides) {
                 LeaseStats s = o.session().leases().stats();
                 granted += s.granted();
-                ended += s.released() + s.expired() + s.revoked();
+                released += s.released();
+                expired += s.expired();
+                revoked += s.revoked();
                 active += s.active();
             }
             long observed = figures.ends.values().stream().mapToLong(Long::longValue).sum();
             check(granted == figures.leasesGranted, "the owner granted " + granted + " leases, the peers got "
                     + figures.leasesGranted);
-            check(active == 0 && ended == granted && observed == granted, "the owner counts " + ended + " ends of "
-                    + granted + " leases (" + active + " active); the model saw " + observed + ": " + figures.ends);
+            long seenReleased = figures.ends.getOrDefault(EndReason.RELEASED, 0L);
+            long seenExpired = figures.ends.getOrDefault(EndReason.EXPIRED, 0L);
+            check(active == 0 && observed == granted && released == seenReleased && expired == seenExpired
+                    && revoked == observed - seenReleased - seenExpired, "the owner counts " + released + " released, "
+                    + expired + " expired, " + revoked + " revoked of " + granted + " leases (" + active + " active);"
+                    + " the model saw " + figures.ends);
             figures.leaseLifetimes = observed;
             stored.forEach(s -> s.block().close());
             fillers.forEach(f -> f.block().close());
