@@ -13,12 +13,16 @@ import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.Access;
+import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.ConnectOptions;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.FaultInjection;
 import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
@@ -83,6 +87,10 @@ final class ChaosRun implements AutoCloseable {
     private final RdmaEndpoint ownerEndpoint;
     private final RdmaListener listener;
     private final FaultInjection ownerFaults;
+    /** The owner's own QP (not a session's), for the drain step, and its peer on a device of its own. */
+    private final QueuePair ownerLocal;
+    private final QueuePair sender;
+    private final RdmaArena senderArena;
     private final List<Peer> peers = new ArrayList<>();
     private final Peer hostile;
     private final List<OwnerSide> ownerSides = new ArrayList<>();
@@ -102,6 +110,12 @@ final class ChaosRun implements AutoCloseable {
             ProtectionDomain pd = ownerContext.allocateProtectionDomain();
             ownerArena = arena(pd);
             ownerFaults = ownerContext.injectFaults(plan(random.nextLong()));
+            ProtectionDomain senderPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+            senderArena = arena(senderPd);
+            ownerLocal = queuePair(pd);
+            sender = queuePair(senderPd);
+            ownerLocal.connect(sender.info());
+            sender.connect(ownerLocal.info());
             // Peers lose sessions on purpose (kills, the hostile peer's accesses) and come back at once.
             ownerEndpoint = RdmaEndpoint.builder(pd, ownerArena).limits(LIMITS).connectOptions(OPTIONS)
                     .failureBackoff(Duration.ZERO).build();
@@ -119,6 +133,12 @@ final class ChaosRun implements AutoCloseable {
     static RdmaArena arena(ProtectionDomain pd) {
         return RdmaArena.builder(pd).chunkSize(1 << 20).shards(1).access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND))
                 .build();
+    }
+
+    private static QueuePair queuePair(ProtectionDomain pd) {
+        var cq = pd.context().createCompletionQueue(64);
+        cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {});
+        return pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
     }
 
     /** Every drawn fault at 2% per packet: each is retransmitted (or deduplicated) and must change nothing. */
@@ -267,8 +287,11 @@ final class ChaosRun implements AutoCloseable {
             if (kind < 14) send(pickPeer(), random.nextBoolean(), random.nextBoolean());
             else if (kind < 26) request(pickPeer(), random.nextInt(5) == 0);
             else if (kind < 38) write();
-            else if (kind < 42) read();
-            else if (kind < 44) race();
+            else if (kind < 41) read();
+            else if (kind < 45) {
+                if (random.nextBoolean()) race();
+                else drain();
+            }
             else if (kind < 50) release();
             else if (kind < 53) renew();
             else if (kind < 55) drop();
@@ -579,9 +602,42 @@ final class ChaosRun implements AutoCloseable {
                 throw failure("interrupted");
             }
         }
+        figures.races++;
         awaitRevoked(p, p.ownerSide, System.nanoTime(), false);
         p.die();
         p.start();
+    }
+
+    /**
+     * The owner posts a receive into a leased block (through the lease, on a QP of its own) and ends the lease: until
+     * a SEND fills the receive the block must stay out of the arena — the end pending, the block open, fillers
+     * allocated meanwhile elsewhere — and the SEND must land in the block, not in them.
+     */
+    private void drain() {
+        Held h = pickHeld(true);
+        if (h == null || h.stored != null) return;
+        note("owner drains a receive into " + h + " while ending it");
+        h.ending(EndReason.RELEASED);
+        Block block = h.lease.block();
+        var receive = h.lease.postAsync(ownerLocal, ReceiveRequest.into(block.region(),
+                block.regionOffset() + h.lease.offset(), h.length));
+        CompletableFuture<Void> end = h.peer.ownerSide.leases().end(h.lease, EndReason.RELEASED);
+        for (int i = 0; i < 4; i++) {
+            filler(h.length);
+            check(fillers.isEmpty() || fillers.getLast().block().address() != h.address, "the block of " + h
+                    + " was handed out again while the owner's receive into it was in flight");
+        }
+        check(block.isOpen() && !end.isDone(), h + " ended while the owner's receive into its block was in flight");
+        try (Block source = senderArena.allocateShared(h.length, 8)) {
+            source.segment().fill((byte) 0x3c);
+            var sent = sender.postAsync(WorkRequest.send(source.region(), source.regionOffset(), h.length))
+                    .orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).join();
+            check(sent.isSuccess() && receive.orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).join().isSuccess(),
+                    "the owner's receive into " + h + " failed");
+        }
+        end.orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).join();
+        check(!block.isOpen(), "the block of " + h + " was not given back after the drain");
+        figures.drains++;
     }
 
     /** The hostile peer takes a lease, writes through it, and releases it: its key is a late key from then on. */
@@ -802,6 +858,9 @@ final class ChaosRun implements AutoCloseable {
             for (Peer p : peers) p.die();
             hostile.die();
             figures.add(ownerFaults.counts());
+            sender.close();
+            ownerLocal.close();
+            senderArena.close();
             long granted = 0, released = 0, expired = 0, revoked = 0, active = 0;
             for (OwnerSide o : ownerSides) {
                 LeaseStats s = o.session().leases().stats();
@@ -886,6 +945,8 @@ final class ChaosRun implements AutoCloseable {
         long peersKilled;
         long linksCut;
         long maxExpiryLateMillis;
+        long races;
+        long drains;
         final Map<EndReason, Long> ends = new EnumMap<>(EndReason.class);
         final Map<FaultPlan.Fault, Long> faults = new EnumMap<>(FaultPlan.Fault.class);
         long packets;
@@ -912,7 +973,8 @@ final class ChaosRun implements AutoCloseable {
                     + reusedBytesChanged + ", messages sent " + messagesSent + " delivered " + messagesDelivered
                     + " (twice 0, corrupted 0), packets " + packets + " with faults " + faults
                     + " (lost and recovered " + lostAndRecovered + "), peers killed " + peersKilled + ", links cut "
-                    + linksCut + ", revocation after loss max " + (revocationMillis.isEmpty() ? 0 : revocationMillis.getLast())
+                    + linksCut + ", owner ends raced by a writer " + races + ", drained " + drains
+                    + ", revocation after loss max " + (revocationMillis.isEmpty() ? 0 : revocationMillis.getLast())
                     + " ms p99 " + percentile(0.99) + " ms, latest expiry past deadline+grace " + maxExpiryLateMillis + " ms";
         }
     }
