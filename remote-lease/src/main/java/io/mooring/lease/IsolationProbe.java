@@ -25,12 +25,14 @@ import java.util.concurrent.ConcurrentHashMap;
  * same protection domain must fail, or leases could not keep peers apart ({@link Isolation}) and the endpoint
  * refuses to lease at all; then a write through the window's own QP just past the window's end. A device that
  * refuses that write (REM_ACCESS_ERR) gets {@link Isolation#WINDOW}; one that lets it through — rxe does — gets
- * {@link Isolation#DEDICATED_REGISTRATION}. The answer is a property of the device, so it is kept per device for
- * the JVM's life: a session set up later pays nothing for it.
+ * {@link Isolation#DEDICATED_REGISTRATION}. Any other outcome of either write (its NAK lost, so RETRY_EXC_ERR or a
+ * flush) says nothing about the window: the probe runs again, at most {@value #ATTEMPTS} times. The answer is a
+ * property of the device, so it is kept per device for the JVM's life: a session set up later pays nothing for it.
  */
 final class IsolationProbe {
     private static final long HALF = 4096;
     private static final Duration WAIT = Duration.ofSeconds(10);
+    static final int ATTEMPTS = 5;
     /** By device (provider, name, attributes); two sessions probing a new device at once may both run the probe. */
     private static final Map<DeviceInfo, Isolation> FOUND = new ConcurrentHashMap<>();
 
@@ -51,11 +53,27 @@ final class IsolationProbe {
         return found;
     }
 
-    /** Runs the probe on {@code pd}'s device with objects made and destroyed for it. */
+    /**
+     * Runs the probe on {@code pd}'s device with objects made and destroyed for it.
+     *
+     * @throws IllegalStateException if no attempt could tell (the write's answer was lost each time)
+     */
     static Isolation run(ProtectionDomain pd) {
         if (!pd.context().device().attributes().windowTypes().contains(MwType.TYPE_2)) {
             throw cannotConfine(pd, "it has no type 2 memory windows");
         }
+        WcStatus[] outcome = new WcStatus[1];
+        for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
+            Isolation found = attempt(pd, outcome);
+            if (found != null) return found;
+        }
+        throw new IllegalStateException("the isolation probe of " + pd.context().device().name() + " could not tell"
+                + " in " + ATTEMPTS + " attempts whether a window confines a peer: a probe write ended "
+                + outcome[0] + ", neither refused nor done (packets lost?); set RdmaEndpoint.Builder.isolation");
+    }
+
+    /** One probe: its answer, or null if the write's outcome (in {@code outcome}) says nothing about the window. */
+    private static Isolation attempt(ProtectionDomain pd, WcStatus[] outcome) {
         try (Arena memory = Arena.ofShared()) {
             CompletionQueue cq = pd.context().createCompletionQueue(16);
             QueuePair owner = pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
@@ -75,12 +93,18 @@ final class IsolationProbe {
                 WcStatus bound = next(cq).status();
                 if (bound != WcStatus.SUCCESS) throw cannotConfine(pd, "binding a type 2 window failed: " + bound);
                 stranger.post(WorkRequest.write(source, 0, 8).remote(target.address(), window.rkey()));
-                if (next(cq).status() != WcStatus.REM_ACCESS_ERR) {
+                outcome[0] = next(cq).status();
+                if (outcome[0] == WcStatus.SUCCESS) {
                     throw cannotConfine(pd, "a type 2 window bound on one QP let a write in through another");
                 }
+                if (outcome[0] != WcStatus.REM_ACCESS_ERR) return null;
                 peer.post(WorkRequest.write(source, 0, 8).remote(target.address() + HALF, window.rkey()));
-                return next(cq).status() == WcStatus.REM_ACCESS_ERR ? Isolation.WINDOW
-                        : Isolation.DEDICATED_REGISTRATION;
+                outcome[0] = next(cq).status();
+                return switch (outcome[0]) {
+                    case REM_ACCESS_ERR -> Isolation.WINDOW;
+                    case SUCCESS -> Isolation.DEDICATED_REGISTRATION;
+                    default -> null;
+                };
             } finally {
                 // Children first; the region's memory (the arena) goes after the graph is done with it.
                 window.close();

@@ -1,10 +1,13 @@
 package io.mooring.lease;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.lifecycle.ResourceInfo;
 import io.mooring.lifecycle.ResourceListener;
+import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.RdmaDevices;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -43,4 +46,29 @@ class IsolationProbeTest {
         graph.close();
         assertEquals(0, graph.liveCount());
     }
+
+    /**
+     * A lost answer to the probe's write (its REM_ACCESS_ERR NAK dropped, so the retransmission meets a QP in ERROR
+     * and ends in RETRY_EXC_ERR) says nothing about the window: the probe must not conclude that windows leak, which
+     * would put a device that enforces their bounds on dedicated registrations. The chaos suite found it.
+     */
+    @Test
+    void aLostAnswerIsNoVerdictTheProbeRunsAgain() {
+        var graph = ResourceGraph.builder().name("probe-lossy").build();
+        var context = RdmaDevices.open("soft:soft0", graph);
+        var pd = context.allocateProtectionDomain();
+        // Each QP draws from its own generator: with this seed the first attempt's write loses its answer.
+        try (var faults = context.injectFaults(FaultPlan.seeded(SEED).dropResponses(0.5))) {
+            assertEquals(Isolation.WINDOW, IsolationProbe.run(pd));
+            assertTrue(faults.counts().of(FaultPlan.Fault.DROP_RESPONSE) >= 1, faults::toString);
+        }
+        try (var _ = context.injectFaults(FaultPlan.seeded(1).at(1, FaultPlan.Fault.DROP_RESPONSE))) {
+            var e = assertThrows(IllegalStateException.class, () -> IsolationProbe.run(pd), "every answer lost");
+            assertTrue(e.getMessage().contains("could not tell in " + IsolationProbe.ATTEMPTS + " attempts"), e.getMessage());
+        }
+        graph.close();
+        assertEquals(0, graph.liveCount());
+    }
+
+    private static final long SEED = 1;
 }
