@@ -84,17 +84,23 @@ class LeaseProperties {
      * agent's own failures are checked by AgentFuzzTest; here every outcome is checked against the model).
      */
     private final Logger leaseLog = Logger.getLogger(RdmaSession.class.getPackageName());
+    /** The graph reports each dropped segment as a leak: the drop steps make them on purpose. */
+    private final Logger graphLog = Logger.getLogger(ResourceGraph.class.getPackageName());
     private Level leaseLevel;
+    private Level graphLevel;
 
     @BeforeEach
     void quiet() {
         leaseLevel = leaseLog.getLevel();
+        graphLevel = graphLog.getLevel();
         leaseLog.setLevel(Level.OFF);
+        graphLog.setLevel(Level.OFF);
     }
 
     @AfterEach
     void restore() {
         leaseLog.setLevel(leaseLevel);
+        graphLog.setLevel(graphLevel);
     }
 
     /** Steps that did something (found a lease or filler to act on), per kind, over all examples. */
