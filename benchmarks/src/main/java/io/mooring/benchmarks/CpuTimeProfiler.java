@@ -17,7 +17,7 @@ import org.openjdk.jmh.results.ScalarResult;
 /**
  * CPU time of the benchmark threads per operation ({@code -prof io.mooring.benchmarks.CpuTimeProfiler}, which
  * {@code ./mooring bench} adds): the sum over the {@link FastThreadExecutor} workers of their thread CPU time in
- * an iteration, divided by all the operations they ran in it.
+ * an iteration, divided by all the operations they ran in it; for virtual workers, their carriers' CPU time.
  *
  * <p>Why: on a machine whose cores are shared with other busy processes, a thread is descheduled for long
  * stretches and JMH's wall-clock score grows with the machine's load, not with the code. Thread CPU time leaves
@@ -38,14 +38,14 @@ public final class CpuTimeProfiler implements InternalProfiler {
     @Override
     public void beforeIteration(BenchmarkParams benchmark, IterationParams iteration) {
         before.clear();
-        for (Thread t : FastThreadExecutor.workers()) before.put(t, cpuNanos(t));
+        for (Thread t : measured()) before.put(t, cpuNanos(t));
     }
 
     @Override
     @SuppressWarnings("rawtypes") // InternalProfiler's signature
     public Collection<? extends Result> afterIteration(BenchmarkParams benchmark, IterationParams iteration,
                                                        IterationResult result) {
-        List<Thread> workers = FastThreadExecutor.workers();
+        List<Thread> workers = measured();
         long ops = result.getMetadata().getAllOps();
         if (workers.isEmpty() || ops == 0) return List.of();
         long nanos = 0;
@@ -53,6 +53,12 @@ public final class CpuTimeProfiler implements InternalProfiler {
         double perOp = (double) nanos / ops / benchmark.getTimeUnit().toNanos(1);
         String unit = result.getScoreUnit();
         return List.of(new ScalarResult(LABEL, perOp, unit, AggregationPolicy.AVG));
+    }
+
+    /** The JMH workers, or for virtual workers (whose CPU time the JDK does not report) their carriers. */
+    private static List<Thread> measured() {
+        List<Thread> workers = FastThreadExecutor.workers();
+        return workers.isEmpty() ? VirtualThreadExecutor.carriers() : workers;
     }
 
     private static long cpuNanos(Thread t) {
