@@ -74,6 +74,9 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final CompletionQueue cq;
     private final MessageReceives receives;
     private final Semaphore handshakes;
+    private final int maxHandshakes;
+    /** The sockets of the handshakes running: closing the endpoint breaks them off. */
+    private final Set<Socket> handshaking = ConcurrentHashMap.newKeySet();
     private final AtomicInteger sessionSlots = new AtomicInteger();
     private final Map<Integer, RdmaSession> byQpNumber = new ConcurrentHashMap<>();
     private final Set<RdmaSession> sessions = ConcurrentHashMap.newKeySet();
@@ -93,6 +96,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         this.maxMessageSize = b.maxMessageSize;
         this.messageWindow = b.messageWindow;
         this.handshakes = new Semaphore(b.maxHandshakes);
+        this.maxHandshakes = b.maxHandshakes;
         checkArenaRights(b.arena.access(), b.isolation);
         this.isolation = b.isolation != null ? b.isolation : IsolationProbe.probe(pd);
         // Every QP of every session completes here, so the CQ holds what all of them can have outstanding at once.
@@ -173,32 +177,41 @@ public final class RdmaEndpoint implements AutoCloseable {
         var session = new CompletableFuture<RdmaSession>();
         Thread.ofVirtual().name("mooring-connect-" + peer).start(() -> {
             if (!startHandshake()) {
-                session.completeExceptionally(new InterruptedIOException("interrupted waiting for a handshake slot"));
+                session.completeExceptionally(new InterruptedIOException("the endpoint is closed, or the connect was"
+                        + " interrupted waiting for a handshake slot"));
                 return;
             }
             var socket = new Socket();
+            handshaking.add(socket); // close() breaks off a connect too
             try {
+                if (closed) throw new IOException("the endpoint is closed");
                 socket.connect(peer, (int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
                 session.complete(handshake(socket, peer));
             } catch (IOException | RuntimeException e) {
                 RdmaSession.closeQuietly(socket);
                 session.completeExceptionally(e);
             } finally {
+                handshaking.remove(socket);
                 handshakeDone();
             }
         });
         return session;
     }
 
-    /** Waits for one of the {@link Builder#maxHandshakes} slots; false if interrupted (the listener is closing). */
+    /**
+     * Waits for one of the {@link Builder#maxHandshakes} slots; false if interrupted (the listener is closing) or the
+     * endpoint is closed.
+     */
     boolean startHandshake() {
         try {
             handshakes.acquire();
-            return true;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return false;
         }
+        if (!closed) return true;
+        handshakes.release();
+        return false;
     }
 
     void handshakeDone() {
@@ -219,6 +232,8 @@ public final class RdmaEndpoint implements AutoCloseable {
         boolean done = false;
         ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> RdmaSession.closeQuietly(socket),
                 handshakeTimeout.toNanos(), TimeUnit.NANOSECONDS);
+        handshaking.add(socket);
+        if (closed) RdmaSession.closeQuietly(socket); // close() may have broken the others off before this one came
         try {
             socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
             var session = new RdmaSession(this, socket, peer, listener);
@@ -238,6 +253,7 @@ public final class RdmaEndpoint implements AutoCloseable {
             }
             throw e;
         } finally {
+            handshaking.remove(socket);
             watchdog.cancel(false);
             if (!done) sessionSlots.decrementAndGet();
         }
@@ -348,13 +364,20 @@ public final class RdmaEndpoint implements AutoCloseable {
         if (closed) throw new IllegalStateException("the endpoint is closed");
     }
 
-    /** Stops listening, closes every session (revoking every lease), then the completion queue. */
+    /**
+     * Stops listening, breaks off the handshakes in progress and waits until they have freed what they made, closes
+     * every session (revoking every lease), then the shared receive queue and the completion queue.
+     */
     @Override
     public void close() {
         if (closed) return;
         closed = true;
         health.cancel(false);
         listeners.forEach(RdmaListener::close);
+        // A handshake in progress has QPs on the shared receive queue: break it off and wait until it has freed them.
+        handshaking.forEach(RdmaSession::closeQuietly);
+        handshakes.acquireUninterruptibly(maxHandshakes);
+        handshakes.release(maxHandshakes);
         sessions().forEach(RdmaSession::close);
         receives.close();
         cq.close();

@@ -135,6 +135,36 @@ class SessionSetupTest {
         }
     }
 
+    /**
+     * A handshake in progress already has its QPs on the endpoint's shared receive queue: closing the endpoint breaks it
+     * off and waits until it has freed them, so the queue and its receive blocks go with the endpoint (they stayed, and
+     * the blocks were never given back, when the close did not wait).
+     */
+    @Test
+    void closingTheEndpointBreaksOffAHandshakeInProgress() throws Exception {
+        long liveBefore = arena.stats().liveBlocks();
+        var patient = RdmaEndpoint.builder(pd, arena).isolation(Isolation.WINDOW)
+                .handshakeTimeout(Duration.ofSeconds(60)).build();
+        var listener = patient.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        var silent = new Socket(listener.address().getAddress(), listener.address().getPort());
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (queuePairs() == 0) {
+                if (System.nanoTime() > deadline) throw new AssertionError("the handshake made no QP");
+                Thread.sleep(2);
+            }
+            patient.close();
+            assertEquals(0, queuePairs(), pd.resource().children()::toString);
+            assertEquals(liveBefore, arena.stats().liveBlocks(), "the receive blocks went back to the arena");
+        } finally {
+            silent.close();
+        }
+    }
+
+    private long queuePairs() {
+        return pd.resource().children().stream().filter(c -> c.kind().equals("qp")).count();
+    }
+
     /** Lets {@code peer} connect and misbehave, and waits until the listener refused it. */
     private void refuse(RdmaListener listener, Peer peer) throws Exception {
         long before = listener.refused();
