@@ -4,6 +4,7 @@ import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lease.EndReason;
 import io.mooring.lease.InboundMessage;
+import io.mooring.lease.Isolation;
 import io.mooring.lease.Lease;
 import io.mooring.lease.LeaseLimits;
 import io.mooring.lease.LeaseStats;
@@ -117,8 +118,13 @@ final class ChaosRun implements AutoCloseable {
             ownerLocal.connect(sender.info());
             sender.connect(ownerLocal.info());
             // Peers lose sessions on purpose (kills, the hostile peer's accesses) and come back at once.
-            ownerEndpoint = RdmaEndpoint.builder(pd, ownerArena).limits(LIMITS).connectOptions(OPTIONS)
-                    .failureBackoff(Duration.ZERO).build();
+            var builder = RdmaEndpoint.builder(pd, ownerArena).limits(LIMITS).connectOptions(OPTIONS)
+                    .failureBackoff(Duration.ZERO);
+            // -Dmooring.chaos.isolation=DEDICATED_REGISTRATION runs the owner as on rxe; by default the device is probed.
+            String isolation = System.getProperty("mooring.chaos.isolation");
+            if (isolation != null) builder.isolation(Isolation.valueOf(isolation));
+            ownerEndpoint = builder.build();
+            figures.isolation = ownerEndpoint.isolation();
             listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
             for (int i = 0; i < HONEST; i++) peers.add(new Peer("P" + i, i == HONEST - 1 ? "soft1" : "soft0"));
             hostile = new Peer("H", "soft1");
@@ -947,6 +953,7 @@ final class ChaosRun implements AutoCloseable {
         long maxExpiryLateMillis;
         long races;
         long drains;
+        Isolation isolation;
         final Map<EndReason, Long> ends = new EnumMap<>(EndReason.class);
         final Map<FaultPlan.Fault, Long> faults = new EnumMap<>(FaultPlan.Fault.class);
         long packets;
@@ -967,7 +974,7 @@ final class ChaosRun implements AutoCloseable {
             long lostAndRecovered = faults.getOrDefault(FaultPlan.Fault.DROP_REQUEST, 0L)
                     + faults.getOrDefault(FaultPlan.Fault.DROP_RESPONSE, 0L) + faults.getOrDefault(FaultPlan.Fault.CORRUPT, 0L)
                     + faults.getOrDefault(FaultPlan.Fault.REORDER, 0L);
-            return "lease lifetimes " + leaseLifetimes + " (granted " + leasesGranted + ", ends " + ends + ", "
+            return "isolation " + isolation + ", lease lifetimes " + leaseLifetimes + " (granted " + leasesGranted + ", ends " + ends + ", "
                     + dropped + " dropped unclosed), lease writes " + leaseWrites + ", late accesses tried "
                     + lateAccesses + ", forged accesses tried " + forgedAccesses + ", bytes of reused memory changed "
                     + reusedBytesChanged + ", messages sent " + messagesSent + " delivered " + messagesDelivered
