@@ -106,30 +106,26 @@ public final class RdmaArena implements AutoCloseable {
      *                                  is not a power of two or exceeds the chunk size
      */
     public Block allocate(long size, long alignment) {
-        // The fast path — a class this thread caches, needing no more than the quantum's alignment — is kept
+        // The fast path — a class the caller's cache serves, needing no more than the quantum's alignment — is kept
         // small, for the JIT to inline it into the caller: a block used and closed in one method can then live in
-        // registers.
+        // registers. It is written once for both kinds of thread (a platform thread's own cache; a virtual thread's
+        // shard magazine, held by one CAS) so that the cache's allocate and the Block's construction are compiled
+        // once: with two copies a virtual thread's path compiled past C2's InlineSmallCode and was never inlined.
         Caller caller = threads.caller();
-        ThreadCache cache = caller.cache;
+        Magazine magazine = caller.magazine;
+        ThreadCache cache = magazine == null ? caller.cache : magazine.cache;
         if (cache != null && Long.compareUnsigned(size - 1, cache.maxSize) < 0 // 0 < size <= cache.maxSize
                 && Long.compareUnsigned(alignment, SizeClasses.QUANTUM) <= 0
                 && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0
-                && cache.epoch == threads.epoch() && !caller.hasMtFrees()) {
-            resource.checkOpen();
-            return cache.allocate(caller, SizeClasses.indexOf(size), size, null);
-        }
-        if (caller.magazine != null) return allocateVirtual(caller, size, alignment);
-        return allocate(caller, size, alignment, false);
-    }
-
-    /** A virtual thread's allocation: the fast path's, from its shard's magazine. Small, to be inlined as well. */
-    private Block allocateVirtual(Caller caller, long size, long alignment) {
-        if (Long.compareUnsigned(size - 1, caller.magazine.cache.maxSize) < 0
-                && Long.compareUnsigned(alignment, SizeClasses.QUANTUM) <= 0
-                && (QUANTUM_ALIGNMENTS >>> alignment & 1) != 0 && !caller.hasMtFrees()) {
-            resource.checkOpen();
-            Block b = threads.allocateFromMagazine(caller, SizeClasses.indexOf(size), size, null);
-            if (b != null) return b;
+                && !caller.hasMtFrees() && (magazine == null || magazine.tryHold())) {
+            try {
+                if (cache.epoch == threads.epoch()) {
+                    resource.checkOpen();
+                    return cache.allocate(caller, SizeClasses.indexOf(size), size, null);
+                }
+            } finally {
+                if (magazine != null) magazine.letGo();
+            }
         }
         return allocate(caller, size, alignment, false);
     }

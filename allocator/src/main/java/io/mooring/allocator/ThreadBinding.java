@@ -15,9 +15,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  * threads get a cache — Netty's {@code PoolThreadLocalCache}.
  *
  * <ul>
- *   <li><b>Lookup.</b> A {@code ThreadLocal} lookup costs more than the rest of a cached allocation, so a platform
- *       thread is first found in a {@value #SLOTS}-slot table indexed by thread id, written once per thread and then
- *       only read; a thread whose slot another live thread holds falls back to the {@code ThreadLocal}. The
+ *   <li><b>Lookup.</b> A {@code ThreadLocal} lookup costs more than the rest of a cached allocation, so a thread
+ *       is first found in a {@value #SLOTS}-slot table indexed by thread id, written once per thread and then only
+ *       read; a thread whose slot another thread holds falls back to the {@code ThreadLocal}. Virtual threads take
+ *       slots too: with the {@code ThreadLocal} off their hot path, allocate compiles small enough to be inlined
+ *       (design.md §6). A slot keeps at most one ended thread's Caller until the collector's next pass
+ *       ({@link #unbindEndedThreads}; every purge): {@value #SLOTS} at most, whatever the number of threads. The
  *       {@code ThreadLocal} holds Callers weakly: a Caller reaches its arena, and a value that reaches its own key
  *       is never expunged, so a strong one would keep every closed arena alive for as long as the thread lives.</li>
  *   <li><b>Caches.</b> Shards are assigned round-robin. A platform thread gets a {@link ThreadCache}, registered
@@ -96,7 +99,8 @@ final class ThreadBinding {
             mine = newCaller(t);
             callerOfThread.set(new WeakReference<>(mine));
         }
-        if (!t.isVirtual()) SLOT.compareAndSet(slots, slotOf(t), null, mine); // the slot may have been freed
+        Caller held = slots[slotOf(t)]; // free, or an ended thread's: take it
+        if (held == null || !held.thread.isAlive()) SLOT.compareAndSet(slots, slotOf(t), held, mine);
         return mine;
     }
 
@@ -258,13 +262,18 @@ final class ThreadBinding {
      * inlined into {@code Block.close}.
      */
     void freeLocal(Block b) {
+        // One path for a platform thread's cache and a virtual thread's magazine, as in RdmaArena.allocate (why there).
         Caller owner = b.owner;
-        ThreadCache cache = owner.cache;
-        if (cache != null) {
-            if (cache.epoch != epoch || !cache.free(b)) free(b);
-        } else if (owner.magazine == null || !freeToMagazine(owner.magazine, b)) {
-            owner.shard.free(b);
+        Magazine m = owner.magazine;
+        ThreadCache cache = m == null ? owner.cache : m.cache;
+        if (cache != null && (m == null || m.tryHold())) {
+            try {
+                if (cache.epoch == epoch && cache.free(b)) return;
+            } finally {
+                if (m != null) m.letGo();
+            }
         }
+        free(b);
     }
 
     /** Frees {@code b} into a cache if one takes it (see the class comment), else into its shard. */

@@ -1,9 +1,13 @@
 package io.mooring.allocator;
 
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -131,6 +135,40 @@ class ThreadCacheTest {
         arena.close();
         assertEquals(0, arena.stats().cachedRegions(), "retired by close");
         assertEquals(0, arena.stats().chunks());
+    }
+
+    /**
+     * A virtual thread is found through the thread-id slots from its second call on, and its magazine's blocks take
+     * the platform threads' fast close, which leaves the closed scope in place: every segment still throws after
+     * close, on the owner and elsewhere.
+     */
+    @Test
+    void aVirtualThreadsBlocksFromTheFastPathThrowAfterClose() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            List<MemorySegment> closed = new ArrayList<>();
+            AtomicReference<Throwable> onOwner = new AtomicReference<>();
+            Thread.ofVirtual().start(() -> {
+                for (int i = 0; i < 1000; i++) {
+                    Block b = arena.allocate(64);
+                    MemorySegment s = b.segment();
+                    s.set(JAVA_LONG, 0, i);
+                    b.close();
+                    try {
+                        s.get(JAVA_LONG, 0);
+                        onOwner.set(new AssertionError("read block " + i + " after its close"));
+                        return;
+                    } catch (IllegalStateException expected) {
+                        if (i % 100 == 0) closed.add(s);
+                    }
+                }
+            }).join();
+            assertNull(onOwner.get());
+            assertTrue(arena.stats().cacheHits() >= 999, "served by the magazine");
+            for (MemorySegment s : closed) {
+                assertInstanceOf(WrongThreadException.class, assertThrows(RuntimeException.class, () -> s.get(JAVA_LONG, 0)));
+            }
+            assertEquals(0, arena.stats().liveBlocks());
+        }
     }
 
     @Test

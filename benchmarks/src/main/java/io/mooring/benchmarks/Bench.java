@@ -24,7 +24,7 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
 public final class Bench {
     /** The row order of the tables; benchmarks not listed follow in name order. */
     private static final List<String> ORDER = List.of("mooringChecked", "mooringUnchecked", "mooringShared",
-            "nettyPooled", "nettyAdaptive", "ffmConfinedArena", "ffmSharedArena", "mallocFfm", "jemallocFfm");
+            "nettyPooled", "nettyAdaptive", "ffmConfinedArena", "ffmConfinedScope", "ffmSharedArena", "mallocFfm", "jemallocFfm");
     private static final String GC_BYTES = "gc.alloc.rate.norm";
 
     /**

@@ -43,7 +43,7 @@ import org.openjdk.jmh.infra.Control;
         "-Dio.netty.leakDetection.level=disabled"})
 @State(Scope.Thread)
 public class HandOff {
-    static final int BATCH = 32;
+    static final int BATCH = 64;
 
     @Param({"64", "4096"})
     public int size;

@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.mooring.allocator.Block;
 import io.netty.buffer.ByteBuf;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
 
@@ -48,6 +49,26 @@ final class LiveRing {
         objects[i] = buf;
     }
 
+    /**
+     * The floor of a checked block that outlives its call: no allocator, only what the JDK makes per checked buffer —
+     * a confined scope ({@code Arena.ofConfined()}) and a segment over slot {@code i}'s bytes of {@code memory}
+     * reinterpreted into it, written, and the oldest scope closed.
+     */
+    @SuppressWarnings("restricted") // a slice of memory the benchmark allocated
+    void confinedScope(MemorySegment memory, int size) {
+        int i = next++ & mask;
+        if (objects[i] instanceof Arena old) old.close();
+        Arena scope = Arena.ofConfined();
+        MemorySegment.ofAddress(memory.address() + (long) i * size).reinterpret(size, scope, null)
+                .set(JAVA_LONG, 0, size);
+        objects[i] = scope;
+    }
+
+    /** The number of slots. */
+    int live() {
+        return objects.length;
+    }
+
     /** The same with a C allocator's {@code malloc}/{@code free} downcalls. */
     @SuppressWarnings("restricted") // a segment over the bytes malloc just returned
     void malloc(MethodHandle malloc, MethodHandle free, int size) throws Throwable {
@@ -66,6 +87,7 @@ final class LiveRing {
         for (int i = 0; i < objects.length; i++) {
             if (objects[i] instanceof Block b) b.close();
             else if (objects[i] instanceof ByteBuf buf) buf.release();
+            else if (objects[i] instanceof Arena scope) scope.close();
             objects[i] = null;
             if (addresses[i] != 0) nativeFree.invokeExact(MemorySegment.ofAddress(addresses[i]));
             addresses[i] = 0;

@@ -21,7 +21,7 @@ import org.openjdk.jmh.annotations.Threads;
         "-Dio.netty.leakDetection.level=disabled"})
 @Threads(1)
 public abstract class LiveRingBenchmark {
-    private final LiveRing ring;
+    final LiveRing ring;
 
     LiveRingBenchmark(int live) {
         ring = new LiveRing(live);

@@ -25,15 +25,16 @@ import java.util.concurrent.TimeUnit;
 /**
  * {@code mooring pingpong}: an RC ping-pong between two queue pairs, in the protocol of {@code ib_send_lat} /
  * {@code ibv_rc_pingpong} (SEND/RECV), of {@code ib_write_lat} (RDMA WRITE, the receiver polling the last byte of its
- * buffer), or RDMA WRITE with immediate (a receive completion per message). The pinging side times every round trip and prints
- * percentiles of the half round trip and the throughput. Both sides run in this process on one device unless
+ * buffer), RDMA WRITE with immediate (a receive completion per message), or of {@code ib_read_lat} (an RDMA READ of
+ * the peer's buffer per round trip, the peer's CPU not involved). The pinging side times every round trip and prints
+ * percentiles of the half round trip (of the round trip for READ) and the throughput. Both sides run in this process on one device unless
  * {@code --listen}/{@code --connect} put them in two, which exchange their {@link io.mooring.verbs.QpInfo},
  * buffer and settings through a {@link Bootstrap} TCP connection.
  */
 final class PingPong {
     static final String USAGE = """
             usage: mooring pingpong [--provider soft|ibv|auto] [--device NAME] [--size BYTES] [--iters N]
-                                    [--warmup N] [--mode send|write|write-imm] [--poll busy|events]
+                                    [--warmup N] [--mode send|write|write-imm|read] [--poll busy|events]
                                     [--listen PORT | --connect HOST:PORT]
               --provider  soft, ibv or auto (default: mooring.provider, else auto: ibv if it has a device, else soft)
               --device    the device (default: soft0, or the first ibv device)
@@ -42,7 +43,8 @@ final class PingPong {
               --warmup    round trips before measuring (default 1000)
               --mode      send: SEND/RECV (like ib_send_lat); write: RDMA WRITE, the receiver polling the last byte
                           of its buffer (like ib_write_lat); write-imm: RDMA WRITE with immediate, the receiver
-                          taking a receive completion
+                          taking a receive completion; read: RDMA READ of the peer's buffer, waiting for its
+                          completion (like ib_read_lat; the peer only serves)
               --poll      busy: spin on the completion queue (default); events: sleep on completion events (not
                           with --mode write, whose receiver polls memory)
               --listen    answer one peer that connects to this TCP port (0: any free port); prints
@@ -61,9 +63,11 @@ final class PingPong {
         /** RDMA WRITE into the peer's buffer, whose last byte the peer polls, as {@code ib_write_lat}. */
         WRITE,
         /** RDMA WRITE with immediate: the data lands in the buffer and a receive completion says so. */
-        WRITE_IMM;
+        WRITE_IMM,
+        /** RDMA READ of the peer's buffer, one per round trip, as {@code ib_read_lat}: the peer only serves. */
+        READ;
 
-        static final List<String> NAMES = List.of("send", "write", "write-imm");
+        static final List<String> NAMES = List.of("send", "write", "write-imm", "read");
 
         String option() {
             return NAMES.get(ordinal());
@@ -199,7 +203,7 @@ final class PingPong {
         pong.connect(ping.info(), ping.receiveAddress(), ping.rkey());
         out.println("pingpong: " + settings.describe());
         out.println(device + ", both queue pairs in this process");
-        Timing t = time(i -> {
+        Timing t = time(settings.mode() == Mode.READ ? ping::read : i -> {
             ping.send(i);
             pong.awaitReceive(i);
             pong.send(i);
@@ -249,13 +253,19 @@ final class PingPong {
             Bootstrap boot = connected(pong, socket);
             out.println("pingpong: " + settings.describe());
             out.println(device + ", answering " + socket.getRemoteSocketAddress());
-            for (int i = 0; i < settings.rounds(); i++) {
-                pong.awaitReceive(i);
-                pong.send(i);
+            if (settings.mode() == Mode.READ) {
+                // The peer's READs need nothing from this side's CPU: wait for its end. A peer that dies closes
+                // the socket, so the wait needs no bound (the run may take longer than any fixed one).
+                socket.setSoTimeout(0);
+            } else {
+                for (int i = 0; i < settings.rounds(); i++) {
+                    pong.awaitReceive(i);
+                    pong.send(i);
+                }
+                pong.drainSends();
             }
-            pong.drainSends();
             boot.barrier(); // the peer has its last pong: both QPs may go
-            out.println("answered " + settings.rounds() + " round trips");
+            out.println((settings.mode() == Mode.READ ? "served " : "answered ") + settings.rounds() + " round trips");
         }
     }
 
@@ -265,7 +275,7 @@ final class PingPong {
             Bootstrap boot = connected(ping, socket);
             out.println("pingpong: " + settings.describe());
             out.println(device + ", pinging " + socket.getRemoteSocketAddress());
-            Timing t = time(i -> {
+            Timing t = time(settings.mode() == Mode.READ ? ping::read : i -> {
                 ping.send(i);
                 ping.awaitReceive(i);
             });
@@ -320,20 +330,27 @@ final class PingPong {
         }
     }
 
-    /** Prints the percentiles of the round trips {@code rtt} (sorted in place) and the throughput. */
+    /**
+     * Prints the percentiles of the round trips {@code rtt} (sorted in place) and the throughput. As perftest does, so
+     * that the figures compare: a READ's whole round trip (one operation, as {@code ib_read_lat}), else half of one.
+     */
     private void report(long[] rtt, long elapsedNanos) {
         Arrays.sort(rtt);
-        out.println(String.format(Locale.ROOT, "latency (half round trip, us): p50 %.2f p90 %.2f p99 %.2f p99.9 %.2f max %.2f",
-                halfMicros(rtt, 0.50), halfMicros(rtt, 0.90), halfMicros(rtt, 0.99), halfMicros(rtt, 0.999),
-                rtt[rtt.length - 1] / 2e3));
+        boolean read = settings.mode() == Mode.READ;
+        double perMicro = read ? 1e3 : 2e3;
+        out.println(String.format(Locale.ROOT, "latency (%s, us): p50 %.2f p90 %.2f p99 %.2f p99.9 %.2f max %.2f",
+                read ? "round trip" : "half round trip", micros(rtt, 0.50, perMicro), micros(rtt, 0.90, perMicro),
+                micros(rtt, 0.99, perMicro), micros(rtt, 0.999, perMicro), rtt[rtt.length - 1] / perMicro));
         double seconds = elapsedNanos / 1e9;
-        out.println(String.format(Locale.ROOT, "throughput: %.0f round trips/s, %.2f MB/s (%d bytes each way per round trip)",
-                rtt.length / seconds, 2.0 * settings.size() * rtt.length / seconds / 1e6, settings.size()));
+        int bytes = read ? settings.size() : 2 * settings.size();
+        out.println(String.format(Locale.ROOT, "throughput: %.0f round trips/s, %.2f MB/s (%d bytes %s per round trip)",
+                rtt.length / seconds, (double) bytes * rtt.length / seconds / 1e6, settings.size(),
+                read ? "read" : "each way"));
     }
 
-    /** The nearest-rank percentile {@code p} of the sorted round trips, halved, in microseconds. */
-    private static double halfMicros(long[] sorted, double p) {
+    /** The nearest-rank percentile {@code p} of the sorted round trips, divided by {@code perMicro}. */
+    private static double micros(long[] sorted, double p, double perMicro) {
         int rank = (int) Math.ceil(p * sorted.length);
-        return sorted[Math.max(rank, 1) - 1] / 2e3;
+        return sorted[Math.max(rank, 1) - 1] / perMicro;
     }
 }

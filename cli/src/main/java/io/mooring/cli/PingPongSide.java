@@ -28,7 +28,8 @@ import java.util.EnumSet;
  * half is sent from and whose second half is received (or written) into. Every completion is checked: an error
  * status, a message of the wrong shape, or none within {@link #PEER_TIMEOUT} ends the run with an exception. In
  * {@link PingPong.Mode#WRITE} a message is known to have arrived by its last byte, which carries the round's marker,
- * as in perftest's {@code ib_write_lat}.
+ * as in perftest's {@code ib_write_lat}. In {@link PingPong.Mode#READ} the pinging side
+ * READs the peer's receive half into its own and waits for the READ's completion, as {@code ib_read_lat}.
  */
 final class PingPongSide implements AutoCloseable {
     /** How long to wait for any completion before declaring the peer gone. */
@@ -60,16 +61,21 @@ final class PingPongSide implements AutoCloseable {
         this.cq = context.createCompletionQueue(CAPABILITIES.maxSendWr() + RECEIVES);
         this.qp = pd.createQueuePair(cq, cq, CAPABILITIES);
         int size = settings.size();
-        this.buffer = pd.register(arena.allocate(2L * size, 64), EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
-        boolean inline = size <= CAPABILITIES.maxInlineData(); // as perftest does for small messages
-        this.send = (mode == PingPong.Mode.SEND ? WorkRequest.send(buffer, 0, size) : WorkRequest.write(buffer, 0, size))
-                .inline(inline);
+        this.buffer = pd.register(arena.allocate(2L * size, 64), mode == PingPong.Mode.READ
+                ? EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_READ) : EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
+        // inline as perftest does for small messages; a READ carries no data out, so it has none to inline
+        boolean inline = size <= CAPABILITIES.maxInlineData() && mode != PingPong.Mode.READ;
+        this.send = (switch (mode) {
+            case SEND -> WorkRequest.send(buffer, 0, size);
+            case WRITE, WRITE_IMM -> WorkRequest.write(buffer, 0, size);
+            case READ -> WorkRequest.read(buffer, size, size);
+        }).inline(inline);
         // A WRITE with immediate lands in the buffer; its receive only carries the immediate, so it needs no buffer.
         // A plain WRITE consumes no receive at all.
         this.receive = switch (mode) {
             case SEND -> ReceiveRequest.into(buffer, size, size);
             case WRITE_IMM -> new ReceiveRequest();
-            case WRITE -> null;
+            case WRITE, READ -> null;
         };
     }
 
@@ -83,7 +89,7 @@ final class PingPongSide implements AutoCloseable {
         return qp.info(ConnectOptions.DEFAULT);
     }
 
-    /** Where the peer writes to in the write modes: the receive half of the buffer. */
+    /** Where the peer writes to in the write modes, and reads from in read mode: the receive half of the buffer. */
     long receiveAddress() {
         return buffer.address() + settings.size();
     }
@@ -92,7 +98,7 @@ final class PingPongSide implements AutoCloseable {
         return buffer.rkey();
     }
 
-    /** INIT → RTR → RTS towards the peer; in the write modes messages go to {@code address} under {@code rkey}. */
+    /** INIT → RTR → RTS towards the peer; in the write and read modes messages go to {@code address} under {@code rkey}. */
     void connect(QpInfo peer, long address, int rkey) {
         qp.readyToReceive(peer, ConnectOptions.DEFAULT);
         qp.readyToSend(ConnectOptions.DEFAULT);
@@ -103,7 +109,7 @@ final class PingPongSide implements AutoCloseable {
     /** Sends message {@code seq}: a SEND, a WRITE whose last byte is the round's marker, or a WRITE with immediate. */
     void send(int seq) {
         switch (mode) {
-            case SEND -> { }
+            case SEND, READ -> { }
             case WRITE -> buffer.segment().set(ValueLayout.JAVA_BYTE, settings.size() - 1L, marker(seq));
             case WRITE_IMM -> send.immediate(seq);
         }
@@ -113,6 +119,15 @@ final class PingPongSide implements AutoCloseable {
     /** The last byte of message {@code seq} in write mode: never the previous round's, nor the buffer's initial 0. */
     private static byte marker(int seq) {
         return (byte) (seq % 255 + 1);
+    }
+
+    /** One round trip of read mode: READs the peer's receive half into this side's and waits for its completion. */
+    void read(int seq) throws InterruptedException {
+        send(seq);
+        WorkCompletion wc = next(seq);
+        if (wc.opcode() != WcOpcode.RDMA_READ || wc.wrId() != seq) { // byte_len is defined for receives only
+            throw new IllegalStateException(role + " side: READ " + seq + " completed as " + wc);
+        }
     }
 
     /** Waits for message {@code seq} from the peer, checks it and posts a receive in its place. */

@@ -16,10 +16,10 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 @Timeout(120)
 class PingPongTest {
-    private static final Pattern LATENCY = Pattern.compile("(?m)^latency \\(half round trip, us\\): p50 ([\\d.]+)"
+    private static final Pattern LATENCY = Pattern.compile("(?m)^latency \\((?:half )?round trip, us\\): p50 ([\\d.]+)"
             + " p90 ([\\d.]+) p99 ([\\d.]+) p99\\.9 ([\\d.]+) max ([\\d.]+)$");
     private static final Pattern THROUGHPUT = Pattern.compile(
-            "(?m)^throughput: (\\d+) round trips/s, ([\\d.]+) MB/s \\((\\d+) bytes each way per round trip\\)$");
+            "(?m)^throughput: (\\d+) round trips/s, ([\\d.]+) MB/s \\((\\d+) bytes (?:each way|read) per round trip\\)$");
 
     /** Checks the result lines: five ordered positive percentiles and a positive throughput of the given size. */
     static void assertMeasured(Run run, int size) {
@@ -41,7 +41,7 @@ class PingPongTest {
 
     @ParameterizedTest
     @CsvSource({"send, busy, 64", "write, busy, 64", "write, busy, 1", "write-imm, busy, 64", "send, events, 4096",
-        "write-imm, events, 1"})
+        "write-imm, events, 1", "read, busy, 64", "read, events, 4096"})
     void oneProcessPingPongPrintsPercentilesAndThroughput(String mode, String poll, int size) throws Exception {
         Run run = Run.of("pingpong", "--provider", "soft", "--mode", mode, "--poll", poll, "--size", "" + size,
                 "--iters", "300", "--warmup", "30");
@@ -52,6 +52,9 @@ class PingPongTest {
         assertEquals("pingpong: " + mode + " mode, " + size + "-byte messages, 300 round trips after 30 warm-up, "
                 + (poll.equals("busy") ? "busy" : "event") + " polling", lines[0]);
         assertEquals("device soft:soft0 (--provider soft), both queue pairs in this process", lines[1]);
+        // as perftest: ib_read_lat times a READ's whole round trip, the others half of one
+        assertTrue(lines[2].startsWith(mode.equals("read") ? "latency (round trip, us)" : "latency (half round trip, us)"),
+                lines[2]);
     }
 
     @ParameterizedTest
@@ -59,7 +62,7 @@ class PingPongTest {
         "--frobnicate 1          | unknown option '--frobnicate'",
         "--size 0                | --size must be a whole number from 1 to 67108864, not '0'",
         "--iters many            | --iters must be a whole number from 1 to 10000000, not 'many'",
-        "--mode read             | --mode must be one of send, write, write-imm, not 'read'",
+        "--mode fetch            | --mode must be one of send, write, write-imm, read, not 'fetch'",
         "--mode write --poll events | --mode write polls memory, as ib_write_lat does: it has no completion event",
         "--poll                  | --poll needs a value",
         "--size 8 --size 16      | --size is given twice",

@@ -7,6 +7,11 @@ import java.lang.foreign.MemorySegment;
  * An application message received on a {@link RdmaSession}: the block the NIC wrote it into, now the application's
  * (no copy was made). {@link #close()} gives the block back to the arena; until then the message counts against
  * nothing but the arena — the sender's credit was returned when the message was taken.
+ *
+ * <p>The block is a checked one that no thread holds yet: the first thread that reads {@link #data()} takes hold of it
+ * (a confined scope). That thread may close it; to keep the message beyond the call — for another thread to read or
+ * close — it hands it on first with {@code block().handOff()} (else that thread's close throws
+ * {@link WrongThreadException}). Any thread may close a message nobody has read.
  */
 public final class InboundMessage implements AutoCloseable {
     private final RdmaSession session;

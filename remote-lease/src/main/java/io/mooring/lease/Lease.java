@@ -1,6 +1,10 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
+import io.mooring.lifecycle.DestroyAction;
+import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.lifecycle.ResourceState;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
@@ -17,8 +21,8 @@ import java.util.function.Supplier;
 
 /**
  * The owner's side of one exposure of (part of) one block: the peer may reach {@code [address, address + length)}
- * through {@link #rkey()} until the lease ends — then access is revoked (window invalidated, or dedicated
- * registration deregistered), the owner's own work requests on the block are drained, and only after that is
+ * through {@link #rkey()} until the lease ends — then access is revoked (window invalidated, its dedicated
+ * registration if any deregistered), the owner's own work requests on the block are drained, and only after that is
  * the lease's pin on the block released. The block stays the application's: a lease pins it, so its memory is not
  * reused while the lease lives, and closing the block ends the lease. {@link #close()} ends it now.
  *
@@ -39,12 +43,19 @@ public final class Lease implements AutoCloseable {
     private final long grantedNanos;
     Block.Pin pin;                  // set once pinned, before anyone else sees the lease
     private int rkey;               // set by exposeThrough, before anyone else sees the lease
-    MemoryWindow window;            // WINDOW isolation
-    MemoryRegion dedicated;         // DEDICATED_REGISTRATION isolation
-    /** {@link #ENDING} once the end is claimed, plus the owner work requests on the block still in flight. */
-    private final AtomicInteger posts = new AtomicInteger();
-    private static final int ENDING = 1 << 31;
-    private final CompletableFuture<Void> drained = new CompletableFuture<>();
+    MemoryWindow window;            // WINDOW and DEDICATED_REGISTRATION isolation
+    MemoryRegion dedicated;         // DEDICATED_REGISTRATION isolation: the registration the window is bound over
+    /**
+     * The lease in the lifecycle graph, a child of its block's chunk region (which cannot go while the lease lives).
+     * Its pins are the owner's work requests on the block plus one for the exposure, released once access is revoked;
+     * closing it begins the end (no new requests), and it is destroyed — block given back — when the last pin goes.
+     */
+    private Resource resource;
+    /** {@link #EXPOSED}, {@link #ENDING} and {@link #REVOKING}: whoever sees the first two set starts the revocation. */
+    private final AtomicInteger phase = new AtomicInteger();
+    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8;
+    private volatile EndReason endReason;
+    private volatile boolean granted;
     private final CompletableFuture<EndReason> ended = new CompletableFuture<>();
     private volatile long deadlineNanos;
     volatile ScheduledFuture<?> expiry;
@@ -62,10 +73,18 @@ public final class Lease implements AutoCloseable {
         this.deadlineNanos = grantedNanos + duration.toNanos();
     }
 
-    void exposeThrough(int key, MemoryWindow boundWindow, MemoryRegion registration) {
-        this.rkey = key;
+    /** The peer reaches the lease through {@code boundWindow}'s key, or through the chunk's when it is null. */
+    void exposeThrough(MemoryWindow boundWindow, MemoryRegion registration) {
+        this.rkey = boundWindow != null ? boundWindow.rkey() : block.rkey();
         this.window = boundWindow;
         this.dedicated = registration;
+    }
+
+    /** Joins the lifecycle graph under the block's chunk region; {@code onDestroy} gives the block back. */
+    void attach(DestroyAction onDestroy) {
+        resource = block.region().resource().createChild("lease", "lease " + id + " of " + length + " bytes at 0x"
+                + Long.toHexString(address()), onDestroy);
+        resource.addPin(); // the exposure's
     }
 
     /** The lease has ended: its pin is released, and a block it owned (one allocated for a REQUEST) closed. */
@@ -96,7 +115,7 @@ public final class Lease implements AutoCloseable {
         return length;
     }
 
-    /** The key the peer names this block with: the window's, the dedicated region's, or the chunk region's. */
+    /** The key the peer names this block with: its window's, or the chunk region's (WHOLE_REGION). */
     public int rkey() {
         return rkey;
     }
@@ -111,7 +130,7 @@ public final class Lease implements AutoCloseable {
     }
 
     public boolean isActive() {
-        return (posts.get() & ENDING) == 0;
+        return resource.isOpen();
     }
 
     /**
@@ -130,34 +149,25 @@ public final class Lease implements AutoCloseable {
     }
 
     private CompletableFuture<WorkCompletion> tracked(Supplier<CompletableFuture<WorkCompletion>> post) {
-        int s;
-        do {
-            s = posts.get();
-            if ((s & ENDING) != 0) throw new IllegalStateException("lease " + id + " is ending: no more work requests on its block");
-        } while (!posts.compareAndSet(s, s + 1));
+        try {
+            resource.addPin();
+        } catch (ResourceClosedException e) {
+            throw new IllegalStateException("lease " + id + " is ending: no more work requests on its block");
+        }
         CompletableFuture<WorkCompletion> done;
         try {
             done = post.get();
         } catch (RuntimeException e) {
-            retired();
+            unpin();
             throw e;
         }
-        done.whenComplete((wc, error) -> retired());
+        done.whenComplete((wc, error) -> unpin());
         return done;
-    }
-
-    private void retired() {
-        if (posts.decrementAndGet() == ENDING) drained.complete(null);
     }
 
     /** Owner work requests on the block that have not completed yet. */
     public int inFlight() {
-        return posts.get() & ~ENDING;
-    }
-
-    /** Completes once the lease is ending and none of the owner's tracked work requests is in flight. */
-    CompletableFuture<Void> drained() {
-        return drained;
+        return (int) (resource.info().pins() - ((phase.get() & REVOKED) == 0 ? 1 : 0));
     }
 
     /** Completes with the reason once access is revoked and the block given back. */
@@ -177,19 +187,61 @@ public final class Lease implements AutoCloseable {
         deadlineNanos = deadline;
     }
 
-    /** Claims the end of the lease and refuses further owner work requests; false if it is already ending. */
-    boolean beginEnd() {
-        int s;
+    /** The key is in place: true if the lease is already ending, so the caller must revoke it. */
+    boolean exposed() {
+        phase.getAndUpdate(p -> p | EXPOSED);
+        return claimRevocation();
+    }
+
+    /**
+     * Claims the end of the lease for {@code reason} and refuses further owner work requests; false if it is already
+     * ending. The caller then revokes if {@link #claimRevocation()} says so (the key is in place).
+     */
+    boolean beginEnd(EndReason reason) {
+        int p;
         do {
-            s = posts.get();
-            if ((s & ENDING) != 0) return false;
-        } while (!posts.compareAndSet(s, s | ENDING));
-        if (s == 0) drained.complete(null);
+            p = phase.get();
+            if ((p & ENDING) != 0) return false;
+        } while (!phase.compareAndSet(p, p | ENDING));
+        endReason = reason;
+        resource.close();
         return true;
     }
 
-    void finish(EndReason reason) {
-        ended.complete(reason);
+    /** True for exactly one caller, once the lease is both exposed and ending: that caller revokes the key. */
+    boolean claimRevocation() {
+        int p;
+        do {
+            p = phase.get();
+            if ((p & (EXPOSED | ENDING)) != (EXPOSED | ENDING) || (p & REVOKING) != 0) return false;
+        } while (!phase.compareAndSet(p, p | REVOKING));
+        return true;
+    }
+
+    /** Access is revoked: the exposure's pin goes, and the lease is destroyed once the owner's requests are done. */
+    void revoked() {
+        phase.getAndUpdate(v -> v | REVOKED);
+        unpin();
+    }
+
+    /** Removes a pin; the lease has ended once the last one went and its destroy action ran (the block is back). */
+    private void unpin() {
+        resource.removePin();
+        ResourceState state = resource.state();
+        if (state == ResourceState.DESTROYED || state == ResourceState.FAILED) ended.complete(endReason);
+    }
+
+    EndReason endReason() {
+        return endReason;
+    }
+
+    /** It was handed to the caller of grant (not ended by a failed grant). */
+    void granted() {
+        granted = true;
+    }
+
+    boolean wasGranted() {
+        return granted;
     }
 
     /**

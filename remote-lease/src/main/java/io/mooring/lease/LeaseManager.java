@@ -36,9 +36,9 @@ import java.util.function.Consumer;
  * before the pin is released, so the block's memory is reused only after that.
  *
  * <p>Revocation sequence, whatever ends the lease (release, expiry, the exposure's stage, the block's close, session
- * loss, close): mark it ending → (WINDOW) post LOCAL_INV of its window on the peer's QP and wait for the completion
- * — a window that cannot be invalidated (the QP failed) is deallocated instead, which revokes it too —, or
- * (DEDICATED_REGISTRATION) deregister its region → wait until the owner's own work requests on the block
+ * loss, close): mark it ending → post LOCAL_INV of its window on the peer's QP and wait for the completion — a
+ * window that cannot be invalidated (the QP failed) is deallocated instead, which revokes it too — and
+ * (DEDICATED_REGISTRATION) deregister the region it was bound over → wait until the owner's own work requests on the block
  * ({@link Lease#postAsync}) have completed or been flushed → release the pin (close a block the lease owns) →
  * complete {@link Lease#ended()}. Windows that were invalidated cleanly are pooled for the next grant.
  *
@@ -133,29 +133,40 @@ public final class LeaseManager implements AutoCloseable {
                     + limits.maxDuration() + "]");
         }
         reserve(length);
-        Lease lease = null;
+        Lease lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned);
         try {
-            lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned);
-            Lease pinned = lease;
-            try {
-                lease.pin = block.pin(() -> blockClosed(pinned));
-            } catch (IllegalStateException e) {
-                throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
-            }
-            expose(lease);
-            if (!lease.isActive()) { // the block was closed while it was exposed: that end found nothing to revoke yet
-                revoke(lease).join();
-                throw refuse(ErrorCodes.INVALID_REQUEST, "the block was closed during the grant");
-            }
-            leases.put(lease.id(), lease);
-            granted.incrementAndGet();
-            schedule(lease);
-            return lease;
-        } catch (RuntimeException e) {
-            if (lease != null && lease.pin != null) lease.pin.close();
+            lease.attach(() -> finishEnd(lease));
+        } catch (RuntimeException e) { // the chunk region is closing: so is the arena
             unreserve(length);
+            throw refuse(ErrorCodes.SHUTTING_DOWN, "cannot lease " + block + ": " + e.getMessage());
+        }
+        try {
+            lease.pin = block.pin(() -> blockClosed(lease));
+        } catch (IllegalStateException e) {
+            abandon(lease);
+            throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
+        }
+        try {
+            expose(lease);
+        } catch (RuntimeException e) {
+            abandon(lease);
             throw e;
         }
+        if (lease.exposed()) { // it began to end (its block was closed) while the key was made
+            revoke(lease).join();
+            throw refuse(ErrorCodes.INVALID_REQUEST, "the block was closed during the grant");
+        }
+        leases.put(lease.id(), lease);
+        lease.granted();
+        granted.incrementAndGet();
+        schedule(lease);
+        return lease;
+    }
+
+    /** Ends a lease whose grant failed before anything was exposed: there is nothing to revoke. */
+    private static void abandon(Lease lease) {
+        lease.beginEnd(EndReason.OWNER_CLOSED);
+        lease.revoked();
     }
 
     /**
@@ -185,41 +196,52 @@ public final class LeaseManager implements AutoCloseable {
         return lease;
     }
 
-    /** Makes the key the peer will use: a window bound over the lease's bytes, a registration of them, or the chunk's. */
+    /**
+     * Makes the key the peer will use: a type 2 window bound on the peer's QP over the lease's bytes — of the chunk's
+     * registration, or of a registration of their own — or the chunk's key.
+     */
     private void expose(Lease lease) {
         Block block = lease.block();
         switch (isolation) {
-            case WINDOW -> {
-                MemoryWindow window = takeWindow();
-                WorkCompletion wc;
-                try {
-                    wc = await(qp.postAsync(WorkRequest.bind(window, block.region(), block.regionOffset()
-                            + lease.offset(), lease.length(), lease.access())), "bind of a window for a lease");
-                } catch (RuntimeException e) {
-                    retire(window);
-                    throw e;
-                }
-                if (wc.status() != WcStatus.SUCCESS) {
-                    retire(window);
-                    throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
-                }
-                lease.exposeThrough(window.rkey(), window, null);
-            }
+            case WINDOW -> lease.exposeThrough(bindWindow(lease, block.region(),
+                    block.regionOffset() + lease.offset()), null);
             case DEDICATED_REGISTRATION -> {
-                EnumSet<Access> rights = EnumSet.copyOf(lease.access());
-                rights.add(Access.LOCAL_WRITE); // the NIC writes what the peer writes
                 // The NIC's view: the lease's bytes within its chunk's registered segment, not the block's scoped
                 // segment. A registration over the scoped segment would also stop working when the block closes
                 // (the soft provider checks the scope), which would hide a missing deregistration that a real NIC
                 // would not forgive. The chunk's region is the memory's owner, so the memory outlives this
-                // registration.
+                // registration. It has no remote rights: its own key reaches nothing, only the window over it does.
                 MemoryRegion chunk = block.region();
                 MemorySegment memory = chunk.segment().asSlice(lease.address() - chunk.address(), lease.length());
-                MemoryRegion region = pd.register(memory, rights, chunk.resource());
-                lease.exposeThrough(region.rkey(), null, region);
+                MemoryRegion region = pd.register(memory, EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND),
+                        chunk.resource());
+                try {
+                    lease.exposeThrough(bindWindow(lease, region, 0), region);
+                } catch (RuntimeException e) {
+                    region.close();
+                    throw e;
+                }
             }
-            case WHOLE_REGION -> lease.exposeThrough(block.rkey(), null, null);
+            case WHOLE_REGION -> lease.exposeThrough(null, null);
         }
+    }
+
+    /** Binds a pooled or new window over {@code [offset, +length)} of {@code region}, on the peer's QP. */
+    private MemoryWindow bindWindow(Lease lease, MemoryRegion region, long offset) {
+        MemoryWindow window = takeWindow();
+        WorkCompletion wc;
+        try {
+            wc = await(qp.postAsync(WorkRequest.bind(window, region, offset, lease.length(), lease.access())),
+                    "bind of a window for a lease");
+        } catch (RuntimeException e) {
+            retire(window);
+            throw e;
+        }
+        if (wc.status() != WcStatus.SUCCESS) {
+            retire(window);
+            throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
+        }
+        return window;
     }
 
     private synchronized MemoryWindow takeWindow() {
@@ -291,52 +313,60 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * Ends a lease: revokes access, then gives the block back. Idempotent: a second call returns a future that
-     * completes when the first one's revocation is done.
+     * Ends a lease: revokes access, then gives the block back once the owner's work requests on it are done.
+     * Idempotent: a second call returns a future that completes when the first one's end is done.
      */
     public CompletableFuture<Void> end(Lease lease, EndReason reason) {
-        if (!lease.beginEnd()) return lease.ended().thenRun(() -> {});
-        if (lease.expiry != null) lease.expiry.cancel(false);
-        return revoke(lease).thenCompose(v -> drain(lease)).whenComplete((v, e) -> {
-            lease.giveBack();
+        if (lease.beginEnd(reason)) {
+            if (lease.expiry != null) lease.expiry.cancel(false);
+            if (lease.claimRevocation()) revoke(lease);
+        }
+        return lease.ended().thenRun(() -> {});
+    }
+
+    /**
+     * Invalidates the lease's window (if it got one), then deregisters its own registration (if it has one), then
+     * drops the exposure's pin on the lease: it is destroyed when the owner's requests on the block are done too.
+     */
+    private CompletableFuture<Void> revoke(Lease lease) {
+        CompletableFuture<Void> invalidated = lease.window == null ? CompletableFuture.completedFuture(null)
+                : invalidate(lease.window);
+        return invalidated.thenRun(() -> {
+            if (lease.dedicated != null) lease.dedicated.close(); // deregistered now, or after its last request
+            lease.revoked();
+            if (!lease.ended().isDone()) warnIfSlow(lease);
+        });
+    }
+
+    /**
+     * The lease's destroy action, once access is revoked and no owner request uses the block: gives it back. The lease's
+     * {@link Lease#ended()} completes after it, once the graph has detached the lease from its chunk region.
+     */
+    private void finishEnd(Lease lease) {
+        lease.giveBack();
+        unreserve(lease.length());
+        EndReason reason = lease.endReason();
+        if (lease.wasGranted()) {
             leases.remove(lease.id());
-            unreserve(lease.length());
             (switch (reason) {
                 case RELEASED -> released;
                 case EXPIRED -> expired;
                 default -> revoked;
             }).incrementAndGet();
-            lease.finish(reason);
-        });
-    }
-
-    private CompletableFuture<Void> revoke(Lease lease) {
-        return switch (isolation) {
-            case WINDOW -> lease.window == null ? CompletableFuture.completedFuture(null) // ended while exposed
-                    : invalidate(lease.window);
-            case DEDICATED_REGISTRATION -> {
-                if (lease.dedicated != null) lease.dedicated.close(); // deregistered now, or after its last request
-                yield CompletableFuture.completedFuture(null);
-            }
-            case WHOLE_REGION -> CompletableFuture.completedFuture(null);
-        };
+        }
     }
 
     /**
-     * Waits for the owner's work requests on the block: they complete, fail, or are flushed when their QP goes to
-     * ERROR, is reset or destroyed — never silently dropped, so this always ends. Until then the block stays out of
-     * the arena; a drain that takes long is logged.
+     * Logs a lease whose end still waits for owner work requests after a while. Those complete, fail, or are flushed when their QP goes to ERROR, is reset or destroyed — never
+     * silently dropped, so an end always finishes. Until then the block stays out of the arena; a wait that takes
+     * long is logged.
      */
-    private static CompletableFuture<Void> drain(Lease lease) {
-        CompletableFuture<Void> drained = lease.drained();
-        if (!drained.isDone()) {
-            var warning = TIMER.schedule(() -> LOG.log(System.Logger.Level.WARNING, "lease " + lease.id() + ": "
-                    + lease.inFlight() + " owner work requests on its block still in flight after " + COMPLETION_WAIT
-                    + "; the block stays out of the arena until they complete or their QP is reset or destroyed"),
-                    COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);
-            drained.whenComplete((v, e) -> warning.cancel(false));
-        }
-        return drained;
+    private static void warnIfSlow(Lease lease) {
+        var warning = TIMER.schedule(() -> LOG.log(System.Logger.Level.WARNING, "lease " + lease.id() + ": "
+                + lease.inFlight() + " owner work requests on its block still in flight after " + COMPLETION_WAIT
+                + "; the block stays out of the arena until they complete or their QP is reset or destroyed"),
+                COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        lease.ended().whenComplete((v, e) -> warning.cancel(false));
     }
 
     /** LOCAL_INV of a window; if that cannot complete cleanly, deallocating the window revokes it instead. */

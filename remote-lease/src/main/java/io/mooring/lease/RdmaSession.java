@@ -1,6 +1,8 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
+import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.Opcode;
@@ -73,6 +75,8 @@ public final class RdmaSession implements AutoCloseable {
     private final PeerAccount peer;
     private final QueuePair controlQp;
     private final QueuePair dataQp;
+    /** The session in the lifecycle graph, under its QPs: the parent of the remote segments the peer leased it. */
+    private final Resource resource;
     private final ControlChannel channel;
     private final MessageFlow messages;
     private final LeaseManager leases;
@@ -105,6 +109,7 @@ public final class RdmaSession implements AutoCloseable {
         this.peer = peer;
         QueuePair madeControl = null;
         QueuePair madeData = null;
+        Resource madeResource = null;
         ControlChannel madeChannel = null;
         MessageFlow madeMessages = null;
         LeaseManager madeLeases = null;
@@ -116,6 +121,8 @@ public final class RdmaSession implements AutoCloseable {
             this.controlQp = madeControl = pd.createQueuePair(endpoint.cq(), endpoint.cq(), CONTROL_QP);
             this.dataQp = madeData = pd.createQueuePair(endpoint.cq(), endpoint.cq(),
                     new QpCapabilities(DATA_SENDS, 1, 1, 1, 0), endpoint.receives().queue());
+            this.resource = madeResource = pd.resource().graph().create("session", "to " + peerAddress, () -> {},
+                    controlQp.resource(), dataQp.resource());
             var record = ByteBuffer.allocate(RECORD_BYTES).putInt(PROTOCOL_VERSION);
             dataQp.info(endpoint.connectOptions()).writeTo(record);
             record.putInt(endpoint.messageWindow()).putInt(endpoint.maxMessageSize()).flip();
@@ -158,6 +165,7 @@ public final class RdmaSession implements AutoCloseable {
                 if (madeAgent != null) madeAgent.stop();
                 if (madeLeases != null) madeLeases.close();
                 closeQuietly(socket);
+                if (madeResource != null) madeResource.closeTree();
                 if (madeControl != null) madeControl.close();
                 if (madeData != null) madeData.close();
                 if (madeChannel != null) madeChannel.close();
@@ -529,10 +537,19 @@ public final class RdmaSession implements AutoCloseable {
         });
     }
 
+    /** The segment's resource in the lifecycle graph, a child of the session's. */
+    Resource track(RemoteSegment.State state) {
+        try {
+            return resource.createChild("remote-segment", "lease " + state.leaseId + " from " + peerAddress,
+                    new RemoteSegment.Release(this, state));
+        } catch (ResourceClosedException e) {
+            throw new SessionLostException("the session to " + peerAddress + " has ended");
+        }
+    }
+
+    /** A segment was dropped without close() (the graph reported it): counted while the session lives. */
     void leaked(long leaseId) {
-        leakedSegments.incrementAndGet();
-        LOG.log(Level.WARNING, "LEAK: the remote segment of lease " + leaseId + " from " + peerAddress
-                + " became unreachable without close(); released through the Cleaner");
+        if (lostReason == null && !closing) leakedSegments.incrementAndGet();
     }
 
     /** Remote segments dropped without close() so far. */
@@ -818,6 +835,7 @@ public final class RdmaSession implements AutoCloseable {
             offers.close(new SessionLostException("the session to " + peerAddress + " closed"))
                     .forEach(RemoteSegment::closeAsync);
             endpoint.unroute(controlQp, dataQp);
+            resource.closeTree(); // the segments still open: their lease ended with the session
             controlQp.close();
             dataQp.close();
             channel.close();

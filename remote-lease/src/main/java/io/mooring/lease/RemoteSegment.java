@@ -1,13 +1,14 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
+import io.mooring.lifecycle.DestroyAction;
+import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.Opcode;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.ValueLayout;
-import java.lang.ref.Cleaner;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -17,11 +18,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * The requester's side of a lease: a block of the peer's memory this side may access until the lease ends.
  * Every operation checks first — before anything is posted — that the segment is open, the session alive, the
  * lease not revoked and the local deadline (the owner's duration minus a margin, on this host's monotonic
- * clock) not passed. {@link #close()} sends RELEASE and returns when the owner acknowledged it; a segment
- * dropped without close is released through a {@link Cleaner} and counted as a leak.
+ * clock) not passed. {@link #close()} sends RELEASE and returns when the owner acknowledged it. A segment is a
+ * resource of the lifecycle graph, a child of its session's: one dropped without close is reported as a leak and
+ * released through the graph's Cleaner; the session's end closes those still open.
  */
 public final class RemoteSegment implements AutoCloseable {
-    private static final Cleaner CLEANER = Cleaner.create(Thread.ofPlatform().daemon().name("mooring-lease-cleaner").factory());
 
     /** What the session and the Cleaner know about the lease: never the handle itself. */
     static final class State {
@@ -40,10 +41,10 @@ public final class RemoteSegment implements AutoCloseable {
         }
     }
 
-    /** The Cleaner's action: holds the session and the lease state, never the segment. */
-    private record Release(RdmaSession session, State state) implements Runnable {
+    /** The destroy action, which does something only for a dropped segment: holds the state, never the segment. */
+    record Release(RdmaSession session, State state) implements DestroyAction {
         @Override
-        public void run() {
+        public void destroy() {
             if (state.closed.getAndSet(true)) return;
             session.leaked(state.leaseId);
             try {
@@ -62,7 +63,7 @@ public final class RemoteSegment implements AutoCloseable {
     private final long length;
     private final int rkey;
     private final Set<Access> access;
-    private final Cleaner.Cleanable cleanable;
+    private final Resource resource;
 
     RemoteSegment(RdmaSession session, State state, long address, long length, int rkey, Set<Access> access) {
         this.session = session;
@@ -71,7 +72,7 @@ public final class RemoteSegment implements AutoCloseable {
         this.length = length;
         this.rkey = rkey;
         this.access = access;
-        this.cleanable = CLEANER.register(this, new Release(session, state));
+        this.resource = session.track(state);
     }
 
     public long leaseId() {
@@ -254,7 +255,7 @@ public final class RemoteSegment implements AutoCloseable {
         try {
             return session.release(state.leaseId, true);
         } finally {
-            cleanable.clean(); // the action finds the state closed and does nothing
+            resource.close(); // the action finds the state closed and does nothing
         }
     }
 

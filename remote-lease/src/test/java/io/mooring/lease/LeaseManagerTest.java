@@ -47,6 +47,21 @@ class LeaseManagerTest extends LeasePeers {
         }
     }
 
+    /** A lease is in the lifecycle graph as a child of its block's chunk region, pinned by the owner's requests. */
+    @Test
+    void aLeaseIsAChildOfItsBlocksRegionUntilItEnds() {
+        try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT, Isolation.WINDOW)) {
+            Block block = arena.allocate(64);
+            Lease lease = leases.grant(block, Duration.ofMinutes(1), WRITE);
+            var children = block.region().resource().children().stream().filter(c -> c.kind().equals("lease")).toList();
+            assertEquals(1, children.size(), children::toString);
+            assertTrue(children.getFirst().description().startsWith("lease " + lease.id() + " "), children::toString);
+            lease.close();
+            assertTrue(block.region().resource().children().stream().noneMatch(c -> c.kind().equals("lease")));
+            block.close();
+        }
+    }
+
     @ParameterizedTest
     @EnumSource(value = Isolation.class, names = {"WINDOW", "DEDICATED_REGISTRATION"})
     void aLeaseExposesExactlyItsBlockUntilItEnds(Isolation isolation) {

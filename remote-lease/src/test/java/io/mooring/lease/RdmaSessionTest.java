@@ -31,6 +31,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Two sessions in one JVM over loopback TCP, owner on soft0 and requester on soft1 (the TCP fabric), or on the
@@ -40,6 +42,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 class RdmaSessionTest {
     @RegisterExtension
     final CapturedLog log = new CapturedLog(RdmaSession.class.getPackageName());
+    @RegisterExtension
+    final CapturedLog graphLog = new CapturedLog(ResourceGraph.class.getPackageName());
     private static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC);
 
     private ResourceGraph graph;
@@ -179,8 +183,8 @@ class RdmaSessionTest {
             return owner.leases().stats().released() == 1;
         });
         assertEquals(1, requester.leakedSegments());
-        assertTrue(log.entries().stream().anyMatch(r -> r.message().startsWith("LEAK: the remote segment of lease")),
-                "the leak is logged");
+        assertTrue(graphLog.entries().stream().anyMatch(r -> r.message().startsWith("LEAK: remote-segment")),
+                "the graph reports the leak: " + graphLog.entries());
     }
 
     private void dropOne() {
@@ -281,6 +285,36 @@ class RdmaSessionTest {
 
     private static String text(InboundMessage m) {
         return new String(m.data().toArray(ValueLayout.JAVA_BYTE), java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A received message is a checked block without a shared scope: the thread that reads it holds it; kept beyond the
+     * call it is handed on, then read or closed by another thread; a close by a thread that does not hold it is refused
+     * with the way out named, and changes nothing.
+     */
+    @Test
+    void aMessageKeptBeyondTheCallIsHandedOnToAnotherThread() throws Exception {
+        try (Block a = message("kept")) {
+            requester.send(a);
+            InboundMessage kept = owner.receive(Duration.ofSeconds(10));
+            assertEquals("kept", text(kept));
+            var refused = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> CompletableFuture.runAsync(kept::close).get(10, TimeUnit.SECONDS));
+            assertInstanceOf(WrongThreadException.class, refused.getCause());
+            assertTrue(refused.getCause().getMessage().contains("handOff()"), refused.getCause().getMessage());
+            assertTrue(kept.block().isOpen(), "a refused close changes nothing");
+
+            MemorySegment mine = kept.data();
+            kept.block().handOff();
+            assertThrows(IllegalStateException.class, () -> mine.get(ValueLayout.JAVA_BYTE, 0),
+                    "handed on: the segments of this thread's hold are closed");
+            assertEquals("kept", CompletableFuture.supplyAsync(() -> {
+                try (kept) {
+                    return text(kept);
+                }
+            }).get(10, TimeUnit.SECONDS));
+            assertFalse(kept.block().isOpen());
+        }
     }
 
     @Test
@@ -391,6 +425,52 @@ class RdmaSessionTest {
                 first.close();
                 firstOwner.close();
             }
+        }
+    }
+
+    /**
+     * Promise 1: what is leased to one peer reaches nothing through another peer's QP, even with its exact address and
+     * key (handed to the stranger here, as a guess that hit would have them) — with either isolation a device does.
+     */
+    @ParameterizedTest
+    @EnumSource(value = Isolation.class, names = {"WINDOW", "DEDICATED_REGISTRATION"})
+    void aKeyLeasedToOnePeerReachesNothingThroughAnother(Isolation isolation) throws Exception {
+        RdmaArena strangerArena = arena(System.getProperty("mooring.lease.test.requester", "soft:soft1"));
+        try (RdmaEndpoint confining = RdmaEndpoint.builder(pdOf(ownerArena), ownerArena).isolation(isolation).build();
+             RdmaEndpoint strangers = RdmaEndpoint.builder(pdOf(strangerArena), strangerArena).build();
+             var listener = confining.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+             Block mine = requesterArena.allocate(64); Block theirs = strangerArena.allocate(64)) {
+            var acceptHonest = listener.accept();
+            RdmaSession honest = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            RdmaSession ownerOfHonest = acceptHonest.get(30, TimeUnit.SECONDS);
+            var acceptStranger = listener.accept();
+            RdmaSession stranger = strangers.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            RdmaSession ownerOfStranger = acceptStranger.get(30, TimeUnit.SECONDS);
+            RemoteSegment lease = honest.requestRemote(64, Duration.ofSeconds(30), RW);
+            mine.segment().fill((byte) 0x11);
+            lease.write(mine, 0);
+
+            theirs.segment().fill((byte) 0x66);
+            var forged = stranger.queuePair().postAsync(WorkRequest.write(theirs.region(), theirs.regionOffset(), 64)
+                    .remote(lease.address(), lease.rkey()));
+            var failed = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> forged.get(30, TimeUnit.SECONDS));
+            assertEquals(io.mooring.verbs.WcStatus.REM_ACCESS_ERR,
+                    assertInstanceOf(io.mooring.verbs.WorkCompletionException.class, failed.getCause()).status());
+            assertTrue(ownerOfStranger.closed().get(30, TimeUnit.SECONDS).contains(" lost: "));
+
+            MemorySegment leased = ownerOfHonest.leases().lease(lease.leaseId()).block().segment();
+            assertEquals(-1, leased.mismatch(mine.segment()), "the stranger changed no byte of the lease");
+            mine.segment().fill((byte) 0);
+            lease.read(mine, 0);
+            assertEquals((byte) 0x11, mine.segment().get(ValueLayout.JAVA_BYTE, 63), "the honest peer goes on");
+            assertEquals(null, honest.lostReason());
+            lease.close();
+            stranger.close();
+            honest.close();
+            ownerOfHonest.close();
+        } finally {
+            strangerArena.close();
         }
     }
 

@@ -1,5 +1,8 @@
 package io.mooring.verbs;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -9,6 +12,12 @@ import java.util.concurrent.CompletableFuture;
  * <p>A request's Mooring id is its sequence number (with {@link #RECEIVE_BIT} for the receive queue). A
  * completion for sequence {@code s} retires every slot up to {@code s}: on a reliable connection requests
  * complete in order, and unsignaled requests before a signaled one succeeded with it.
+ *
+ * <p>Two sides, no lock shared: posters claim slots at {@code tail} under {@link #lock}; the one poller of the
+ * queue's CQ retires them from {@code head}. Each slot's state word says whose it is — FREE (the posters'), the
+ * sequence posted in it (the poller's), RETIRING (being emptied) — and changes hands once each way: a release store
+ * after the poster filled it, a compare-and-set by whoever retires it, a release store once emptied. A discard
+ * (reset, destroy) retires by the same compare-and-set, so it and the poller never both retire a slot.
  */
 final class InFlight extends RequestSlots {
     /** What to do once a request retires (a window bind updates the window's key and binding). */
@@ -17,22 +26,40 @@ final class InFlight extends RequestSlots {
         void completed(boolean success);
     }
 
+    private static final long FREE = -1;
+    private static final long RETIRING = -2;
+    private static final VarHandle STATE = MethodHandles.arrayElementVarHandle(long[].class);
+    private static final VarHandle HEAD;
+
+    static {
+        try {
+            HEAD = MethodHandles.lookup().findVarHandle(InFlight.class, "head", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
     private final String queue;
     private final boolean receive;
     private final int depth;
+    private final long[] state; // per slot: FREE, RETIRING or the sequence posted in it
     private final long[] userWrId;
     private final WcOpcode[] opcode;
     private final MemoryRegion[][] holds;
     private final int[] holdCount;
     private final CompletableFuture<?>[] futures;
     private final Outcome[] outcome;
-    private long head; // oldest outstanding sequence; guarded by lock
     private long tail; // next sequence to post; guarded by lock
+    @SuppressWarnings("unused") // through HEAD: written by the poller only, read by outstanding()
+    private long head; // the sequence after the last one the poller retired
+    private volatile long discardedBelow; // every sequence below was discarded (the poller skips them)
 
     InFlight(String queue, boolean receive, int depth) {
         this.queue = queue;
         this.receive = receive;
         this.depth = depth;
+        this.state = new long[depth];
+        Arrays.fill(state, FREE);
         this.userWrId = new long[depth];
         this.opcode = new WcOpcode[depth];
         this.holds = new MemoryRegion[depth][MAX_HOLDS];
@@ -53,62 +80,72 @@ final class InFlight extends RequestSlots {
                CompletableFuture<WorkCompletion> future, Outcome action) {
         // qp is named only when refused: building its name on every post would allocate
         if (closedReason != null) throw new IllegalStateException(qp + ": " + closedReason);
-        if (tail - head == depth) throw new QueueFullException(verb, qp.toString(), queue, depth);
         int slot = (int) (tail % depth);
+        // the slot of sequence tail - depth: free once that one retired, so not free means depth are outstanding
+        if ((long) STATE.getAcquire(state, slot) != FREE) throw new QueueFullException(verb, qp.toString(), queue, depth);
         holdCount[slot] = hold(sgl, extra, holds[slot]);
         userWrId[slot] = wrId;
         opcode[slot] = op;
         futures[slot] = future;
         outcome[slot] = action;
         long seq = tail++;
+        STATE.setRelease(state, slot, seq); // before the provider's post: its completion may be polled at once
         return receive ? seq | RECEIVE_BIT : seq;
     }
 
     /** Gives back the slot just claimed when the provider refused the post (caller holds {@link #lock}). */
     void unclaim() {
         int slot = (int) (--tail % depth);
-        if (outcome[slot] != null) outcome[slot].completed(false);
-        clear(slot);
+        STATE.setRelease(state, slot, RETIRING); // no completion names a refused post: the poller never races here
+        empty(slot, false);
     }
 
     @Override
-    boolean retireLocked(long id, boolean success, Retired into) {
-        long seq = id & ~RECEIVE_BIT; // a shared receive queue's id (SHARED_BIT) is never in [head, tail)
-        if (seq < head || seq >= tail) return false;
-        for (long s = head; s < seq; s++) { // unsignaled predecessors: they succeeded before this one
-            int slot = (int) (s % depth);
-            if (outcome[slot] != null) outcome[slot].completed(true);
-            clear(slot);
+    boolean retire(long id, boolean success, Retired into) {
+        long seq = id & ~RECEIVE_BIT; // a shared receive queue's id (SHARED_BIT) is never in [from, from + depth)
+        long from = Math.max((long) HEAD.getOpaque(this), discardedBelow);
+        if (seq < from || seq - from >= depth) return false;
+        for (long s = from; s < seq; s++) { // unsignaled predecessors: they succeeded before this one
+            if (take(s)) empty((int) (s % depth), true);
         }
+        HEAD.setRelease(this, seq + 1);
+        if (!take(seq)) return false; // discarded by a reset or destroy meanwhile
         int slot = (int) (seq % depth);
         into.set(userWrId[slot], opcode[slot], futures[slot]);
-        if (outcome[slot] != null) outcome[slot].completed(success);
-        clear(slot);
-        head = seq + 1;
+        empty(slot, success);
         return true;
     }
 
     @Override
     void discardAllLocked(String reason) {
-        for (long s = head; s < tail; s++) {
-            int slot = (int) (s % depth);
+        for (int slot = 0; slot < depth; slot++) {
+            long seq = (long) STATE.getAcquire(state, slot);
+            if (seq < 0 || !take(seq)) continue; // free, or the poller is retiring it
             fail(futures[slot], reason);
-            if (outcome[slot] != null) outcome[slot].completed(false);
-            clear(slot);
+            empty(slot, false);
         }
-        head = tail;
+        discardedBelow = tail;
     }
 
     @Override
     int outstandingLocked() {
-        return (int) (tail - head);
+        return (int) Math.max(0, tail - Math.max((long) HEAD.getAcquire(this), discardedBelow));
     }
 
-    private void clear(int slot) {
+    /** Takes the slot of sequence {@code seq} for retiring, if it still holds that request. */
+    private boolean take(long seq) {
+        return STATE.compareAndSet(state, (int) (seq % depth), seq, RETIRING);
+    }
+
+    /** Runs the slot's outcome, releases its regions and hands it back to the posters (caller took it). */
+    private void empty(int slot, boolean success) {
+        Outcome o = outcome[slot];
+        if (o != null) o.completed(success);
         release(holds[slot], holdCount[slot]);
         holdCount[slot] = 0;
         futures[slot] = null;
         outcome[slot] = null;
         opcode[slot] = null;
+        STATE.setRelease(state, slot, FREE);
     }
 }

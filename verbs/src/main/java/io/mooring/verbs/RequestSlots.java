@@ -35,23 +35,22 @@ abstract sealed class RequestSlots permits InFlight, SrqInFlight {
         }
     }
 
-    /** Guards the slots; a post holds it across the provider's post. */
+    /**
+     * The producers' lock: a post holds it across the provider's post, a modify, reset or destroy while it changes
+     * what posts may do. A completion never takes it: retiring is the CQ poller's, without a lock (see {@link #retire}).
+     */
     final ReentrantLock lock = new ReentrantLock();
     /** Why the queue takes no more requests, or null; guarded by lock. */
     String closedReason;
 
     /**
      * Retires the request {@code id} names; false if it is not outstanding (a completion left over from before a
-     * reset or destroy), else {@code into} holds what it was.
+     * reset or destroy), else {@code into} holds what it was. Called by the poller of the queue's CQ under that CQ's
+     * poll lock and nothing else: a slot changes hands from the poster to the poller and back by one compare-and-set
+     * on its state word each way, so that a poll takes one lock (the CQ's), not one more per completion. A discard
+     * racing with it claims slots by the same compare-and-set, so each request retires exactly once.
      */
-    final boolean retire(long id, boolean success, Retired into) {
-        lock.lock();
-        try {
-            return retireLocked(id, success, into);
-        } finally {
-            lock.unlock();
-        }
-    }
+    abstract boolean retire(long id, boolean success, Retired into);
 
     /**
      * Drops every outstanding request: after a reset (the NIC discards them without completions) or a destroy
@@ -81,8 +80,6 @@ abstract sealed class RequestSlots permits InFlight, SrqInFlight {
             lock.unlock();
         }
     }
-
-    abstract boolean retireLocked(long id, boolean success, Retired into);
 
     abstract void discardAllLocked(String reason);
 

@@ -1,7 +1,10 @@
 package io.mooring.verbs;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The outstanding receives of a shared receive queue. Unlike a QP's queue they complete out of order — each QP on
@@ -22,17 +25,29 @@ final class SrqInFlight extends RequestSlots {
     private static final int INDEX_MASK = (1 << 16) - 1;
     /** Receives per queue: the slot index fits its 24 bits of the id. */
     static final int MAX_DEPTH = 1 << SLOT_BITS;
+    // a slot's state word: generation << 2 | phase
+    private static final int FREE = 0;
+    private static final int POSTED = 1;
+    private static final int RETIRING = 2;
+    private static final VarHandle STATE = MethodHandles.arrayElementVarHandle(int[].class);
+    private static final long NO_SLOT = 0xFFFF_FFFFL; // low half of an empty returned list: slot -1, count 0
 
     private String name; // for messages; set once the queue's resource is named
     private final int depth;
+    private final int[] state;
     private final long[] userWrId;
     private final MemoryRegion[][] holds;
     private final int[] holdCount;
     private final CompletableFuture<?>[] futures;
-    private final int[] generation;
-    private final boolean[] used;
-    private final int[] free; // a stack of free slots; guarded by lock
+    private final int[] free; // the posters' stack of free slots; guarded by lock
     private int freeCount;
+    /**
+     * Slots retired by pollers, not yet collected by a poster: a stack linked through {@link #next}, its top slot in
+     * the low half, its length in the high half. Pollers of several CQs push (compare-and-set); a poster takes the
+     * whole stack at once (mimalloc's thread-free list), so no poller ever waits for a lock or for another poller.
+     */
+    private final AtomicLong returned = new AtomicLong(NO_SLOT);
+    private final int[] next;
     private final Table table;
     private final int index;
 
@@ -40,13 +55,13 @@ final class SrqInFlight extends RequestSlots {
     SrqInFlight(String name, int depth, Table table) {
         this.name = name;
         this.depth = depth;
+        this.state = new int[depth];
         this.userWrId = new long[depth];
         this.holds = new MemoryRegion[depth][MAX_HOLDS];
         this.holdCount = new int[depth];
         this.futures = new CompletableFuture<?>[depth];
-        this.generation = new int[depth];
-        this.used = new boolean[depth];
         this.free = new int[depth];
+        this.next = new int[depth];
         for (int i = 0; i < depth; i++) free[i] = depth - 1 - i;
         this.freeCount = depth;
         this.table = table;
@@ -68,43 +83,54 @@ final class SrqInFlight extends RequestSlots {
      */
     long claim(long wrId, ScatterGatherList sgl, CompletableFuture<WorkCompletion> future) {
         if (closedReason != null) throw new IllegalStateException(name + ": " + closedReason);
+        if (freeCount == 0) collectReturned();
         if (freeCount == 0) throw new QueueFullException("ibv_post_srq_recv", name, "shared receive", depth);
         int slot = free[freeCount - 1];
         holdCount[slot] = hold(sgl, null, holds[slot]);
         freeCount--;
-        used[slot] = true;
         userWrId[slot] = wrId;
         futures[slot] = future;
-        return RECEIVE_BIT | SHARED_BIT | (long) index << INDEX_SHIFT | (long) generation[slot] << SLOT_BITS | slot;
+        int gen = (int) STATE.getAcquire(state, slot) >>> 2;
+        STATE.setRelease(state, slot, gen << 2 | POSTED); // before the provider's post: it may complete at once
+        return RECEIVE_BIT | SHARED_BIT | (long) index << INDEX_SHIFT | (long) gen << SLOT_BITS | slot;
     }
 
     /** Gives back the slot of {@code id}, just claimed, when the provider refused the post (caller holds the lock). */
     void unclaim(long id) {
-        clear((int) (id & SLOT_MASK));
+        int slot = (int) (id & SLOT_MASK);
+        empty(slot);
+        free[freeCount++] = slot;
     }
 
     @Override
-    boolean retireLocked(long id, boolean success, Retired into) {
+    boolean retire(long id, boolean success, Retired into) {
         int slot = (int) (id & SLOT_MASK);
         int gen = (int) (id >>> SLOT_BITS) & GENERATION_MASK;
-        if (slot >= depth || !used[slot] || generation[slot] != gen) return false;
+        if (slot >= depth || !STATE.compareAndSet(state, slot, gen << 2 | POSTED, gen << 2 | RETIRING)) return false;
         into.set(userWrId[slot], WcOpcode.RECV, futures[slot]);
-        clear(slot);
+        empty(slot);
+        long top;
+        do { // push onto the returned stack
+            top = returned.get();
+            next[slot] = (int) top;
+        } while (!returned.compareAndSet(top, ((top >>> 32) + 1) << 32 | slot));
         return true;
     }
 
     @Override
     void discardAllLocked(String reason) {
         for (int slot = 0; slot < depth; slot++) {
-            if (!used[slot]) continue;
+            int s = (int) STATE.getAcquire(state, slot);
+            if ((s & 3) != POSTED || !STATE.compareAndSet(state, slot, s, s - POSTED + RETIRING)) continue;
             fail(futures[slot], reason);
-            clear(slot);
+            empty(slot);
+            free[freeCount++] = slot;
         }
     }
 
     @Override
     int outstandingLocked() {
-        return depth - freeCount;
+        return depth - freeCount - (int) (returned.get() >>> 32);
     }
 
     @Override
@@ -112,13 +138,22 @@ final class SrqInFlight extends RequestSlots {
         table.remove(index); // a leftover completion naming this index finds no queue
     }
 
-    private void clear(int slot) {
+    /** Releases the slot's regions and starts its next generation, free (caller took it or just claimed it). */
+    private void empty(int slot) {
         release(holds[slot], holdCount[slot]);
         holdCount[slot] = 0;
         futures[slot] = null;
-        used[slot] = false;
-        generation[slot] = (generation[slot] + 1) & GENERATION_MASK;
-        free[freeCount++] = slot;
+        int gen = ((int) STATE.getAcquire(state, slot) >>> 2) + 1 & GENERATION_MASK;
+        STATE.setRelease(state, slot, gen << 2 | FREE);
+    }
+
+    /** Moves every slot the pollers returned onto the posters' free stack (caller holds the lock). */
+    private void collectReturned() {
+        int slot = (int) returned.getAndSet(NO_SLOT);
+        while (slot != -1) {
+            free[freeCount++] = slot;
+            slot = next[slot];
+        }
     }
 
     /**

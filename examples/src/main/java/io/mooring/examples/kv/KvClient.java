@@ -39,10 +39,11 @@ public final class KvClient implements AutoCloseable {
 
     /** Stores {@code value} under {@code key}. */
     public void put(String key, byte[] value) throws Exception {
-        forget(key); // the server replaces the value: our lease of the old one ends
         int keyLength = encode(Kv.PUT, key);
         MemorySegment.copy(value, 0, request.segment(), ValueLayout.JAVA_BYTE, 2 + keyLength, value.length);
-        if (call(2 + keyLength + value.length) != Kv.OK) throw new IllegalStateException("PUT " + key + " refused");
+        byte status = call(2 + keyLength + value.length);
+        forget(key); // the server replaced the value, which revoked our lease of the old one: released off the PUT's path
+        if (status != Kv.OK) throw new IllegalStateException("PUT " + key + " refused");
     }
 
     /** The value of {@code key}, or null if there is none. */

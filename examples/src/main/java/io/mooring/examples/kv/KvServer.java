@@ -59,6 +59,7 @@ public final class KvServer {
                 String key = new String(data.asSlice(2, keyLength).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
                 byte status;
                 if (op == Kv.PUT) {
+                    request.block().handOff(); // stored: the next PUT of the key, on any client's thread, closes it
                     Stored old = store.put(key, new Stored(request, 2 + keyLength, request.length() - 2 - keyLength));
                     if (old != null) old.message().close(); // ends every lease on the old value first
                     status = Kv.OK;

@@ -27,7 +27,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * An open device ({@code struct ibv_context}). Reads the static-inline verbs' function pointers out of
@@ -56,9 +55,6 @@ final class IbvContext implements ContextOps {
     final MemorySegment postSend;
     final MemorySegment postRecv;
     final MemorySegment postSrqRecv;
-    /** Live PDs and CQs, to say which when ibv_close_device reports EBUSY. */
-    final AtomicInteger pds = new AtomicInteger();
-    final AtomicInteger cqs = new AtomicInteger();
     /** Live SRQs by the address of their {@code struct ibv_srq}, which an async event names. */
     final Map<Long, IbvSrq> srqs = new ConcurrentHashMap<>();
     private final IbvAsyncEvents events;
@@ -103,27 +99,18 @@ final class IbvContext implements ContextOps {
             throw rethrow(t);
         }
         if (pd.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_alloc_pd", Ibv.errno(), name);
-        pds.incrementAndGet();
         return new IbvPd(this, pd.reinterpret(IbvStructs.PD.byteSize()));
     }
 
     @Override
     public CqOps createCq(int capacity) {
-        IbvCq cq = new IbvCq(this, capacity);
-        cqs.incrementAndGet();
-        return cq;
+        return new IbvCq(this, capacity);
     }
 
     @Override
     public void close() {
         events.stop(); // out of native code before the context goes
-        IbvProvider.closeDevice(ctx, name + childrenHint());
-    }
-
-    private String childrenHint() {
-        int p = pds.get();
-        int c = cqs.get();
-        return p + c == 0 ? "" : " (" + p + " protection domains and " + c + " completion queues still open)";
+        IbvProvider.closeDevice(ctx, name);
     }
 
     // ---- describing a device ----------------------------------------------------------------------------------

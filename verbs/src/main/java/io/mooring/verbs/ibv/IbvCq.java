@@ -13,7 +13,6 @@ import io.mooring.verbs.spi.CompletionSink;
 import io.mooring.verbs.spi.CqOps;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -37,8 +36,6 @@ final class IbvCq implements CqOps {
     private final MemorySegment eventCq;
     private final MemorySegment eventContext;
     private final ReentrantLock eventLock = new ReentrantLock();
-    /** QPs that use this CQ, to say which when ibv_destroy_cq reports EBUSY. */
-    final AtomicInteger users = new AtomicInteger();
     private MemorySegment channel; // null once destroyed
     final MemorySegment cq;        // the ibv_cq; NULL once destroyed
     private boolean cqDestroyed;
@@ -172,13 +169,8 @@ final class IbvCq implements CqOps {
             try {
                 if (!cqDestroyed) {
                     int rc = (int) Ibv.DESTROY_CQ.invokeExact(Ibv.errnoState(), cq);
-                    if (rc != 0) {
-                        int live = users.get();
-                        throw IbvErrors.fail("ibv_destroy_cq", errnoOf(rc), name,
-                                live > 0 ? live + " queue pair(s) still use it" : "");
-                    }
+                    if (rc != 0) throw IbvErrors.fail("ibv_destroy_cq", errnoOf(rc), name);
                     cqDestroyed = true;
-                    context.cqs.decrementAndGet();
                 }
                 if (channel != null) {
                     int rc = (int) Ibv.DESTROY_COMP_CHANNEL.invokeExact(Ibv.errnoState(), channel);

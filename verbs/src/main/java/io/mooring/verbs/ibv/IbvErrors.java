@@ -14,7 +14,7 @@ final class IbvErrors {
         return new VerbsException(verb, errno, object, hint(verb, errno, ""));
     }
 
-    /** A failure with the standard hint for {@code errno}, plus {@code detail} (e.g. which children are alive). */
+    /** A failure with the standard hint for {@code errno}, plus {@code detail}. */
     static VerbsException fail(String verb, int errno, String object, String detail) {
         return new VerbsException(verb, errno, object, hint(verb, errno, detail));
     }

@@ -46,6 +46,5 @@ final class IbvMr implements MrOps {
                     + pd.name, "a memory window may still be bound to it");
         }
         deregistered = true;
-        pd.mrs.decrementAndGet();
     }
 }

@@ -54,6 +54,5 @@ final class IbvMw implements MwOps {
         }
         if (rc != 0) throw IbvErrors.fail("ibv_dealloc_mw", errnoOf(rc), type + " window in " + pd.name);
         deallocated = true;
-        pd.mws.decrementAndGet();
     }
 }

@@ -13,7 +13,6 @@ import io.mooring.verbs.spi.PdOps;
 import io.mooring.verbs.spi.QpOps;
 import io.mooring.verbs.spi.SrqOps;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /** A protection domain ({@code struct ibv_pd}). */
 @SuppressWarnings("restricted") // reads structs at the pointers libibverbs returns; native access is this module's
@@ -21,11 +20,6 @@ final class IbvPd implements PdOps {
     final IbvContext context;
     final MemorySegment pd;
     final String name;
-    /** Live children, to say which when ibv_dealloc_pd reports EBUSY. */
-    final AtomicInteger mrs = new AtomicInteger();
-    final AtomicInteger mws = new AtomicInteger();
-    final AtomicInteger qps = new AtomicInteger();
-    final AtomicInteger srqs = new AtomicInteger();
     private boolean deallocated;
 
     IbvPd(IbvContext context, MemorySegment pd) {
@@ -46,7 +40,6 @@ final class IbvPd implements PdOps {
             throw IbvErrors.fail("ibv_reg_mr", Ibv.errno(), name, segment.byteSize() + " bytes at 0x"
                     + Long.toHexString(segment.address()));
         }
-        mrs.incrementAndGet();
         return new IbvMr(this, mr.reinterpret(IbvStructs.MR.byteSize()));
     }
 
@@ -62,7 +55,6 @@ final class IbvPd implements PdOps {
             throw rethrow(t);
         }
         if (mw.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_alloc_mw", Ibv.errno(), name, type.toString());
-        mws.incrementAndGet();
         return new IbvMw(this, mw.reinterpret(IbvStructs.MW.byteSize()), type);
     }
 
@@ -85,11 +77,7 @@ final class IbvPd implements PdOps {
         } catch (Throwable t) {
             throw rethrow(t);
         }
-        if (rc != 0) {
-            throw IbvErrors.fail("ibv_dealloc_pd", errnoOf(rc), name, mrs.get() + " memory regions, " + mws.get()
-                    + " memory windows, " + qps.get() + " queue pairs and " + srqs.get() + " shared receive queues still use it");
-        }
+        if (rc != 0) throw IbvErrors.fail("ibv_dealloc_pd", errnoOf(rc), name);
         deallocated = true;
-        context.pds.decrementAndGet();
     }
 }

@@ -88,8 +88,6 @@ final class IbvQp implements QpOps {
 
     private final IbvPd pd;
     private final IbvContext context;
-    private final IbvCq sendCq;
-    private final IbvCq recvCq;
     private final MemorySegment qp;
     private final int qpn;
     private final String name;
@@ -115,8 +113,6 @@ final class IbvQp implements QpOps {
     IbvQp(IbvPd pd, IbvCq sendCq, IbvCq recvCq, QpCapabilities caps, IbvSrq srq) {
         this.pd = pd;
         this.context = pd.context;
-        this.sendCq = sendCq;
-        this.recvCq = recvCq;
         try {
             this.attr = block.allocate(IbvStructs.QP_ATTR);
             this.initAttr = block.allocate(IbvStructs.QP_INIT_ATTR);
@@ -148,9 +144,6 @@ final class IbvQp implements QpOps {
         this.recvSges = block.allocate(IbvStructs.SGE, ScatterGatherList.CAPACITY);
         this.badRecvWr = block.allocate(ADDRESS);
         recvWr.set(ADDRESS, IbvStructs.RECV_WR_SG_LIST, recvSges);
-        sendCq.users.incrementAndGet();
-        recvCq.users.incrementAndGet();
-        pd.qps.incrementAndGet();
     }
 
     /** Fills an {@code ibv_qp_init_attr} for an RC QP whose every send chooses whether it is signaled. */
@@ -455,9 +448,6 @@ final class IbvQp implements QpOps {
             }
             if (rc != 0) throw IbvErrors.fail("ibv_destroy_qp", errnoOf(rc), name);
             destroyed = true;
-            sendCq.users.decrementAndGet();
-            recvCq.users.decrementAndGet();
-            pd.qps.decrementAndGet();
             block.free();
         }
     }

@@ -62,7 +62,6 @@ final class IbvSrq implements SrqOps {
         this.badWr = block.allocate(ADDRESS);
         this.attr = block.allocate(IbvStructs.SRQ_ATTR);
         recvWr.set(ADDRESS, IbvStructs.RECV_WR_SG_LIST, sges);
-        pd.srqs.incrementAndGet();
         context.srqs.put(srq.address(), this);
     }
 
@@ -125,7 +124,6 @@ final class IbvSrq implements SrqOps {
         if (rc != 0) throw IbvErrors.fail("ibv_destroy_srq", errnoOf(rc), name);
         destroyed = true;
         context.srqs.remove(srq.address(), this);
-        pd.srqs.decrementAndGet();
         block.free();
     }
 }

@@ -17,7 +17,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class SoftContext implements ContextOps {
     final SoftDevice device;
     private final DeviceInfo info;
-    /** Live PDs and CQs; closing with any left fails with EBUSY. */
+    /**
+     * Live PDs and CQs; closing with any left fails with EBUSY. Like every child count of the soft provider, this is
+     * the NIC's own reference count (the kernel's {@code usecnt}), kept apart from the lifecycle graph on purpose: it
+     * is what checks the graph. Tests close through the graph, and a destroy the graph ran too early meets EBUSY here
+     * as on a NIC; asked of the graph, the check would be circular. It also stays true for a child whose failed
+     * destroy was abandoned (the graph released its parents; the object still exists).
+     */
     final AtomicInteger children = new AtomicInteger();
     private DeviceFaults faults; // guarded by this
 

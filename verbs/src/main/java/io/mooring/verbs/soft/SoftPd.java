@@ -17,7 +17,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class SoftPd implements PdOps {
     final SoftContext context;
     final int id;
-    /** Live MRs, MWs, QPs and SRQs; deallocating with any left fails with EBUSY, as rdma-core does. */
+    /**
+     * Live MRs, MWs, QPs and SRQs; deallocating with any left fails with EBUSY, as rdma-core does. The NIC's own
+     * count, not the graph's: {@link SoftContext#children} says why.
+     */
     final AtomicInteger children = new AtomicInteger();
 
     SoftPd(SoftContext context, int id) {
