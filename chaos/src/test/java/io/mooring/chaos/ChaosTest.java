@@ -13,8 +13,10 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
+import io.mooring.testing.CapturedLog;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The quick chaos profile inside {@code ./mooring test}: one {@link ChaosRun} of {@code -Dmooring.chaos.steps} steps
@@ -25,6 +27,10 @@ class ChaosTest {
     private static final List<String> JVM_WIDE = List.of("mooring-lease-timer", "mooring-lease-cleaner",
             "ForkJoinPool.commonPool-delayScheduler");
     private static final int STEPS = Integer.getInteger("mooring.chaos.steps", 300);
+
+    /** Segments dropped on purpose are reported as leaks by the resource graph; any other report is a finding. */
+    @RegisterExtension
+    final CapturedLog lifecycleLog = new CapturedLog("io.mooring.lifecycle");
 
     @Test
     @Timeout(600)
@@ -50,6 +56,10 @@ class ChaosTest {
         }
         System.out.println("chaos seed " + seed + ", " + STEPS + " steps: " + figures);
         assertEquals(0, figures.reusedBytesChanged);
+        var reports = lifecycleLog.entries().stream()
+                .filter(e -> e.level().getSeverity() >= System.Logger.Level.WARNING.getSeverity()).toList();
+        assertTrue(reports.stream().allMatch(e -> e.message().startsWith("LEAK: remote-segment")), reports::toString);
+        assertTrue(reports.size() <= figures.dropped, reports.size() + " leaks reported, " + figures.dropped + " dropped");
         assertTrue(figures.leaseLifetimes > 0 && figures.messagesDelivered == figures.messagesSent, figures::toString);
         awaitEqual(threadsBefore, ChaosTest::platformThreads, "platform threads");
         long fdsAfter = openFiles();
