@@ -4,6 +4,7 @@ import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lease.EndReason;
 import io.mooring.lease.InboundMessage;
+import io.mooring.lease.Isolation;
 import io.mooring.lease.Lease;
 import io.mooring.lease.LeaseLimits;
 import io.mooring.lease.LeaseStats;
@@ -51,16 +52,17 @@ import java.util.function.BooleanSupplier;
  * drawn from the run's seed, while a program drawn from the same seed does, one step at a time, what the public API
  * allows: messages with and without immediate both ways, leases requested (long and short), offered, shared by several
  * peers on one block, written, read, renewed, released, expiring, dropped without close, the owner closing a shared
- * block, blocks handed between threads, peers killed (their links severed and their process state gone) and links
+ * block, blocks handed between threads, raw writes racing the owner's end of a lease, an owner receive draining into
+ * an ended lease's block, receives stalled, peers killed (their links severed and their process state gone) and links
  * cut; the hostile peer writes and reads through every key it ever saw and through guessed ones.
  *
  * <p>After every step the model checks: no byte of an owner block changed except through a live lease's WRITE (the
  * image of every leased, stored and filler block); every message arrives once, in order, intact (sequence numbers and
  * checksums, {@link Payload}); every lease ended at most once, for a reason the program allows, an expiry not before
  * its deadline plus grace nor more than {@link #LATE_BOUND} after, a lost peer's leases within {@link #LATE_BOUND} of
- * the loss. At the end: the owners' counters equal the ends observed, every block is back in its arena, the resource
- * graphs are empty, and no platform thread or file descriptor was added. A failure names the seed, the step and the
- * last steps.
+ * the loss. At the end: the owner's counters equal the ends observed, reason by reason, every block is back in its
+ * arena and the resource graphs are empty ({@link ChaosTest} adds: no platform thread or file descriptor more). A
+ * failure names the seed, the step and the last 40 steps.
  */
 final class ChaosRun implements AutoCloseable {
     static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE);
@@ -93,7 +95,8 @@ final class ChaosRun implements AutoCloseable {
     private final RdmaArena senderArena;
     private final List<Peer> peers = new ArrayList<>();
     private final Peer hostile;
-    private final List<OwnerSide> ownerSides = new ArrayList<>();
+    /** The owner's side of every session any peer ever had: whose lease counters must add up at the end. */
+    private final List<RdmaSession> ownerSides = new ArrayList<>();
 
     private final List<Held> held = new ArrayList<>();
     private final List<Stored> stored = new ArrayList<>();
@@ -117,8 +120,13 @@ final class ChaosRun implements AutoCloseable {
             ownerLocal.connect(sender.info());
             sender.connect(ownerLocal.info());
             // Peers lose sessions on purpose (kills, the hostile peer's accesses) and come back at once.
-            ownerEndpoint = RdmaEndpoint.builder(pd, ownerArena).limits(LIMITS).connectOptions(OPTIONS)
-                    .failureBackoff(Duration.ZERO).build();
+            var builder = RdmaEndpoint.builder(pd, ownerArena).limits(LIMITS).connectOptions(OPTIONS)
+                    .failureBackoff(Duration.ZERO);
+            // -Dmooring.chaos.isolation=DEDICATED_REGISTRATION runs the owner as on rxe; by default the device is probed.
+            String isolation = System.getProperty("mooring.chaos.isolation");
+            if (isolation != null) builder.isolation(Isolation.valueOf(isolation));
+            ownerEndpoint = builder.build();
+            figures.isolation = ownerEndpoint.isolation();
             listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
             for (int i = 0; i < HONEST; i++) peers.add(new Peer("P" + i, i == HONEST - 1 ? "soft1" : "soft0"));
             hostile = new Peer("H", "soft1");
@@ -148,9 +156,6 @@ final class ChaosRun implements AutoCloseable {
     }
 
     // ---- the model ---------------------------------------------------------------------------------------------
-
-    /** The owner's side of one peer session. */
-    private record OwnerSide(RdmaSession session) {}
 
     /** One incarnation of a peer process: its own device context, arena, endpoint, faults and one session. */
     private final class Peer {
@@ -189,7 +194,7 @@ final class ChaosRun implements AutoCloseable {
             var accepted = listener.accept();
             session = endpoint.connect(listener.address()).join();
             ownerSide = accepted.join();
-            ownerSides.add(new OwnerSide(ownerSide));
+            ownerSides.add(ownerSide);
             sentToOwner = sentToPeer = receivedByOwner = receivedByPeer = 0;
         }
 
@@ -370,7 +375,7 @@ final class ChaosRun implements AutoCloseable {
         note(p + " requested " + h + " at 0x" + Long.toHexString(h.address));
     }
 
-    /** The peer's live long leases (plus, sometimes, any of its live leases: {@code any}). */
+    /** A lease of an honest peer: one every access must work through ({@code mustWork}), or any of a live session. */
     private Held pickHeld(boolean mustWork) {
         List<Held> candidates = held.stream().filter(h -> h.segment != null && h.peer != hostile
                 && (mustWork ? h.mustWork() : h.peer.incarnation == h.incarnation)).toList();
@@ -773,7 +778,11 @@ final class ChaosRun implements AutoCloseable {
         List<Held> its = held.stream().filter(h -> h.peer == p && h.incarnation == p.incarnation && h.lease != null).toList();
         await(() -> its.stream().noneMatch(Held::active), "the owner to revoke every lease of " + p);
         long last = its.stream().mapToLong(h -> h.endedAt.join()).max().orElse(since);
-        if (measured && !its.isEmpty()) revocationMillis.add(Math.max(0, (last - since) / 1_000_000));
+        if (measured && !its.isEmpty()) {
+            revocationMillis.add(Math.max(0, (last - since) / 1_000_000));
+            check(last - since <= LATE_BOUND.toNanos(), "the leases of " + p + " were revoked "
+                    + (last - since) / 1_000_000 + " ms after its loss");
+        }
     }
 
     // ---- checks ------------------------------------------------------------------------------------------------
@@ -862,8 +871,8 @@ final class ChaosRun implements AutoCloseable {
             ownerLocal.close();
             senderArena.close();
             long granted = 0, released = 0, expired = 0, revoked = 0, active = 0;
-            for (OwnerSide o : ownerSides) {
-                LeaseStats s = o.session().leases().stats();
+            for (RdmaSession o : ownerSides) {
+                LeaseStats s = o.leases().stats();
                 granted += s.granted();
                 released += s.released();
                 expired += s.expired();
@@ -947,6 +956,7 @@ final class ChaosRun implements AutoCloseable {
         long maxExpiryLateMillis;
         long races;
         long drains;
+        Isolation isolation;
         final Map<EndReason, Long> ends = new EnumMap<>(EndReason.class);
         final Map<FaultPlan.Fault, Long> faults = new EnumMap<>(FaultPlan.Fault.class);
         long packets;
@@ -967,7 +977,7 @@ final class ChaosRun implements AutoCloseable {
             long lostAndRecovered = faults.getOrDefault(FaultPlan.Fault.DROP_REQUEST, 0L)
                     + faults.getOrDefault(FaultPlan.Fault.DROP_RESPONSE, 0L) + faults.getOrDefault(FaultPlan.Fault.CORRUPT, 0L)
                     + faults.getOrDefault(FaultPlan.Fault.REORDER, 0L);
-            return "lease lifetimes " + leaseLifetimes + " (granted " + leasesGranted + ", ends " + ends + ", "
+            return "isolation " + isolation + ", lease lifetimes " + leaseLifetimes + " (granted " + leasesGranted + ", ends " + ends + ", "
                     + dropped + " dropped unclosed), lease writes " + leaseWrites + ", late accesses tried "
                     + lateAccesses + ", forged accesses tried " + forgedAccesses + ", bytes of reused memory changed "
                     + reusedBytesChanged + ", messages sent " + messagesSent + " delivered " + messagesDelivered
