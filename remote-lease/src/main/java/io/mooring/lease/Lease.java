@@ -51,11 +51,13 @@ public final class Lease implements AutoCloseable {
      * closing it begins the end (no new requests), and it is destroyed — block given back — when the last pin goes.
      */
     private Resource resource;
-    /** {@link #EXPOSED}, {@link #ENDING} and {@link #REVOKING}: whoever sees the first two set starts the revocation. */
+    /**
+     * {@link #EXPOSED}, {@link #ENDING}, {@link #REVOKING}, {@link #REVOKED}, and {@link #GRANTED} if it was exposed
+     * before any end: whoever sees the first two set starts the revocation.
+     */
     private final AtomicInteger phase = new AtomicInteger();
-    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8;
+    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8, GRANTED = 16;
     private volatile EndReason endReason;
-    private volatile boolean granted;
     private final CompletableFuture<EndReason> ended = new CompletableFuture<>();
     private volatile long deadlineNanos;
     volatile ScheduledFuture<?> expiry;
@@ -187,10 +189,13 @@ public final class Lease implements AutoCloseable {
         deadlineNanos = deadline;
     }
 
-    /** The key is in place: true if the lease is already ending, so the caller must revoke it. */
+    /**
+     * The key is in place: the lease is granted, unless it is already ending — then true, if this caller must revoke
+     * the key (whoever comes second of this and the end's {@link #claimRevocation()}).
+     */
     boolean exposed() {
-        phase.getAndUpdate(p -> p | EXPOSED);
-        return claimRevocation();
+        int before = phase.getAndUpdate(p -> (p & ENDING) != 0 ? p | EXPOSED : p | EXPOSED | GRANTED);
+        return (before & ENDING) != 0 && claimRevocation();
     }
 
     /**
@@ -236,12 +241,8 @@ public final class Lease implements AutoCloseable {
     }
 
     /** It was handed to the caller of grant (not ended by a failed grant). */
-    void granted() {
-        granted = true;
-    }
-
     boolean wasGranted() {
-        return granted;
+        return (phase.get() & GRANTED) != 0;
     }
 
     /**

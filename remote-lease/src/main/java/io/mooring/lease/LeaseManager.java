@@ -152,12 +152,11 @@ public final class LeaseManager implements AutoCloseable {
             abandon(lease);
             throw e;
         }
+        leases.put(lease.id(), lease); // before it is granted: an end that follows at once finds it here
         if (lease.exposed()) { // it began to end (its block was closed) while the key was made
             revoke(lease).join();
             throw refuse(ErrorCodes.INVALID_REQUEST, "the block was closed during the grant");
         }
-        leases.put(lease.id(), lease);
-        lease.granted();
         granted.incrementAndGet();
         schedule(lease);
         return lease;
@@ -345,9 +344,9 @@ public final class LeaseManager implements AutoCloseable {
     private void finishEnd(Lease lease) {
         lease.giveBack();
         unreserve(lease.length());
+        leases.remove(lease.id(), lease);
         EndReason reason = lease.endReason();
         if (lease.wasGranted()) {
-            leases.remove(lease.id());
             (switch (reason) {
                 case RELEASED -> released;
                 case EXPIRED -> expired;
@@ -357,9 +356,9 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * Logs a lease whose end still waits for owner work requests after a while. Those complete, fail, or are flushed when their QP goes to ERROR, is reset or destroyed — never
-     * silently dropped, so an end always finishes. Until then the block stays out of the arena; a wait that takes
-     * long is logged.
+     * Logs a lease whose end still waits for owner work requests after a while. Those complete, fail, or are flushed
+     * when their QP goes to ERROR, is reset or destroyed — never silently dropped, so an end always finishes. Until then
+     * the block stays out of the arena.
      */
     private static void warnIfSlow(Lease lease) {
         var warning = TIMER.schedule(() -> LOG.log(System.Logger.Level.WARNING, "lease " + lease.id() + ": "
