@@ -251,7 +251,7 @@ public final class Lease implements AutoCloseable {
      */
     @Override
     public void close() {
-        manager.end(this, EndReason.RELEASED).join();
+        Await.join(manager.end(this, EndReason.RELEASED));
     }
 
     @Override
