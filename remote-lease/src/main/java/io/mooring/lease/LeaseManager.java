@@ -119,16 +119,18 @@ public final class LeaseManager implements AutoCloseable {
 
     /**
      * {@link #grant(Block, long, long, Duration, Set)} without waiting for the key: the future completes once the
-     * window is bound on the peer's QP, or fails with the same exceptions.
-     *
-     * @throws LeaseRefusedException at once, if an argument or a limit forbids the lease
+     * window is bound on the peer's QP, or fails with what the blocking form throws. It never throws itself.
      */
     public CompletableFuture<Lease> grantAsync(Block block, long offset, long length, Duration duration,
                                                Set<Access> access) {
-        if (offset < 0 || length <= 0 || offset > block.size() - length) {
-            throw refuse(ErrorCodes.INVALID_REQUEST, "[" + offset + ", +" + length + ") is not inside " + block);
+        try {
+            if (offset < 0 || length <= 0 || offset > block.size() - length) {
+                throw refuse(ErrorCodes.INVALID_REQUEST, "[" + offset + ", +" + length + ") is not inside " + block);
+            }
+            return grant(block, offset, length, duration, access, false);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
         }
-        return grant(block, offset, length, duration, access, false);
     }
 
     /** A grant of a block the lease owns: it closes the block when it ends (a block allocated for a REQUEST). */

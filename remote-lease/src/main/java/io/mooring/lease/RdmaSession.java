@@ -339,14 +339,15 @@ public final class RdmaSession implements AutoCloseable {
 
     /**
      * {@link #offer(Block, long, long, Duration, Set)} without waiting: the future completes once the key is bound and
-     * the offer sent, or fails with the same exceptions.
-     *
-     * @throws LeaseRefusedException at once, if an argument or a limit forbids the lease
-     * @throws SessionLostException  if the session has ended
+     * the offer sent, or fails with what the blocking form throws. It never throws itself.
      */
     public CompletableFuture<Lease> offerAsync(Block block, long offset, long length, Duration duration,
                                                Set<Access> access) {
-        checkUsable();
+        try {
+            checkUsable();
+        } catch (SessionLostException e) {
+            return CompletableFuture.failedFuture(e);
+        }
         return leases.grantAsync(block, offset, length, duration, access).thenApply(lease -> {
             announceRevocation(lease);
             reply(new Message.Offer(requestIds.incrementAndGet(), lease.id(), lease.address(), lease.length(),
