@@ -543,6 +543,35 @@ class RdmaSessionTest {
         assertEquals(null, owner.lostReason());
     }
 
+    /**
+     * An honest peer whose dispatcher stalls — a slow callback here, a GC pause or a starved core in life — while the
+     * owner sends it more control messages than it has receives posted meets RNR, and keeps its session: the owner backs
+     * off long enough for a stall of a few hundred milliseconds (a peer that never takes them is still declared lost).
+     * With the verbs default RNR timer (0.64 ms, 6 retries) a stall of 4 ms ended the session.
+     */
+    @Test
+    void aPeerStalledAFewHundredMillisecondsKeepsItsSession() throws Exception {
+        int offers = 24; // more than the 16 control receives the peer has posted
+        var stalled = new java.util.concurrent.CountDownLatch(1);
+        requester.receiveAsync().thenAccept(m -> {
+            m.close();
+            stalled.countDown();
+            try {
+                Thread.sleep(200); // on the requester's dispatcher: it serves nothing meanwhile
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        try (Block wake = ownerArena.allocate(8); Block value = ownerArena.allocate(64)) {
+            owner.send(wake);
+            assertTrue(stalled.await(10, TimeUnit.SECONDS));
+            for (int i = 0; i < offers; i++) owner.offer(value, Duration.ofSeconds(30), EnumSet.of(Access.REMOTE_READ));
+            for (int i = 0; i < offers; i++) requester.receiveOffer(Duration.ofSeconds(10)).close();
+        }
+        assertEquals(null, owner.lostReason());
+        assertEquals(null, requester.lostReason());
+    }
+
     private static void awaitTrue(BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
         while (!condition.getAsBoolean()) {
