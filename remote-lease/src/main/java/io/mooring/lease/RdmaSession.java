@@ -151,8 +151,7 @@ public final class RdmaSession implements AutoCloseable {
             this.channel = madeChannel = new ControlChannel(controlQp, endpoint.arena());
             this.messages = madeMessages = new MessageFlow(this, endpoint.messageWindow(), peerWindow);
             this.leases = madeLeases = new LeaseManager(dataQp, endpoint.limits(), endpoint.isolation(), peer);
-            leases.onRevocationNotice(lease -> reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(),
-                    EndReason.OWNER_CLOSED.ordinal())));
+            leases.onRevocationNotice(lease -> tellEnd(lease, EndReason.OWNER_CLOSED));
             this.agent = madeAgent = new SessionAgent("mooring-agent-" + peerAddress);
             endpoint.route(this);
             var options = endpoint.connectOptions().toBuilder().rnrRetry(RNR_RETRY).minRnrTimer(MIN_RNR_TIMER).build();
@@ -387,13 +386,18 @@ public final class RdmaSession implements AutoCloseable {
         }
     }
 
-    /** When the owner ends a lease on its own, the peer is told (REVOKED); a release the peer asked for is acked. */
+    /**
+     * When the owner ends a lease on its own, the peer is told (REVOKED) — once: a closed block's lease was told at the
+     * close, a grace period before it ends. A release the peer asked for is acked instead.
+     */
     private void announceRevocation(Lease lease) {
         lease.ended().thenAccept(reason -> {
-            if (reason == EndReason.EXPIRED || reason == EndReason.OWNER_CLOSED) {
-                reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
-            }
+            if (reason == EndReason.EXPIRED || reason == EndReason.OWNER_CLOSED) tellEnd(lease, reason);
         });
+    }
+
+    private void tellEnd(Lease lease, EndReason reason) {
+        if (lease.tell()) reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
     }
 
     // ---- requester -------------------------------------------------------------------------------------------
