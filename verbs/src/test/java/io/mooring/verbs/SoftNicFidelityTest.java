@@ -157,7 +157,7 @@ class SoftNicFidelityTest {
 
     /** A LOCAL_INV held back while its QP moves to ERROR flushes, and the window keeps its binding. */
     @Test
-    void aDelayedInvalidationOfAQueuePairThatFailsMeanwhileFlushes() {
+    void aDelayedInvalidationOfAQueuePairThatFailsMeanwhileFlushes() throws InterruptedException {
         open("soft0");
         MemoryRegion exposed = b.region(4096, 0, Access.LOCAL_WRITE, Access.MW_BIND);
         MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
@@ -165,11 +165,11 @@ class SoftNicFidelityTest {
         b.expect(WcStatus.SUCCESS);
         try (var faults = b.qp.injectFaults(FaultPlan.seeded(7).delayLocal(1, Duration.ofMinutes(1)))) {
             b.qp.post(WorkRequest.invalidate(window.rkey()).wrId(5));
+            awaitUntil(() -> faults.counts().of(FaultPlan.Fault.LOCAL_DELAY) == 1, "the LOCAL_INV was never held back");
             b.qp.moveToError();
             WorkCompletion wc = b.next();
             assertEquals(5, wc.wrId());
             assertEquals(WcStatus.WR_FLUSH_ERR, wc.status());
-            assertEquals(1, faults.counts().of(FaultPlan.Fault.LOCAL_DELAY), "flushed during its delay");
         }
         assertTrue(window.isBound(), "a flushed LOCAL_INV unbound the window");
     }
