@@ -174,12 +174,12 @@ class ExhaustionTest {
     }
 
     /**
-     * Every session the endpoint allows floods both ways at once — each peer queues sends until pushed back, the owner
-     * likewise to each peer — while the owner polls nothing: a callback on a lease's end, which runs on the endpoint's
-     * completion thread, holds it. Once a window of messages has landed each way on every session, their completions
-     * wait in the CQ together; had the CQ been smaller than the queues feeding it, it would have overrun and every
-     * session on it would be lost. They all go on: every message is delivered once, in order, and the honest peer is
-     * served.
+     * Every session the endpoint allows floods both ways at once — each peer queues sends until pushed back, the
+     * owner likewise to each peer — while the owner polls nothing: a callback on an owner READ's future, which runs
+     * on the endpoint's completion thread, holds it. Once a window of messages has landed each way on every session,
+     * their completions wait in the CQ together; had the CQ been smaller than the queues feeding it, it would have
+     * overrun and every session on it would be lost. They all go on: every message is delivered once, in order, and
+     * the honest peer is served.
      */
     @Test
     void theCompletionQueueHoldsEverySessionsFloodWhileNobodyPollsIt() throws Exception {

@@ -16,8 +16,8 @@ import java.util.List;
 /**
  * A peer process for {@link TwoProcessTest}, to be killed: on device {@code device} ({@code provider:name}) it
  * connects to the owner at {@code host port}, takes {@code leases} leases of 4 KiB, prints {@code READY id,id,...},
- * then writes through them and sends messages without end — so a SIGKILL finds it mid-lease and mid-message. Arguments:
- * {@code host port leases device}.
+ * then writes through them and sends messages without end — so a SIGKILL finds it mid-lease and mid-message.
+ * Arguments: {@code host port leases device}.
  */
 public final class PeerProcess {
     private PeerProcess() {

@@ -92,8 +92,9 @@ class SlowRevocationTest {
                     Lease l = sessionB[1].leases().lease(s.leaseId());
                     byte[] now = l.block().segment().asSlice(l.offset(), SIZE).toArray(ValueLayout.JAVA_BYTE);
                     for (int i = 0; i < SIZE; i++) {
-                        assertEquals(B_WROTE, now[i], "B's lease " + s.leaseId() + " at 0x" + Long.toHexString(s.address())
-                                + ", granted after A's lease ended, was written through A's key at byte " + i);
+                        assertEquals(B_WROTE, now[i], "B's lease " + s.leaseId() + " at 0x"
+                                + Long.toHexString(s.address()) + ", granted after A's lease ended, was written through"
+                                + " A's key at byte " + i);
                     }
                     s.close();
                 }

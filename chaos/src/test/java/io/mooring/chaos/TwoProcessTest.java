@@ -51,8 +51,8 @@ import org.junit.jupiter.api.Timeout;
  * still holds. {@code -Dmooring.chaos.kills=N} kills more peers (default 4) for the revocation figures.
  *
  * <p>The kill test runs on other devices when {@code -Dmooring.chaos.owner} (the owner's, default {@code soft:soft0})
- * and {@code -Dmooring.chaos.peer} (the killed peer's and the served one's; default soft0 and soft1) name them — in the
- * rxe VM: {@code scripts/rxe-test.sh -Dmooring.chaos.owner=ibv:rxe0 -Dmooring.chaos.peer=ibv:rxe0
+ * and {@code -Dmooring.chaos.peer} (the killed peer's and the served one's; default soft0 and soft1) name them —
+ * in the rxe VM: {@code scripts/rxe-test.sh -Dmooring.chaos.owner=ibv:rxe0 -Dmooring.chaos.peer=ibv:rxe0
  * TwoProcessTest#aKilledPeerProcessLosesItsLeasesInBoundWhileTheOwnerServesAnother}; it is skipped, with the reason,
  * where such a device is absent.
  */
@@ -148,9 +148,9 @@ class TwoProcessTest {
         revocationMillis.sort(null);
         long max = revocationMillis.getLast();
         long p99 = revocationMillis.get((int) Math.ceil(0.99 * revocationMillis.size()) - 1);
-        System.out.println("peer processes on " + PEER + " killed " + KILLS + " (owner on " + OWNER + ", " + LEASES + " leases each, " + messages
-                + " messages received before): time from SIGKILL to the last revocation max " + max + " ms, p99 "
-                + p99 + " ms, all " + revocationMillis);
+        System.out.println("peer processes on " + PEER + " killed " + KILLS + " (owner on " + OWNER + ", " + LEASES
+                + " leases each, " + messages + " messages received before): time from SIGKILL to the last revocation"
+                + " max " + max + " ms, p99 " + p99 + " ms, all " + revocationMillis);
         assertTrue(max <= ChaosRun.LATE_BOUND.toMillis(), "revoked " + max + " ms after the kill");
     }
 

@@ -130,7 +130,9 @@ public final class FaultPlan {
      */
     public FaultPlan delayLocal(double p, Duration by) {
         Objects.requireNonNull(by, "by");
-        if (!(p >= 0 && p <= 1)) throw new IllegalArgumentException("LOCAL_DELAY probability must be in [0, 1], was " + p);
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException("LOCAL_DELAY probability must be in [0, 1], was " + p);
+        }
         if (by.isNegative() || by.compareTo(MAX_DELAY) > 0) {
             throw new IllegalArgumentException("a local delay must be in [0, " + MAX_DELAY + "], was " + by);
         }

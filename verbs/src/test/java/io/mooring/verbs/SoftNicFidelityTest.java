@@ -118,9 +118,9 @@ class SoftNicFidelityTest {
     }
 
     /**
-     * A LOCAL_INV held back by the fault plan ({@link FaultPlan#delayLocal}) is a NIC behind on its send queue: until
-     * it executes the key keeps working — a WRITE posted after it is admitted — and it completes only after its delay
-     * and after the accesses it found admitted; from its completion on nothing is admitted.
+     * A LOCAL_INV held back by the fault plan ({@link FaultPlan#delayLocal}) is a NIC behind on its send queue:
+     * until it executes the key keeps working — a WRITE posted after it is admitted — and it completes only after
+     * its delay and after the accesses it found admitted; from its completion on nothing is admitted.
      */
     @ParameterizedTest
     @ValueSource(strings = {"soft0", "soft1"})
