@@ -127,7 +127,7 @@ class LeaseProperties {
 
     @Test
     void peersReachExactlyWhatTheyWereGrantedWithinTheirLimits() {
-        qt().withExamples(EXAMPLES).withShrinkCycles(20).forAll(programs()).checkAssert(program -> {
+        qt().withExamples(EXAMPLES).withShrinkCycles(100).forAll(programs()).checkAssert(program -> {
             try (var run = new Run(program.isolation())) {
                 run.execute(program.steps());
             }
@@ -792,8 +792,14 @@ class LeaseProperties {
             Peer p = peers.get(op.peer());
             EndReason reason = op.byOwner() ? EndReason.OWNER_CLOSED : EndReason.SESSION_LOST;
             for (Held h : held) if (h.peer == p && h.generation == p.generation) h.ending(reason);
-            if (op.byOwner()) p.ownerSide.close();
-            else p.session.close();
+            RdmaSession closer = op.byOwner() ? p.ownerSide : p.session;
+            RdmaSession other = op.byOwner() ? p.session : p.ownerSide;
+            closer.close();
+            awaitTrue(() -> other.closed().isDone(), "the other side of " + p.name + "'s session to see it end");
+            // A clean close is an end on both sides, never a loss.
+            check(closer.closed().join().contains("closed by this side") && other.closed().join().contains(" ended: "),
+                    "the close of " + p.name + "'s session by " + (op.byOwner() ? "the owner" : "the peer")
+                            + " ended it as: " + closer.closed().join() + " / " + other.closed().join());
             recover(p);
         }
 
@@ -833,6 +839,9 @@ class LeaseProperties {
                 } catch (CompletionException e) {
                     status = e.getCause() instanceof WorkCompletionException w ? w.status() : null;
                 }
+                awaitTrue(() -> intruder.ownerSide.closed().isDone(), "the owner to see " + intruder.name + " lost");
+                check(intruder.ownerSide.closed().join().contains(" lost: "), "the owner ended the session of "
+                        + intruder.name + " as: " + intruder.ownerSide.closed().join());
                 check(status == WcStatus.REM_ACCESS_ERR, "a raw " + (read ? "READ" : "WRITE") + " of " + length
                         + " B by " + intruder.name + " at 0x" + Long.toHexString(address) + " through the key of "
                         + h + ": " + status);
