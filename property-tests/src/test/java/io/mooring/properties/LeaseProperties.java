@@ -167,10 +167,20 @@ class LeaseProperties {
     record Store(int size, int seed) implements Step {}
 
     /**
-     * The owner offers part of a stored block ({@code from}, {@code length} taken modulo its size) to each peer in
-     * {@code peers} (a bit mask): several peers at once share the block.
+     * The owner offers {@code part} of a stored block to each peer in {@code peers} (a bit mask): several peers at once
+     * share the block.
      */
-    record Offer(int stored, int peers, boolean readOnly, boolean isShort, int from, int length) implements Step {}
+    record Offer(int stored, int peers, boolean readOnly, boolean isShort, Part part) implements Step {}
+
+    /** Where an offer starts in the block and how long it is, modulo the block's size; {@link #WHOLE}: all of it. */
+    record Part(int from, int length) {
+        static final Part WHOLE = new Part(0, 0);
+
+        @Override
+        public String toString() {
+            return equals(WHOLE) ? "whole" : "[" + from + ", +" + length + ")";
+        }
+    }
 
     /** Writes through a segment: inside it, or ({@code outside}) reaching one byte past its end. */
     record Write(int pick, int offset, int length, boolean outside, int seed) implements Step {}
@@ -239,11 +249,9 @@ class LeaseProperties {
                 Pair.of(4, Generate.constant(false))));
         Gen<Step> request = peer.zip(size, term, Generate.range(0, 100), Request::new);
         Gen<Step> store = size.zip(Generate.range(0, 1 << 20), Store::new);
-        Gen<Integer> from = Generate.frequency(List.of(Pair.of(2, Generate.constant(0)), Pair.of(1, index)));
-        Gen<Integer> length = Generate.frequency(List.of(Pair.of(2, Generate.constant(0)), Pair.of(1, index)));
-        Gen<Step> offer = index.zip(Generate.range(1, (1 << PEERS) - 1), Generate.booleans(), rarely,
-                (stored, peers, readOnly, isShort) -> new int[] {stored, peers, readOnly ? 1 : 0, isShort ? 1 : 0})
-                .zip(from, length, (a, f, l) -> new Offer(a[0], a[1], a[2] == 1, a[3] == 1, f, l));
+        Gen<Part> part = Generate.frequency(List.of(Pair.of(2, Generate.constant(Part.WHOLE)),
+                Pair.of(1, index.zip(Generate.range(1, 99), Part::new))));
+        Gen<Step> offer = index.zip(Generate.range(1, (1 << PEERS) - 1), Generate.booleans(), rarely, part, Offer::new);
         Gen<Step> write = index.zip(Generate.range(0, 8191), Generate.range(0, 8191), rarely, Generate.range(0, 1 << 20),
                 Write::new);
         Gen<Step> read = index.zip(Generate.range(0, 8191), Generate.range(0, 8191), Read::new);
@@ -550,10 +558,11 @@ class LeaseProperties {
             Stored s = pick(stored.stream().filter(x -> !x.closed).toList(), op.stored());
             if (s == null) return;
             ran(op);
-            int from = op.from() % s.image.length;
-            int length = op.length() == 0 ? s.image.length - from : 1 + op.length() % (s.image.length - from);
+            int from = op.part().from() % s.image.length;
+            int length = op.part().length() == 0 ? s.image.length - from
+                    : 1 + op.part().length() % (s.image.length - from);
             Set<Access> access = op.readOnly() ? READ_ONLY : RW;
-            Duration duration = op.isShort() ? Duration.ofMillis(300 + op.length()) : LONG;
+            Duration duration = op.isShort() ? Duration.ofMillis(300 + op.part().length()) : LONG;
             for (int i = 0; i < PEERS; i++) {
                 if ((op.peers() & 1 << i) == 0) continue;
                 Peer p = peers.get(i);
