@@ -391,10 +391,8 @@ class LeaseProperties {
 
     private static final class Run implements AutoCloseable {
         private final ResourceGraph graph = ResourceGraph.builder().name("lease-properties").build();
-        private final Isolation isolation;
         private final RdmaArena ownerArena;
         private final RdmaEndpoint ownerEndpoint;
-        private final List<RdmaListener> listeners = new ArrayList<>();
         private final List<Peer> peers = new ArrayList<>();
         private final List<RdmaArena> arenas = new ArrayList<>();
         private final List<RdmaSession> ownerSides = new ArrayList<>();
@@ -410,7 +408,6 @@ class LeaseProperties {
         private int step;
 
         Run(Isolation isolation) {
-            this.isolation = isolation;
             ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
             ownerArena = arena(ownerPd);
             // Peers lose sessions on purpose and come back at once: no backoff.
@@ -451,9 +448,7 @@ class LeaseProperties {
 
         private RdmaListener listen(InetAddress address) {
             try {
-                RdmaListener listener = ownerEndpoint.listen(new InetSocketAddress(address, 0));
-                listeners.add(listener);
-                return listener;
+                return ownerEndpoint.listen(new InetSocketAddress(address, 0)); // closed with the endpoint
             } catch (IOException e) {
                 throw new IllegalStateException(e);
             }
