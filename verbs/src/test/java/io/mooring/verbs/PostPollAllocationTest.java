@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.soft.SoftInternals;
+import io.mooring.verbs.soft.SoftProvider;
 import java.lang.foreign.Arena;
 import java.lang.management.ManagementFactory;
 import java.util.EnumSet;
@@ -17,7 +18,8 @@ import org.junit.jupiter.api.Timeout;
  * Posting and polling allocate nothing (issue 10), neither on the poster's thread nor on the soft NIC's requester
  * thread, whether the requester is awake when a request comes or has to be woken: 64-byte WRITEs and SENDs between
  * two QPs of soft0's in-JVM loopback, counted by the JVM's per-thread allocation counters after a warm-up that lets
- * the JIT and the first use of every class allocate what they do once.
+ * the JIT and the first use of every class allocate what they do once. The requesters are platform threads
+ * ({@code mooring.soft.platformRequesters}): waking a virtual one allocates the JDK scheduler's task.
  */
 @Timeout(120)
 class PostPollAllocationTest {
@@ -43,6 +45,7 @@ class PostPollAllocationTest {
 
     @BeforeEach
     void connect() {
+        System.setProperty(SoftProvider.PLATFORM_REQUESTERS_PROPERTY, "true"); // read as each QP is created
         DeviceContext context = RdmaDevices.open("soft:soft0", graph);
         // Key indexes past the small Integers the JVM caches: a key lookup that boxed its index would allocate.
         SoftInternals.restartKeyIndexesAt("soft0", 1 << 16);
@@ -68,6 +71,7 @@ class PostPollAllocationTest {
 
     @AfterEach
     void close() {
+        System.clearProperty(SoftProvider.PLATFORM_REQUESTERS_PROPERTY);
         graph.close();
         memory.close();
         assertEquals(0, graph.liveCount(), graph::dump);

@@ -17,10 +17,14 @@ import java.util.concurrent.locks.LockSupport;
  * ERROR; the requests behind it flush. Sending allocates nothing: the request in hand, its packet and its payload are
  * this requester's own, reused.
  *
- * <p>The thread is a platform thread, and it waits by spinning a little, then parking: waking a parked virtual
- * thread allocates its scheduler's task, and a {@code Condition} a node per wait, while {@link LockSupport#unpark}
- * of a platform thread allocates nothing — so the hand-off from the poster allocates nothing however the two are
- * scheduled. An idle requester spins {@link #SPIN_NANOS}, then sleeps without burning a core.
+ * <p>It waits for work by spinning {@link #SPIN_NANOS}, then parking with {@link LockSupport} (a {@code Condition}
+ * would allocate a node per wait): a poster that posts again within the spin hands over without allocating, and an
+ * idle requester burns no core. Its thread is virtual, as an endpoint with hundreds of peers must not hold a
+ * platform thread for each; but waking a parked virtual thread allocates its scheduler's task, so a loaded machine
+ * that deschedules the poster past the spin sees bytes per post. With
+ * {@value SoftProvider#PLATFORM_REQUESTERS_PROPERTY}{@code =true} the thread is a platform thread, whose wake-up
+ * allocates nothing: the hand-off is then allocation-free however the threads are scheduled (a NIC's engine is not a
+ * thread of the application's either).
  */
 final class Requester {
     /** The bind rights that need a locally writable region ({@link Access#needsLocalWrite()}). */
@@ -29,7 +33,7 @@ final class Requester {
     private static final int[] RNR_DELAY_MICROS = {655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
         960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
         163_840, 245_760, 327_680, 491_520};
-    /** How long an idle requester spins for the next post before it parks: an unpark costs the poster a syscall. */
+    /** How long an idle requester spins for the next post before it parks: waking a parked one allocates. */
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
     /** The first payload buffer; it grows to the largest message sent. */
     private static final int PAYLOAD_BUFFER = 4096;
@@ -45,7 +49,9 @@ final class Requester {
     Requester(SoftQp qp, int maxInline) {
         this.qp = qp;
         this.current = new SendWork(maxInline);
-        this.thread = Thread.ofPlatform().daemon().name("soft-qp-" + qp.qpNumber()).unstarted(this::run);
+        Thread.Builder kind = Boolean.getBoolean(SoftProvider.PLATFORM_REQUESTERS_PROPERTY)
+                ? Thread.ofPlatform().daemon(true) : Thread.ofVirtual();
+        this.thread = kind.name("soft-qp-" + qp.qpNumber()).unstarted(this::run);
     }
 
     void start() {
