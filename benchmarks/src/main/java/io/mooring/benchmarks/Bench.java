@@ -138,6 +138,7 @@ public final class Bench {
     }
 
     private static String bytes(int size) {
+        if (size == 0) return "mixed sizes"; // a benchmark without a size parameter (StorageMix)
         if (size >= 1024 && size % 1024 == 0) return (size >> 10) + " KiB";
         return size + " B";
     }

@@ -15,10 +15,12 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -27,6 +29,7 @@ import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.Group;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
@@ -34,6 +37,7 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.infra.Blackhole;
+import org.openjdk.jmh.infra.Control;
 
 /**
  * Every benchmark, at every parameter value and its thread count, driven the way JMH drives it (state setup,
@@ -42,18 +46,17 @@ import org.openjdk.jmh.infra.Blackhole;
  */
 class BenchmarkSetupTest {
     private static final List<Class<?>> FAMILIES = List.of(AllocateClose.class, AllocateClose2Threads.class,
-            SharedScopeClose.class, SharedScopeClose2Threads.class, LiveBlocks.class);
+            SharedScopeClose.class, SharedScopeClose2Threads.class, LiveBlocks.class, HandOff.class);
     private static final int OPERATIONS = 50;
 
     @TestFactory
     Stream<DynamicTest> everyBenchmarkSetsUpRunsAndTearsDownCleanly() throws NoSuchFieldException {
         List<DynamicTest> tests = new ArrayList<>();
         for (Class<?> family : FAMILIES) {
-            int threads = family.getAnnotation(Threads.class).value();
-            for (Method m : benchmarks(family)) {
+            for (Map.Entry<String, List<Method>> b : benchmarks(family).entrySet()) {
                 for (String size : family.getField("size").getAnnotation(Param.class).value()) {
-                    tests.add(DynamicTest.dynamicTest(family.getSimpleName() + "." + m.getName() + " size=" + size,
-                            () -> runLikeJmh(family, m, Integer.parseInt(size), threads)));
+                    tests.add(DynamicTest.dynamicTest(family.getSimpleName() + "." + b.getKey() + " size=" + size,
+                            () -> runLikeJmh(family, b.getValue(), Integer.parseInt(size))));
                 }
             }
         }
@@ -145,24 +148,55 @@ class BenchmarkSetupTest {
     private static final Blackhole BLACKHOLE = new Blackhole(
             "Today's password is swordfish. I understand instantiating Blackholes directly is dangerous.");
 
-    private static List<Method> benchmarks(Class<?> family) {
-        return Arrays.stream(family.getMethods()).filter(m -> m.isAnnotationPresent(Benchmark.class))
-                .sorted(Comparator.comparing(Method::getName)).toList();
+    /**
+     * Each benchmark by name, with the method each of its threads runs: {@code @Threads(n)} copies of one method, or
+     * one per method of a {@code @Group} (each with one thread, as every group here has).
+     */
+    private static Map<String, List<Method>> benchmarks(Class<?> family) {
+        Map<String, List<Method>> benchmarks = new TreeMap<>();
+        Arrays.stream(family.getMethods()).filter(m -> m.isAnnotationPresent(Benchmark.class))
+                .sorted(Comparator.comparing(Method::getName)).forEach(m -> {
+                    Group group = m.getAnnotation(Group.class);
+                    if (group != null) {
+                        benchmarks.computeIfAbsent(group.value(), g -> new ArrayList<>()).add(m);
+                    } else {
+                        int threads = family.getAnnotation(Threads.class).value();
+                        benchmarks.put(m.getName(), Collections.nCopies(threads, m));
+                    }
+                });
+        return benchmarks;
     }
 
-    private static void runLikeJmh(Class<?> family, Method benchmark, int size, int threads) throws Throwable {
-        if (benchmark.getName().startsWith("jemalloc")) NativeTools.requireLibrary("libjemalloc.so.2", "libjemalloc2");
-        // Scope.Benchmark states: one for all threads, set up before and torn down after them.
-        Map<Class<?>, Object> shared = new HashMap<>();
-        for (Class<?> type : benchmark.getParameterTypes()) {
-            if (type != Blackhole.class && scope(type) == Scope.Benchmark) {
-                shared.put(type, setUp(type.getConstructor().newInstance()));
-            }
+    private static void runLikeJmh(Class<?> family, List<Method> threads, int size) throws Throwable {
+        if (threads.getFirst().getName().startsWith("jemalloc")) {
+            NativeTools.requireLibrary("libjemalloc.so.2", "libjemalloc2");
         }
+        // Scope.Benchmark and Scope.Group states (one group here) and the Control: one for all threads, set up
+        // before and torn down after them.
+        Map<Class<?>, Object> shared = new HashMap<>();
+        onThread(true, () -> { // a group state's setup checks that it runs on a FastThreadLocalThread
+            for (Method benchmark : threads) {
+                for (Class<?> type : benchmark.getParameterTypes()) {
+                    if (type == Control.class) {
+                        shared.putIfAbsent(type, new Control());
+                    } else if (type != Blackhole.class && scope(type) != Scope.Thread && !shared.containsKey(type)) {
+                        try {
+                            shared.put(type, setUp(type.getConstructor().newInstance()));
+                        } catch (Exception | Error e) {
+                            throw e;
+                        } catch (Throwable t) {
+                            throw new AssertionError(t);
+                        }
+                    }
+                }
+            }
+            return null;
+        });
         List<Throwable> failures = new CopyOnWriteArrayList<>();
         Map<Thread, Boolean> started = new ConcurrentHashMap<>();
         List<Thread> workers = new ArrayList<>();
-        for (int t = 0; t < threads; t++) {
+        for (int t = 0; t < threads.size(); t++) {
+            Method benchmark = threads.get(t);
             Thread worker = new FastThreadLocalThread(() -> {
                 try {
                     Object instance = setUp(sized(family.getConstructor().newInstance(), size));
@@ -187,7 +221,11 @@ class BenchmarkSetupTest {
             worker.start();
         }
         for (Thread w : workers) w.join();
-        for (Object state : shared.values()) tearDown(state);
+        // The group's state first: the ring frees what it holds before the arena's teardown checks for leaks.
+        List<Object> states = new ArrayList<>(shared.values());
+        states.sort(Comparator.comparing((Object state) -> state.getClass().getAnnotation(State.class) == null
+                || state.getClass().getAnnotation(State.class).value() != Scope.Group));
+        for (Object state : states) tearDown(state);
         if (!failures.isEmpty()) throw failures.getFirst();
         assertFalse(started.isEmpty());
     }

@@ -40,13 +40,17 @@ import org.junit.jupiter.api.Timeout;
  * gets a typed refusal or back-pressure, and the endpoint keeps serving an honest peer, whose lease and messages work
  * before, during and after. Every case ends with every block back in its arena and the resource graph empty.
  *
- * <p>A CQ overrun cannot be provoked through the endpoint: it sizes its CQ for {@code maxSessions} sessions' queues
- * and cuts {@code maxSessions} to what the device's CQ can hold, so the session refused past the limit
- * ({@link #aPeerOpeningSessionsInALoopIsRefusedPastTheLimit}) is the overrun refused.
+ * <p>A CQ overrun cannot be provoked through the endpoint: every QP of every session completes on its one CQ, which
+ * it sizes for {@code maxSessions} sessions' queue depths (a request counts until its completion is polled, a shared
+ * receive is posted again only after its completion was), and it cuts {@code maxSessions} to what the device's CQ can
+ * hold — so the session refused past the limit ({@link #aPeerOpeningSessionsInALoopIsRefusedPastTheLimit}) is the
+ * overrun refused, and {@link #theCompletionQueueHoldsEverySessionsFloodWhileNobodyPollsIt} tries the rest.
  */
 @Timeout(120)
 class ExhaustionTest {
     private static final int MAX_SESSIONS = 6;
+    /** Every endpoint's message window here: the messages a side may have in flight before it needs credits back. */
+    private static final int WINDOW = 16;
     private final ResourceGraph graph = ResourceGraph.builder().name("exhaustion").build();
     private final ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
     private final ProtectionDomain honestPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
@@ -68,11 +72,11 @@ class ExhaustionTest {
     void start() throws Exception {
         level = leaseLog.getLevel();
         leaseLog.setLevel(Level.OFF); // the refusals and lost sessions are the point; each is asserted
-        owner = RdmaEndpoint.builder(ownerPd, ownerArena).maxSessions(MAX_SESSIONS).failureBackoff(Duration.ZERO)
-                .build();
+        owner = RdmaEndpoint.builder(ownerPd, ownerArena).maxSessions(MAX_SESSIONS).messageWindow(WINDOW)
+                .failureBackoff(Duration.ZERO).build();
         listener = owner.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
         honestEndpoint = RdmaEndpoint.builder(honestPd, honestArena).build();
-        hostile = RdmaEndpoint.builder(hostilePd, hostileArena).build();
+        hostile = RdmaEndpoint.builder(hostilePd, hostileArena).messageWindow(WINDOW).build();
         var accepted = listener.accept();
         honest = honestEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
         honestOwnerSide = accepted.get(30, TimeUnit.SECONDS);
@@ -80,13 +84,15 @@ class ExhaustionTest {
     }
 
     @AfterEach
-    void stop() {
+    void stop() throws InterruptedException {
         try {
             honest.close();
             for (AutoCloseable c : new AutoCloseable[] {listener, owner, honestEndpoint, hostile}) close(c);
             ownerArena.flushThreadCaches();
             assertEquals(0, ownerArena.stats().liveBlocks(), "owner blocks left");
-            assertEquals(0, hostileArena.stats().liveBlocks(), "hostile blocks left");
+            hostileArena.flushThreadCaches();
+            awaitTrue(() -> hostileArena.stats().liveBlocks() == 0, "the hostile blocks to come back ("
+                    + hostileArena.stats().liveBlocks() + " live)");
         } finally {
             ownerArena.close();
             honestArena.close();
@@ -152,21 +158,8 @@ class ExhaustionTest {
         var accepted = listener.accept();
         RdmaSession flooder = hostile.connect(listener.address()).get(30, TimeUnit.SECONDS);
         RdmaSession flooded = accepted.get(30, TimeUnit.SECONDS);
-        List<CompletableFuture<?>> sent = new ArrayList<>();
         List<Block> blocks = new ArrayList<>();
-        FlowControlException pushedBack = null;
-        for (int seq = 1; pushedBack == null && seq <= 5000; seq++) {
-            Block b = hostileArena.allocateShared(64, 8);
-            Payload.write(b.segment(), 64, seq);
-            try {
-                sent.add(flooder.sendAsync(b, 64));
-                blocks.add(b);
-            } catch (FlowControlException e) {
-                pushedBack = e;
-                b.close();
-            }
-        }
-        assertTrue(pushedBack != null, "5000 sends to a peer that takes none were all queued");
+        List<CompletableFuture<?>> sent = flood(flooder, hostileArena, blocks);
         servesTheHonestPeer();
         for (int seq = 1; seq <= sent.size(); seq++) { // taking them returns credits: the queued ones follow
             try (InboundMessage m = flooded.receive(Duration.ofSeconds(30))) {
@@ -178,6 +171,105 @@ class ExhaustionTest {
         assertNull(flooder.lostReason());
         flooder.close();
         servesTheHonestPeer();
+    }
+
+    /**
+     * Every session the endpoint allows floods both ways at once — each peer queues sends until pushed back, the
+     * owner likewise to each peer — while the owner polls nothing: a callback on an owner READ's future, which runs
+     * on the endpoint's completion thread, holds it. Once a window of messages has landed each way on every session,
+     * their completions wait in the CQ together; had the CQ been smaller than the queues feeding it, it would have
+     * overrun and every session on it would be lost. They all go on: every message is delivered once, in order, and
+     * the honest peer is served.
+     */
+    @Test
+    void theCompletionQueueHoldsEverySessionsFloodWhileNobodyPollsIt() throws Exception {
+        List<RdmaSession[]> floods = new ArrayList<>(); // a peer's session and the owner's side of it
+        for (int i = 0; i < MAX_SESSIONS - 1; i++) {
+            var accepted = listener.accept();
+            RdmaSession peer = hostile.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            floods.add(new RdmaSession[] {peer, accepted.get(30, TimeUnit.SECONDS)});
+        }
+        var stalled = new java.util.concurrent.CountDownLatch(1);
+        var resume = new java.util.concurrent.CountDownLatch(1);
+        // The owner READs a block the honest peer offers; the READ's completion, and so a callback on its future, runs
+        // on the thread that polls the endpoint's CQ.
+        Block offered = honestArena.allocateShared(64, 8);
+        honest.offer(offered, Duration.ofSeconds(30), ChaosRun.RW);
+        RemoteSegment offer = honestOwnerSide.receiveOffer(Duration.ofSeconds(30));
+        Block readInto = ownerArena.allocateShared(64, 8);
+        honestOwnerSide.queuePair().postAsync(WorkRequest.read(readInto.region(), readInto.regionOffset(), 64)
+                .remote(offer.address(), offer.rkey())).thenRun(() -> {
+                    stalled.countDown();
+                    try {
+                        resume.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+        assertTrue(stalled.await(30, TimeUnit.SECONDS), "the READ never completed");
+        List<List<CompletableFuture<?>>> toOwner = new ArrayList<>();
+        List<List<CompletableFuture<?>>> toPeer = new ArrayList<>();
+        List<Block> blocks = new ArrayList<>();
+        try {
+            for (RdmaSession[] f : floods) {
+                toOwner.add(flood(f[0], hostileArena, blocks));
+                toPeer.add(flood(f[1], ownerArena, blocks));
+            }
+            for (int f = 0; f < floods.size(); f++) {
+                for (int seq = 1; seq <= WINDOW; seq++) {
+                    toOwner.get(f).get(seq - 1).get(30, TimeUnit.SECONDS); // acknowledged: it took an owner receive
+                    try (InboundMessage m = floods.get(f)[0].receive(Duration.ofSeconds(30))) { // the owner's SEND
+                        assertEquals(seq, Payload.check(m.data()));
+                    }
+                }
+            }
+        } finally {
+            resume.countDown();
+        }
+        for (int f = 0; f < floods.size(); f++) {
+            for (int seq = 1; seq <= toOwner.get(f).size(); seq++) {
+                try (InboundMessage m = floods.get(f)[1].receive(Duration.ofSeconds(30))) {
+                    assertEquals(seq, Payload.check(m.data()), "the flood arrives at the owner in order, once");
+                }
+            }
+            for (int seq = WINDOW + 1; seq <= toPeer.get(f).size(); seq++) {
+                try (InboundMessage m = floods.get(f)[0].receive(Duration.ofSeconds(30))) {
+                    assertEquals(seq, Payload.check(m.data()), "the flood arrives at the peer in order, once");
+                }
+            }
+            for (var s : toOwner.get(f)) s.get(30, TimeUnit.SECONDS);
+            for (var s : toPeer.get(f)) s.get(30, TimeUnit.SECONDS);
+        }
+        blocks.forEach(Block::close);
+        for (RdmaSession[] f : floods) {
+            assertNull(f[0].lostReason());
+            assertNull(f[1].lostReason());
+        }
+        servesTheHonestPeer();
+        floods.forEach(f -> f[0].close());
+        offer.close();
+        offered.close();
+        readInto.close();
+    }
+
+    /**
+     * Queues numbered messages from {@code from} to a peer that takes none until it pushes back (at most 5000);
+     * returns their futures, their blocks added to {@code blocks}.
+     */
+    private static List<CompletableFuture<?>> flood(RdmaSession from, RdmaArena arena, List<Block> blocks) {
+        List<CompletableFuture<?>> sent = new ArrayList<>();
+        for (int seq = 1; seq <= 5000; seq++) {
+            Block b = arena.allocateShared(64, 8);
+            Payload.write(b.segment(), 64, seq);
+            try {
+                sent.add(from.sendAsync(b, 64));
+                blocks.add(b);
+            } catch (FlowControlException e) {
+                b.close();
+                return sent;
+            }
+        }
+        throw new AssertionError("5000 sends to a peer that takes none were all queued");
     }
 
     /**

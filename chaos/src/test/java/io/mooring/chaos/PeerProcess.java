@@ -14,9 +14,10 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * A peer process for {@link TwoProcessTest}, to be killed: it connects to the owner at {@code host port}, takes
- * {@code leases} leases of 4 KiB, prints {@code READY id,id,...}, then writes through them and sends messages without end — so
- * a SIGKILL finds it mid-lease and mid-message.
+ * A peer process for {@link TwoProcessTest}, to be killed: on device {@code device} ({@code provider:name}) it
+ * connects to the owner at {@code host port}, takes {@code leases} leases of 4 KiB, prints {@code READY id,id,...},
+ * then writes through them and sends messages without end — so a SIGKILL finds it mid-lease and mid-message.
+ * Arguments: {@code host port leases device}.
  */
 public final class PeerProcess {
     private PeerProcess() {
@@ -24,7 +25,7 @@ public final class PeerProcess {
 
     public static void main(String[] args) throws Exception {
         var graph = ResourceGraph.builder().name("peer-process").build();
-        ProtectionDomain pd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+        ProtectionDomain pd = RdmaDevices.open(args[3], graph).allocateProtectionDomain();
         RdmaArena arena = ChaosRun.arena(pd);
         RdmaEndpoint endpoint = RdmaEndpoint.builder(pd, arena).build();
         RdmaSession session = endpoint.connect(new InetSocketAddress(args[0], Integer.parseInt(args[1]))).join();

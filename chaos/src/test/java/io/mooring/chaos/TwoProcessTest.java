@@ -18,6 +18,7 @@ import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.ChildJvm;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
@@ -38,6 +39,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -47,12 +49,21 @@ import org.junit.jupiter.api.Timeout;
  * peer killed mid-lease and mid-message loses every lease within {@link ChaosRun#LATE_BOUND} while the owner keeps
  * serving another peer and leaks nothing; an owner killed and started again is out of reach of the old keys its peer
  * still holds. {@code -Dmooring.chaos.kills=N} kills more peers (default 4) for the revocation figures.
+ *
+ * <p>The kill test runs on other devices when {@code -Dmooring.chaos.owner} (the owner's, default {@code soft:soft0})
+ * and {@code -Dmooring.chaos.peer} (the killed peer's and the served one's; default soft0 and soft1) name them —
+ * in the rxe VM: {@code scripts/rxe-test.sh -Dmooring.chaos.owner=ibv:rxe0 -Dmooring.chaos.peer=ibv:rxe0
+ * TwoProcessTest#aKilledPeerProcessLosesItsLeasesInBoundWhileTheOwnerServesAnother}; it is skipped, with the reason,
+ * where such a device is absent.
  */
 @Timeout(600)
 class TwoProcessTest {
     private static final int KILLS = Integer.getInteger("mooring.chaos.kills", 4);
     private static final int LEASES = 4;
     private static final Duration WAIT = Duration.ofSeconds(30);
+    private static final String OWNER = System.getProperty("mooring.chaos.owner", "soft:soft0");
+    private static final String PEER = System.getProperty("mooring.chaos.peer", "soft:soft0");
+    private static final String OTHER = System.getProperty("mooring.chaos.peer", "soft:soft1");
     private final List<Process> children = new ArrayList<>();
     private final Logger leaseLog = Logger.getLogger("io.mooring.lease");
     private Level level;
@@ -74,10 +85,12 @@ class TwoProcessTest {
 
     @Test
     void aKilledPeerProcessLosesItsLeasesInBoundWhileTheOwnerServesAnother() throws Exception {
+        assumeDevice(OWNER);
+        assumeDevice(PEER);
         var graph = ResourceGraph.builder().name("two-process-owner").build();
-        ProtectionDomain pd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+        ProtectionDomain pd = RdmaDevices.open(OWNER, graph).allocateProtectionDomain();
         RdmaArena arena = ChaosRun.arena(pd);
-        ProtectionDomain otherPd = RdmaDevices.open("soft:soft1", graph).allocateProtectionDomain();
+        ProtectionDomain otherPd = RdmaDevices.open(OTHER, graph).allocateProtectionDomain();
         RdmaArena otherArena = ChaosRun.arena(otherPd);
         var revocationMillis = new ArrayList<Long>();
         long messages = 0;
@@ -90,7 +103,7 @@ class TwoProcessTest {
             for (int k = 0; k < KILLS; k++) {
                 var accepted = listener.accept();
                 Process child = start(PeerProcess.class, "127.0.0.1", Integer.toString(listener.address().getPort()),
-                        Integer.toString(LEASES));
+                        Integer.toString(LEASES), PEER);
                 RdmaSession ownerSide = accepted.get(60, TimeUnit.SECONDS);
                 String ready = readLine(child, "READY");
                 List<Lease> leases = Arrays.stream(ready.substring("READY ".length()).split(","))
@@ -135,9 +148,9 @@ class TwoProcessTest {
         revocationMillis.sort(null);
         long max = revocationMillis.getLast();
         long p99 = revocationMillis.get((int) Math.ceil(0.99 * revocationMillis.size()) - 1);
-        System.out.println("peer processes killed " + KILLS + " (" + LEASES + " leases each, " + messages
-                + " messages received before): time from SIGKILL to the last revocation max " + max + " ms, p99 "
-                + p99 + " ms, all " + revocationMillis);
+        System.out.println("peer processes on " + PEER + " killed " + KILLS + " (owner on " + OWNER + ", " + LEASES
+                + " leases each, " + messages + " messages received before): time from SIGKILL to the last revocation"
+                + " max " + max + " ms, p99 " + p99 + " ms, all " + revocationMillis);
         assertTrue(max <= ChaosRun.LATE_BOUND.toMillis(), "revoked " + max + " ms after the kill");
     }
 
@@ -210,6 +223,20 @@ class TwoProcessTest {
         }
         assertEquals(0, graph.liveCount(), graph::dump);
         System.out.println("owner restarted: " + tried + " accesses through old keys, none reached the new process");
+    }
+
+    /** Skips the test, saying why, unless {@code name} ({@code provider:device}) is a device here. */
+    private static void assumeDevice(String name) {
+        int colon = name.indexOf(':');
+        String why;
+        try {
+            boolean present = colon > 0 && RdmaDevices.devices(name.substring(0, colon)).stream()
+                    .anyMatch(d -> d.name().equals(name.substring(colon + 1)));
+            why = present ? null : "no device " + name + " here (rxe0: run scripts/rxe-test.sh for the Soft-RoCE VM)";
+        } catch (VerbsException | IllegalArgumentException e) {
+            why = "no device " + name + ": " + e.getMessage();
+        }
+        Assumptions.assumeTrue(why == null, why);
     }
 
     private Process start(Class<?> main, String... args) throws IOException {

@@ -17,9 +17,10 @@ import java.util.concurrent.CompletableFuture;
  * pre-posted into buffers from the arena. Buffers are shared-scope blocks: the dispatcher and the agent touch them,
  * not the thread that allocated them.
  *
- * <p>Neither direction can grow without bound or block a shared thread. A receive buffer is reposted only once the
- * agent has decoded its message, so a peer that sends faster than the agent serves meets RNR on its own QP, and the
- * agent's queue never holds more than {@link #RECEIVES} messages. A send never waits for a buffer: it queues in a
+ * <p>Neither direction can grow without bound or block a shared thread. Answers, offers, revocations and credits are
+ * served as they arrive; a receive holding a request for the agent is reposted only once the agent takes it, so a
+ * peer that sends requests faster than the agent serves meets RNR on its own QP, and the agent's queue never holds
+ * more than {@link #RECEIVES} messages. A send never waits for a buffer: it queues in a
  * bounded outbox, and a peer that leaves {@link #OUTBOX} answers untaken is failing the session.
  */
 final class ControlChannel implements AutoCloseable {

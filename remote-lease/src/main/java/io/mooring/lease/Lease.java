@@ -52,11 +52,12 @@ public final class Lease implements AutoCloseable {
      */
     private Resource resource;
     /**
-     * {@link #EXPOSED}, {@link #ENDING}, {@link #REVOKING}, {@link #REVOKED}, and {@link #GRANTED} if it was exposed
-     * before any end: whoever sees the first two set starts the revocation.
+     * {@link #EXPOSED}, {@link #ENDING}, {@link #REVOKING}, {@link #REVOKED}, {@link #GRANTED} if it was exposed
+     * before any end (whoever sees the first two set starts the revocation), and {@link #TOLD} once the peer was told
+     * of the end.
      */
     private final AtomicInteger phase = new AtomicInteger();
-    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8, GRANTED = 16;
+    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8, GRANTED = 16, TOLD = 32;
     private volatile EndReason endReason;
     private final CompletableFuture<EndReason> ended = new CompletableFuture<>();
     private volatile long deadlineNanos;
@@ -240,6 +241,11 @@ public final class Lease implements AutoCloseable {
         return endReason;
     }
 
+    /** True the first time only: the peer is told of the end once, however many ways it learns of it. */
+    boolean tell() {
+        return (phase.getAndUpdate(p -> p | TOLD) & TOLD) == 0;
+    }
+
     /** It was handed to the caller of grant (not ended by a failed grant). */
     boolean wasGranted() {
         return (phase.get() & GRANTED) != 0;
@@ -251,7 +257,7 @@ public final class Lease implements AutoCloseable {
      */
     @Override
     public void close() {
-        manager.end(this, EndReason.RELEASED).join();
+        Await.join(manager.end(this, EndReason.RELEASED));
     }
 
     @Override

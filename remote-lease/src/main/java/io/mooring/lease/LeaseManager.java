@@ -9,6 +9,7 @@ import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -20,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -112,18 +114,32 @@ public final class LeaseManager implements AutoCloseable {
 
     /** Exposes {@code [offset, offset + length)} of {@code block}, as {@link #grant(Block, Duration, Set)} does. */
     public Lease grant(Block block, long offset, long length, Duration duration, Set<Access> access) {
-        if (offset < 0 || length <= 0 || offset > block.size() - length) {
-            throw refuse(ErrorCodes.INVALID_REQUEST, "[" + offset + ", +" + length + ") is not inside " + block);
+        return Await.join(grantAsync(block, offset, length, duration, access));
+    }
+
+    /**
+     * {@link #grant(Block, long, long, Duration, Set)} without waiting for the key: the future completes once the
+     * window is bound on the peer's QP, or fails with what the blocking form throws. It never throws itself.
+     */
+    public CompletableFuture<Lease> grantAsync(Block block, long offset, long length, Duration duration,
+                                               Set<Access> access) {
+        try {
+            if (offset < 0 || length <= 0 || offset > block.size() - length) {
+                throw refuse(ErrorCodes.INVALID_REQUEST, "[" + offset + ", +" + length + ") is not inside " + block);
+            }
+            return grant(block, offset, length, duration, access, false);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
         }
-        return grant(block, offset, length, duration, access, false);
     }
 
     /** A grant of a block the lease owns: it closes the block when it ends (a block allocated for a REQUEST). */
     Lease grantOwned(Block block, Duration duration, Set<Access> access) {
-        return grant(block, 0, block.size(), duration, access, true);
+        return Await.join(grant(block, 0, block.size(), duration, access, true));
     }
 
-    private Lease grant(Block block, long offset, long length, Duration duration, Set<Access> access, boolean owned) {
+    private CompletableFuture<Lease> grant(Block block, long offset, long length, Duration duration, Set<Access> access,
+                                           boolean owned) {
         if (access.isEmpty() || !Access.REMOTE.containsAll(access) || !limits.maxAccess().containsAll(access)) {
             throw refuse(ErrorCodes.INVALID_REQUEST, "a lease needs remote rights within " + limits.maxAccess()
                     + ", not " + access);
@@ -146,20 +162,43 @@ public final class LeaseManager implements AutoCloseable {
             abandon(lease);
             throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
         }
+        CompletableFuture<Void> exposing;
         try {
-            expose(lease);
+            exposing = expose(lease);
         } catch (RuntimeException e) {
             abandon(lease);
             throw e;
         }
+        return exposing.handle((v, error) -> {
+            if (error != null) abandon(lease);
+            return error;
+        }).thenCompose(error -> error != null ? CompletableFuture.failedFuture(unwrap(error)) : granted(lease));
+    }
+
+    /**
+     * The key is in place: the lease is granted — unless its block was closed or the session lost meanwhile, when it
+     * is revoked at once and refused.
+     */
+    private CompletableFuture<Lease> granted(Lease lease) {
         leases.put(lease.id(), lease); // before it is granted: an end that follows at once finds it here
-        if (lease.exposed()) { // it began to end (its block was closed) while the key was made
-            revoke(lease).join();
-            throw refuse(ErrorCodes.INVALID_REQUEST, "the block was closed during the grant");
+        boolean stopped;
+        synchronized (this) {
+            stopped = closed;
+        }
+        if (stopped) end(lease, EndReason.OWNER_CLOSED); // endAll may have run before the put: it missed this one
+        if (lease.exposed()) { // it began to end (its block was closed, or the line above) while the key was made
+            return revoke(lease).thenApply(v -> {
+                throw refuse(stopped ? ErrorCodes.SHUTTING_DOWN : ErrorCodes.INVALID_REQUEST, stopped
+                        ? "the lease manager stopped granting during the grant" : "the block was closed during the grant");
+            });
         }
         granted.incrementAndGet();
         schedule(lease);
-        return lease;
+        return CompletableFuture.completedFuture(lease);
+    }
+
+    private static Throwable unwrap(Throwable e) {
+        return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
     }
 
     /** Ends a lease whose grant failed before anything was exposed: there is nothing to revoke. */
@@ -199,11 +238,11 @@ public final class LeaseManager implements AutoCloseable {
      * Makes the key the peer will use: a type 2 window bound on the peer's QP over the lease's bytes — of the chunk's
      * registration, or of a registration of their own — or the chunk's key.
      */
-    private void expose(Lease lease) {
+    private CompletableFuture<Void> expose(Lease lease) {
         Block block = lease.block();
-        switch (isolation) {
-            case WINDOW -> lease.exposeThrough(bindWindow(lease, block.region(),
-                    block.regionOffset() + lease.offset()), null);
+        return switch (isolation) {
+            case WINDOW -> bindWindow(lease, block.region(), block.regionOffset() + lease.offset())
+                    .thenAccept(window -> lease.exposeThrough(window, null));
             case DEDICATED_REGISTRATION -> {
                 // The NIC's view: the lease's bytes within its chunk's registered segment, not the block's scoped
                 // segment. A registration over the scoped segment would also stop working when the block closes
@@ -214,33 +253,55 @@ public final class LeaseManager implements AutoCloseable {
                 MemorySegment memory = chunk.segment().asSlice(lease.address() - chunk.address(), lease.length());
                 MemoryRegion region = pd.register(memory, EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND),
                         chunk.resource());
+                CompletableFuture<MemoryWindow> bound;
                 try {
-                    lease.exposeThrough(bindWindow(lease, region, 0), region);
+                    bound = bindWindow(lease, region, 0);
                 } catch (RuntimeException e) {
                     region.close();
                     throw e;
                 }
+                yield bound.handle((window, error) -> {
+                    if (error != null) {
+                        region.close();
+                        throw error instanceof CompletionException c ? c : new CompletionException(error);
+                    }
+                    lease.exposeThrough(window, region);
+                    return null;
+                });
             }
-            case WHOLE_REGION -> lease.exposeThrough(null, null);
-        }
+            case WHOLE_REGION -> {
+                lease.exposeThrough(null, null);
+                yield CompletableFuture.completedFuture(null);
+            }
+        };
     }
 
     /** Binds a pooled or new window over {@code [offset, +length)} of {@code region}, on the peer's QP. */
-    private MemoryWindow bindWindow(Lease lease, MemoryRegion region, long offset) {
+    private CompletableFuture<MemoryWindow> bindWindow(Lease lease, MemoryRegion region, long offset) {
         MemoryWindow window = takeWindow();
-        WorkCompletion wc;
+        CompletableFuture<WorkCompletion> bound;
         try {
-            wc = await(qp.postAsync(WorkRequest.bind(window, region, offset, lease.length(), lease.access())),
-                    "bind of a window for a lease");
+            bound = qp.postAsync(WorkRequest.bind(window, region, offset, lease.length(), lease.access()));
         } catch (RuntimeException e) {
             retire(window);
             throw e;
         }
-        if (wc.status() != WcStatus.SUCCESS) {
-            retire(window);
-            throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
-        }
-        return window;
+        return bound.orTimeout(COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS).handle((wc, error) -> {
+            Throwable cause = error == null ? null : unwrap(error);
+            if (cause instanceof WorkCompletionException failed) wc = failed.completion();
+            else if (cause != null) {
+                retire(window);
+                throw new IllegalStateException(cause instanceof TimeoutException
+                        ? "the bind of a window for a lease did not complete within " + COMPLETION_WAIT
+                                + ": is a CompletionDispatcher polling the QP's send CQ?"
+                        : "the bind of a window for a lease failed", cause);
+            }
+            if (wc.status() != WcStatus.SUCCESS) {
+                retire(window);
+                throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
+            }
+            return window;
+        });
     }
 
     private synchronized MemoryWindow takeWindow() {
@@ -412,6 +473,7 @@ public final class LeaseManager implements AutoCloseable {
      * and its block comes back when they complete.
      */
     public void endAll(EndReason reason) {
+        Await.checkMayWait();
         List<CompletableFuture<Void>> ends = new ArrayList<>();
         for (Lease l : leases.values()) ends.add(end(l, reason));
         try {
@@ -451,21 +513,6 @@ public final class LeaseManager implements AutoCloseable {
             windows.forEach(MemoryWindow::close);
             windows.clear();
             binds.clear();
-        }
-    }
-
-    private static WorkCompletion await(CompletableFuture<WorkCompletion> f, String what) {
-        try {
-            return f.get(COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof io.mooring.verbs.WorkCompletionException wce) return wce.completion();
-            throw new IllegalStateException(what + " failed", e.getCause());
-        } catch (TimeoutException e) {
-            throw new IllegalStateException(what + " did not complete within " + COMPLETION_WAIT
-                    + ": is a CompletionDispatcher polling the QP's send CQ?", e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(what + " was interrupted", e);
         }
     }
 }

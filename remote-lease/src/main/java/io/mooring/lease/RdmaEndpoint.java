@@ -370,6 +370,7 @@ public final class RdmaEndpoint implements AutoCloseable {
      */
     @Override
     public void close() {
+        Await.checkMayWait();
         if (closed) return;
         closed = true;
         health.cancel(false);

@@ -61,6 +61,12 @@ public final class RdmaSession implements AutoCloseable {
     static final int DATA_SENDS = 256;
     /** RNR retries before a peer that posts no receives is declared lost (7 would retry forever). */
     static final int RNR_RETRY = 6;
+    /**
+     * How long a peer waits before it sends again into our empty receive queue: code 26, 81.92 ms. With {@link #RNR_RETRY}
+     * retries a stall of about half a second (a GC pause, a starved core, a slow callback on the dispatcher) costs an
+     * honest session nothing; the verbs default (0.64 ms) ended it after 4 ms.
+     */
+    static final int MIN_RNR_TIMER = 26;
     /** Offers received and not yet taken by {@link #receiveOfferAsync()}, at most. */
     static final int OFFER_BACKLOG = 64;
     /** How long a lost session waits for its QPs' requests to be flushed before destroying them. */
@@ -145,11 +151,10 @@ public final class RdmaSession implements AutoCloseable {
             this.channel = madeChannel = new ControlChannel(controlQp, endpoint.arena());
             this.messages = madeMessages = new MessageFlow(this, endpoint.messageWindow(), peerWindow);
             this.leases = madeLeases = new LeaseManager(dataQp, endpoint.limits(), endpoint.isolation(), peer);
-            leases.onRevocationNotice(lease -> reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(),
-                    EndReason.OWNER_CLOSED.ordinal())));
+            leases.onRevocationNotice(lease -> tellEnd(lease, EndReason.OWNER_CLOSED));
             this.agent = madeAgent = new SessionAgent("mooring-agent-" + peerAddress);
             endpoint.route(this);
-            var options = endpoint.connectOptions().toBuilder().rnrRetry(RNR_RETRY).build();
+            var options = endpoint.connectOptions().toBuilder().rnrRetry(RNR_RETRY).minRnrTimer(MIN_RNR_TIMER).build();
             controlQp.connect(answer.qp(), options);
             dataQp.connect(peerData, options);
             channel.start();
@@ -277,7 +282,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next message, at most {@code timeout}. */
     public InboundMessage receive(Duration timeout) throws TimeoutException {
-        return awaitOrTimeout(receiveAsync(), timeout);
+        return Await.within(receiveAsync(), timeout);
     }
 
     /**
@@ -286,7 +291,7 @@ public final class RdmaSession implements AutoCloseable {
      * @throws SessionLostException once the session has ended (the peer left, or this side closed it)
      */
     public InboundMessage receive() {
-        return join(messages.receive());
+        return Await.join(messages.receive());
     }
 
     /**
@@ -299,7 +304,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next WRITE with immediate, at most {@code timeout}. */
     public int receiveWriteImm(Duration timeout) throws TimeoutException {
-        return awaitOrTimeout(receiveWriteImmAsync(), timeout);
+        return Await.within(receiveWriteImmAsync(), timeout);
     }
 
     /** Posts a WRITE with immediate for {@link RemoteSegment}, spending a credit as a message does. */
@@ -334,12 +339,26 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Offers {@code [offset, offset + length)} of {@code block}, as {@link #offer(Block, Duration, Set)} does. */
     public Lease offer(Block block, long offset, long length, Duration duration, Set<Access> access) {
-        checkUsable();
-        Lease lease = leases.grant(block, offset, length, duration, access);
-        announceRevocation(lease);
-        reply(new Message.Offer(requestIds.incrementAndGet(), lease.id(), lease.address(), lease.length(), lease.rkey(),
-                Access.mask(access), duration.toNanos()));
-        return lease;
+        return Await.join(offerAsync(block, offset, length, duration, access));
+    }
+
+    /**
+     * {@link #offer(Block, long, long, Duration, Set)} without waiting: the future completes once the key is bound and
+     * the offer sent, or fails with what the blocking form throws. It never throws itself.
+     */
+    public CompletableFuture<Lease> offerAsync(Block block, long offset, long length, Duration duration,
+                                               Set<Access> access) {
+        try {
+            checkUsable();
+        } catch (SessionLostException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        return leases.grantAsync(block, offset, length, duration, access).thenApply(lease -> {
+            announceRevocation(lease);
+            reply(new Message.Offer(requestIds.incrementAndGet(), lease.id(), lease.address(), lease.length(),
+                    lease.rkey(), Access.mask(access), duration.toNanos()));
+            return lease;
+        });
     }
 
     /**
@@ -353,7 +372,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next offer, at most {@code timeout}. */
     public RemoteSegment receiveOffer(Duration timeout) throws TimeoutException {
-        return awaitOrTimeout(receiveOfferAsync(), timeout);
+        return Await.within(receiveOfferAsync(), timeout);
     }
 
     private void offered(Message.Offer o) {
@@ -367,13 +386,18 @@ public final class RdmaSession implements AutoCloseable {
         }
     }
 
-    /** When the owner ends a lease on its own, the peer is told (REVOKED); a release the peer asked for is acked. */
+    /**
+     * When the owner ends a lease on its own, the peer is told (REVOKED) — once: a closed block's lease was told at the
+     * close, a grace period before it ends. A release the peer asked for is acked instead.
+     */
     private void announceRevocation(Lease lease) {
         lease.ended().thenAccept(reason -> {
-            if (reason == EndReason.EXPIRED || reason == EndReason.OWNER_CLOSED) {
-                reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
-            }
+            if (reason == EndReason.EXPIRED || reason == EndReason.OWNER_CLOSED) tellEnd(lease, reason);
         });
+    }
+
+    private void tellEnd(Lease lease, EndReason reason) {
+        if (lease.tell()) reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
     }
 
     // ---- requester -------------------------------------------------------------------------------------------
@@ -385,7 +409,7 @@ public final class RdmaSession implements AutoCloseable {
      * @throws SessionLostException  if the session is gone
      */
     public RemoteSegment requestRemote(long size, Duration duration, Set<Access> access) {
-        return join(requestRemoteAsync(size, duration, access));
+        return Await.join(requestRemoteAsync(size, duration, access));
     }
 
     /** {@link #requestRemote(long, Duration, Set)} without waiting: the future fails with the same exceptions. */
@@ -405,7 +429,7 @@ public final class RdmaSession implements AutoCloseable {
             throw new IllegalArgumentException("a lease needs a size above 0 and an alignment of at most "
                     + MAX_ALIGNMENT + ", the layout has " + layout.byteSize() + " and " + layout.byteAlignment());
         }
-        return join(requestRemote(layout.byteSize(), Math.max(8, layout.byteAlignment()), duration, access));
+        return Await.join(requestRemote(layout.byteSize(), Math.max(8, layout.byteAlignment()), duration, access));
     }
 
     private CompletableFuture<RemoteSegment> requestRemote(long size, long alignment, Duration duration,
@@ -456,39 +480,13 @@ public final class RdmaSession implements AutoCloseable {
         });
     }
 
-    /** Waits for {@code f}, unwrapping its failure: the blocking forms throw what the async ones complete with. */
-    static <T> T join(CompletableFuture<T> f) {
-        try {
-            return f.join();
-        } catch (CompletionException e) {
-            if (e.getCause() instanceof RuntimeException r) throw r;
-            throw e;
-        }
-    }
-
     private <T> T await(CompletableFuture<T> f, String what) {
         try {
-            return awaitOrTimeout(f, endpoint.requestTimeout());
+            return Await.within(f, endpoint.requestTimeout());
         } catch (TimeoutException e) {
             f.cancel(false);
             throw new FlowControlException(what + " to " + peerAddress + " waited " + endpoint.requestTimeout()
                     + " for the peer's credit: the peer takes no messages");
-        }
-    }
-
-    private static <T> T awaitOrTimeout(CompletableFuture<T> f, Duration timeout) throws TimeoutException {
-        try {
-            return f.get(timeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException r) throw r;
-            throw new IllegalStateException(e.getCause());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            f.cancel(false);
-            throw new IllegalStateException("interrupted while waiting for the peer", e);
-        } catch (TimeoutException e) {
-            f.cancel(false);
-            throw e;
         }
     }
 
@@ -524,8 +522,9 @@ public final class RdmaSession implements AutoCloseable {
      * Cleaner. A lease the owner already ended (expired, revoked) counts as released.
      */
     CompletableFuture<Void> release(long leaseId, boolean wait) {
-        remote.remove(leaseId);
-        if (lostReason != null || closing) return CompletableFuture.completedFuture(null);
+        // Gone from the map: the owner revoked it (REVOKED), and ends it on its own; a RELEASE would only cost it an
+        // invalidation and an answer on the path of whatever made it revoke (a stored value replaced, say).
+        if (remote.remove(leaseId) == null || lostReason != null || closing) return CompletableFuture.completedFuture(null);
         var release = new Message.Release(requestIds.incrementAndGet(), leaseId);
         if (!wait) {
             channel.send(release);
@@ -582,11 +581,15 @@ public final class RdmaSession implements AutoCloseable {
             }
             return;
         }
-        int slot = (int) wc.wrId();
-        int length = wc.byteLength();
-        if (!agent.offer(() -> serve(slot, length))) lost("the agent's queue overflowed");
+        serve((int) wc.wrId(), wc.byteLength());
     }
 
+    /**
+     * Serves a control message. Answers, offers, revocations and credits are served here, on the dispatcher: they only
+     * complete futures and post, and a hop to another thread would sit on the path of every call waiting for them.
+     * The peer's requests — a grant binds a window, a release invalidates one — may wait, so the session's agent serves
+     * them in order; their receive is posted again only once the agent takes them, which bounds its queue.
+     */
     private void serve(int slot, int length) {
         Message m;
         try {
@@ -598,7 +601,17 @@ public final class RdmaSession implements AutoCloseable {
             if (malformed.incrementAndGet() > MALFORMED_LIMIT) lost("the peer sent " + MALFORMED_LIMIT + " malformed messages");
             return;
         }
-        if (!repost(slot)) return;
+        boolean waits = m instanceof Message.Request || m instanceof Message.Renew || m instanceof Message.Release;
+        if (!waits) {
+            if (repost(slot)) handle(m);
+        } else if (!agent.offer(() -> {
+            if (repost(slot)) handle(m);
+        })) {
+            lost("the agent's queue overflowed");
+        }
+    }
+
+    private void handle(Message m) {
         try {
             switch (m) {
                 case Message.Request r -> grant(r);
@@ -808,6 +821,7 @@ public final class RdmaSession implements AutoCloseable {
     /** Revokes every lease granted to the peer, then tears the connection down. */
     @Override
     public void close() {
+        Await.checkMayWait();
         synchronized (this) {
             if (closing) return;
             closing = true;

@@ -100,7 +100,7 @@ public final class RemoteSegment implements AutoCloseable {
      * @throws LeaseRefusedException with the owner's reason
      */
     public void renew(Duration duration) {
-        RdmaSession.join(renewAsync(duration));
+        Await.join(renewAsync(duration));
     }
 
     /** {@link #renew} without waiting: the future fails with the same exceptions. */
@@ -117,7 +117,7 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** Writes all of {@code src} at {@code offset} and waits for the completion. */
     public void write(Block src, long offset) {
-        join(writeAsync(src, offset));
+        Await.join(writeAsync(src, offset));
     }
 
     public CompletableFuture<WorkCompletion> writeAsync(Block src, long offset) {
@@ -139,12 +139,12 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** {@link #writeWithImmAsync} and waits for its completion. */
     public void writeWithImm(Block src, long offset, int immediate) {
-        join(writeWithImmAsync(src, offset, immediate));
+        Await.join(writeWithImmAsync(src, offset, immediate));
     }
 
     /** Reads {@code dst.size()} bytes at {@code offset} into {@code dst} and waits. */
     public void read(Block dst, long offset) {
-        join(readAsync(dst, offset));
+        Await.join(readAsync(dst, offset));
     }
 
     public CompletableFuture<WorkCompletion> readAsync(Block dst, long offset) {
@@ -160,7 +160,7 @@ public final class RemoteSegment implements AutoCloseable {
      */
     public long compareAndSwap(Block result, long offset, long expected, long swap) {
         checkAtomic(result, offset);
-        join(session.queuePair().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
+        Await.join(session.queuePair().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
                 address + offset, rkey, expected, swap)));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
@@ -168,7 +168,7 @@ public final class RemoteSegment implements AutoCloseable {
     /** Adds {@code add} to the 8 bytes at {@code offset}; returns the value before. */
     public long fetchAndAdd(Block result, long offset, long add) {
         checkAtomic(result, offset);
-        join(session.queuePair().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
+        Await.join(session.queuePair().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
                 address + offset, rkey, add)));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
@@ -235,18 +235,10 @@ public final class RemoteSegment implements AutoCloseable {
         return (int) block.size();
     }
 
-    /**
-     * Waits for an operation: an error completion is a {@link WorkCompletionException}; a QP destroyed under it (the
-     * session ended meanwhile) an {@link IllegalStateException}.
-     */
-    private static void join(CompletableFuture<WorkCompletion> f) {
-        RdmaSession.join(f);
-    }
-
     /** Releases the lease and waits for the owner's acknowledgement (access is revoked then). Idempotent. */
     @Override
     public void close() {
-        RdmaSession.join(closeAsync());
+        Await.join(closeAsync());
     }
 
     /** {@link #close()} without waiting: completes when the owner acknowledged the release. */

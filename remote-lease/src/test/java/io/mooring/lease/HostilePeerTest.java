@@ -104,6 +104,28 @@ class HostilePeerTest {
     }
 
     /**
+     * A value offered to a peer and then closed by the owner: the peer is told once (REVOKED at the close, a grace
+     * period before the lease ends), not again when the lease ends — a notice per end, not per way of learning it.
+     */
+    @Test
+    void aPeerIsToldOfAClosedValuesEndOnce() throws Exception {
+        var limits = new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(5), RW, Duration.ofMillis(100));
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).limits(limits));
+        var accepted = listener.accept();
+        try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
+            RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
+            Block value = ownerArena.allocateShared(64, 8);
+            Lease lease = owner.offer(value, Duration.ofSeconds(30), EnumSet.of(Access.REMOTE_READ));
+            value.close();
+            assertEquals(EndReason.OWNER_CLOSED, lease.ended().get(10, TimeUnit.SECONDS));
+            List<Message> told = peer.everything(Duration.ofMillis(300));
+            assertEquals(1, told.stream().filter(m -> m instanceof Message.Offer).count(), told::toString);
+            assertEquals(1, told.stream().filter(m -> m instanceof Message.Revoked r && r.leaseId() == lease.id()).count(),
+                    told::toString);
+        }
+    }
+
+    /**
      * Promise 3: a peer that stops taking control messages stalls the owner's SENDs; bounded RNR retries declare it
      * lost, its leases are revoked and every block it held — leased or buffer — returns to the arena.
      */

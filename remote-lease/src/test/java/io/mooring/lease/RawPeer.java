@@ -22,6 +22,7 @@ import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.List;
 import java.util.EnumSet;
 
 /**
@@ -91,6 +92,15 @@ final class RawPeer implements AutoCloseable {
             if (System.nanoTime() > deadline) throw new AssertionError("no answer to " + at + " within 15 s");
             poll();
         }
+    }
+
+    /** Every control message the owner sends within {@code window}, notices included. */
+    List<Message> everything(Duration window) throws InterruptedException {
+        long deadline = System.nanoTime() + window.toNanos();
+        while (System.nanoTime() < deadline) poll();
+        List<Message> all = List.copyOf(answers);
+        answers.clear();
+        return all;
     }
 
     private void poll() throws InterruptedException {

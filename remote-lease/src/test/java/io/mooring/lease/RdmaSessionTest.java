@@ -26,6 +26,7 @@ import java.util.EnumSet;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -499,10 +500,76 @@ class RdmaSessionTest {
             awaitTrue(() -> !first.isUsable() && !second.isUsable());
             assertThrows(IllegalStateException.class, () -> first.read(dst, 0), "revoked: refused before posting");
         }
-        first.close();
+        assertTrue(first.closeAsync().isDone(), "a revoked segment closes at once: the owner ends it, no RELEASE asked");
         second.close();
+        assertEquals(EndReason.OWNER_CLOSED, one.ended().get(10, TimeUnit.SECONDS), "ended by the owner after grace");
         assertEquals(null, requester.lostReason());
         assertEquals(0, owner.leases().stats().active());
+    }
+
+    /**
+     * A server written on the async forms runs where its messages arrive, on the endpoint's dispatcher: a request's
+     * callback offers a value ({@code offerAsync} binds the key without waiting for the dispatcher it runs on) and the
+     * peer reads it. A blocking call in such a callback would wait for itself: it is refused, naming the way out.
+     */
+    @Test
+    void aServerOnCallbacksOffersFromTheDispatcherWhereBlockingIsRefused() throws Exception {
+        Block value = ownerArena.allocateShared(64, 8);
+        value.segment().fill((byte) 0x5a);
+        var blockingCall = new CompletableFuture<RuntimeException>();
+        CompletableFuture<Lease> offered = owner.receiveAsync().thenCompose(request -> {
+            request.close();
+            try {
+                owner.receive(Duration.ofSeconds(1));
+                blockingCall.complete(null);
+            } catch (RuntimeException | TimeoutException e) {
+                blockingCall.complete(e instanceof RuntimeException r ? r : new IllegalStateException(e));
+            }
+            return owner.offerAsync(value, 0, 64, Duration.ofSeconds(30), EnumSet.of(Access.REMOTE_READ));
+        });
+        try (Block ask = message("offer me the value")) {
+            requester.send(ask);
+        }
+        try (RemoteSegment segment = requester.receiveOffer(Duration.ofSeconds(10));
+             Block dst = requesterArena.allocate(64)) {
+            assertEquals(offered.get(10, TimeUnit.SECONDS).id(), segment.leaseId());
+            segment.read(dst, 0);
+            assertEquals((byte) 0x5a, dst.segment().get(ValueLayout.JAVA_BYTE, 63));
+        }
+        RuntimeException refused = blockingCall.get(10, TimeUnit.SECONDS);
+        assertInstanceOf(WrongThreadException.class, refused, "a blocking receive on the dispatcher");
+        assertTrue(refused.getMessage().contains("Use the async form"), refused.getMessage());
+        value.close();
+        assertEquals(null, owner.lostReason());
+    }
+
+    /**
+     * An honest peer whose dispatcher stalls — a slow callback here, a GC pause or a starved core in life — while the
+     * owner sends it more control messages than it has receives posted meets RNR, and keeps its session: the owner backs
+     * off long enough for a stall of a few hundred milliseconds (a peer that never takes them is still declared lost).
+     * With the verbs default RNR timer (0.64 ms, 6 retries) a stall of 4 ms ended the session.
+     */
+    @Test
+    void aPeerStalledAFewHundredMillisecondsKeepsItsSession() throws Exception {
+        int offers = 24; // more than the 16 control receives the peer has posted
+        var stalled = new java.util.concurrent.CountDownLatch(1);
+        requester.receiveAsync().thenAccept(m -> {
+            m.close();
+            stalled.countDown();
+            try {
+                Thread.sleep(200); // on the requester's dispatcher: it serves nothing meanwhile
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        try (Block wake = ownerArena.allocate(8); Block value = ownerArena.allocate(64)) {
+            owner.send(wake);
+            assertTrue(stalled.await(10, TimeUnit.SECONDS));
+            for (int i = 0; i < offers; i++) owner.offer(value, Duration.ofSeconds(30), EnumSet.of(Access.REMOTE_READ));
+            for (int i = 0; i < offers; i++) requester.receiveOffer(Duration.ofSeconds(10)).close();
+        }
+        assertEquals(null, owner.lostReason());
+        assertEquals(null, requester.lostReason());
     }
 
     private static void awaitTrue(BooleanSupplier condition) throws InterruptedException {

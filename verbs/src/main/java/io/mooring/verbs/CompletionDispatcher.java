@@ -15,6 +15,7 @@ public final class CompletionDispatcher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(CompletionDispatcher.class.getName());
     private static final int BATCH = 32;
     private static final long IDLE_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    private static final ThreadLocal<Boolean> DISPATCHING = ThreadLocal.withInitial(() -> false);
 
     /** How the dispatcher waits when the CQ is empty. */
     public enum Mode { EVENTS, BUSY_POLL }
@@ -43,7 +44,16 @@ public final class CompletionDispatcher implements AutoCloseable {
         return mode;
     }
 
+    /**
+     * Whether the caller is a dispatcher's thread, where the handler and every callback chained on a future it
+     * completes run: code there must not wait for a completion, which only that thread would deliver.
+     */
+    public static boolean isDispatcherThread() {
+        return DISPATCHING.get();
+    }
+
     private void run() {
+        DISPATCHING.set(true);
         WorkCompletion[] batch = new WorkCompletion[BATCH];
         for (int i = 0; i < BATCH; i++) batch[i] = new WorkCompletion();
         try {

@@ -32,7 +32,9 @@ import java.util.TreeMap;
  *       RETRY_EXC_ERR once {@code retry_cnt} retransmissions are lost.
  * </ul>
  * A plan also {@link #stallReceives stalls} the queue pair's responder: for a while it acts as if no receive
- * were posted, so SENDs reaching it get RNR NAKs. {@link FaultInjection#counts()} reports what was injected.
+ * were posted, so SENDs reaching it get RNR NAKs; and it {@link #delayLocal delays local work requests} (BIND_MW,
+ * LOCAL_INV), as a NIC behind on its send queue does: the window keeps its old binding, admitting accesses, until
+ * the request executes. {@link FaultInjection#counts()} reports what was injected.
  *
  * <p>Deterministic: the fault of every packet, hence — for a workload posted in the same order — the counts, the
  * completions and the memory contents, over the in-JVM link and over TCP alike. Not deterministic: how many RNR
@@ -50,7 +52,9 @@ public final class FaultPlan {
         /** A packet lost to a cut link or a killed peer (counted in both directions). */
         CUT,
         /** An RNR NAK answered by a stalled responder; cannot be {@linkplain FaultPlan#at scheduled} per packet. */
-        STALL
+        STALL,
+        /** A local work request (bind, invalidate) executed late; drawn per local request, not per packet. */
+        LOCAL_DELAY
     }
 
     /** How many faults, from the first, are drawn with a probability. */
@@ -63,19 +67,23 @@ public final class FaultPlan {
     private final Duration delayBy;
     private final Duration stallReceives;
     private final Map<Long, Fault> schedule;
+    private final double localDelayProbability;
+    private final Duration localDelayBy;
 
     private FaultPlan(long seed, double[] probability, Duration delayBy, Duration stallReceives,
-                      Map<Long, Fault> schedule) {
+                      Map<Long, Fault> schedule, double localDelayProbability, Duration localDelayBy) {
         this.seed = seed;
         this.probability = probability;
         this.delayBy = delayBy;
         this.stallReceives = stallReceives;
         this.schedule = schedule;
+        this.localDelayProbability = localDelayProbability;
+        this.localDelayBy = localDelayBy;
     }
 
     /** A plan that injects nothing yet, drawing from a generator seeded with {@code seed}. */
     public static FaultPlan seeded(long seed) {
-        return new FaultPlan(seed, new double[DRAWN], Duration.ofMillis(1), Duration.ZERO, Map.of());
+        return new FaultPlan(seed, new double[DRAWN], Duration.ofMillis(1), Duration.ZERO, Map.of(), 0, Duration.ZERO);
     }
 
     /** Each request packet is lost with probability {@code p}. */
@@ -113,14 +121,34 @@ public final class FaultPlan {
     }
 
     /**
+     * Each local work request the queue pair executes (BIND_MW, LOCAL_INV; 1, 2, ... from the moment the plan is
+     * attached) is held back {@code by} before it executes, with probability {@code p}, drawn per local request from
+     * a generator of its own (split from the packets' one, so a plan with local delays draws other packet faults than
+     * the same plan without). Meanwhile the window keeps its binding: a lease's key works until its invalidation has
+     * executed, so whoever reuses the memory must wait for that completion. A queue pair moved to ERROR or reset
+     * during the delay flushes or discards the request, as a NIC does.
+     */
+    public FaultPlan delayLocal(double p, Duration by) {
+        Objects.requireNonNull(by, "by");
+        if (!(p >= 0 && p <= 1)) {
+            throw new IllegalArgumentException("LOCAL_DELAY probability must be in [0, 1], was " + p);
+        }
+        if (by.isNegative() || by.compareTo(MAX_DELAY) > 0) {
+            throw new IllegalArgumentException("a local delay must be in [0, " + MAX_DELAY + "], was " + by);
+        }
+        return new FaultPlan(seed, probability, delayBy, stallReceives, schedule, p, by);
+    }
+
+    /**
      * Packet {@code packet} (1 = the first sent after the plan is attached) suffers {@code fault}, whatever the
      * draw says. {@link Fault#CUT} cuts the link at that packet.
      */
     public FaultPlan at(long packet, Fault fault) {
         Objects.requireNonNull(fault, "fault");
         if (packet < 1) throw new IllegalArgumentException("packets are numbered from 1, was " + packet);
-        if (fault == Fault.STALL) {
-            throw new IllegalArgumentException("STALL acts on the responder, not on a packet: use stallReceives");
+        if (fault == Fault.STALL || fault == Fault.LOCAL_DELAY) {
+            throw new IllegalArgumentException(fault + " does not act on a packet: use "
+                    + (fault == Fault.STALL ? "stallReceives" : "delayLocal"));
         }
         var next = new TreeMap<>(schedule);
         next.put(packet, fault);
@@ -144,9 +172,15 @@ public final class FaultPlan {
         return seed;
     }
 
-    /** The probability with which {@code fault} is drawn for a packet (0 for CUT and STALL). */
+    /** The probability with which {@code fault} is drawn: for a packet, or for a local request (LOCAL_DELAY). */
     public double probability(Fault fault) {
+        if (fault == Fault.LOCAL_DELAY) return localDelayProbability;
         return fault.ordinal() < DRAWN ? probability[fault.ordinal()] : 0;
+    }
+
+    /** How long a local work request drawn for {@link Fault#LOCAL_DELAY} is held back. */
+    public Duration localDelayBy() {
+        return localDelayBy;
     }
 
     public Duration delayBy() {
@@ -187,11 +221,12 @@ public final class FaultPlan {
             throw new IllegalArgumentException("the fault probabilities add up to " + sum + " with " + fault + " at "
                     + p + ": a packet suffers at most one fault, so they must add up to at most 1");
         }
-        return new FaultPlan(seed, next, delayBy, stallReceives, schedule);
+        return new FaultPlan(seed, next, delayBy, stallReceives, schedule, localDelayProbability, localDelayBy);
     }
 
     private FaultPlan with(Duration delay, Duration stall, Map<Long, Fault> nextSchedule) {
-        return new FaultPlan(seed, probability, delay, stall, Map.copyOf(nextSchedule));
+        return new FaultPlan(seed, probability, delay, stall, Map.copyOf(nextSchedule), localDelayProbability,
+                localDelayBy);
     }
 
     @Override
@@ -202,6 +237,7 @@ public final class FaultPlan {
         }
         if (probability(Fault.DELAY) > 0 || schedule.containsValue(Fault.DELAY)) s.append(", delayBy=").append(delayBy);
         if (!stallReceives.isZero()) s.append(", stallReceives=").append(stallReceives);
+        if (localDelayProbability > 0) s.append(", localDelayBy=").append(localDelayBy);
         if (!schedule.isEmpty()) s.append(", at=").append(new TreeMap<>(schedule));
         return s.append(']').toString();
     }

@@ -408,6 +408,11 @@ class SoftFaultInjectionTest {
         assertThrows(IllegalArgumentException.class, () -> plan.at(1, Fault.STALL));
         assertThrows(IllegalArgumentException.class, () -> plan.delay(0.1, Duration.ofMillis(-1)));
         assertThrows(IllegalArgumentException.class, () -> plan.stallReceives(Duration.ofDays(2)));
+        var local = assertThrows(IllegalArgumentException.class, () -> plan.delayLocal(-0.5, Duration.ZERO));
+        assertTrue(local.getMessage().contains("[0, 1], was -0.5"), local::getMessage);
+        var longDelay = assertThrows(IllegalArgumentException.class, () -> plan.delayLocal(1, Duration.ofHours(1)));
+        assertTrue(longDelay.getMessage().contains("PT1M], was PT1H"), longDelay::getMessage);
+        assertThrows(IllegalArgumentException.class, () -> plan.at(1, Fault.LOCAL_DELAY));
         assertEquals(Fault.DUPLICATE, plan.dropRequests(0.25).duplicate(0.25).drawn(0.4));
         assertEquals(null, plan.dropRequests(0.25).drawn(0.25));
     }

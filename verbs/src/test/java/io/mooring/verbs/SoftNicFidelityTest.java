@@ -16,6 +16,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.Socket;
 import java.net.SocketException;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
@@ -114,6 +115,63 @@ class SoftNicFidelityTest {
         } else {
             assertFilled(exposed, reusedBytes, "the WRITE landed after the window ended");
         }
+    }
+
+    /**
+     * A LOCAL_INV held back by the fault plan ({@link FaultPlan#delayLocal}) is a NIC behind on its send queue:
+     * until it executes the key keeps working — a WRITE posted after it is admitted — and it completes only after
+     * its delay and after the accesses it found admitted; from its completion on nothing is admitted.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"soft0", "soft1"})
+    void aDelayedInvalidationCompletesAfterItsDelayAndAfterTheAccessesItAdmitted(String device) throws Exception {
+        Duration delay = Duration.ofSeconds(1); // far longer than a WRITE on a loaded machine: it is admitted first
+        open(device);
+        MemoryRegion exposed = b.region(SIZE, 0x11, Access.LOCAL_WRITE, Access.MW_BIND);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        b.qp.post(WorkRequest.bind(window, exposed, 0, SIZE, EnumSet.of(Access.REMOTE_WRITE)));
+        b.expect(WcStatus.SUCCESS);
+        int rkey = window.rkey();
+        MemoryRegion local = a.open(64, 0x33);
+        var gate = new Gate();
+        SoftInternals.onAdmittedAccess(device, exposed.lkey(), gate);
+        try (var faults = b.qp.injectFaults(FaultPlan.seeded(7).delayLocal(1, delay))) {
+            long posted = System.nanoTime();
+            b.qp.post(WorkRequest.invalidate(rkey).wrId(5));
+            a.qp.post(WorkRequest.write(local, 0, 64).remote(exposed.address(), rkey).wrId(6));
+            gate.awaitEntered(); // admitted after the LOCAL_INV was posted: it has not executed yet
+            awaitUntil(() -> SoftInternals.windowChangeWaits(device, rkey), "the invalidation never ran");
+            assertTrue(System.nanoTime() - posted >= delay.toNanos(), "the invalidation ran before its delay");
+            b.expectNothing(); // it waits for the admitted WRITE
+            gate.open();
+            assertEquals(6, a.expect(WcStatus.SUCCESS).wrId());
+            assertEquals(5, b.expect(WcStatus.SUCCESS).wrId());
+            assertEquals(1, faults.counts().of(FaultPlan.Fault.LOCAL_DELAY), faults::toString);
+            assertEquals(0, faults.counts().packets(), "a local request is no packet");
+        }
+        assertEquals(-1, exposed.segment().asSlice(0, 64).mismatch(local.segment()), "the admitted WRITE landed");
+        a.qp.post(WorkRequest.write(local, 0, 64).remote(exposed.address() + 64, rkey));
+        a.expect(WcStatus.REM_ACCESS_ERR);
+        assertEquals(0x11, exposed.segment().get(ValueLayout.JAVA_BYTE, 64), "a WRITE after the completion landed");
+    }
+
+    /** A LOCAL_INV held back while its QP moves to ERROR flushes, and the window keeps its binding. */
+    @Test
+    void aDelayedInvalidationOfAQueuePairThatFailsMeanwhileFlushes() throws InterruptedException {
+        open("soft0");
+        MemoryRegion exposed = b.region(4096, 0, Access.LOCAL_WRITE, Access.MW_BIND);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_2);
+        b.qp.post(WorkRequest.bind(window, exposed, 0, 4096, EnumSet.of(Access.REMOTE_WRITE)));
+        b.expect(WcStatus.SUCCESS);
+        try (var faults = b.qp.injectFaults(FaultPlan.seeded(7).delayLocal(1, Duration.ofMinutes(1)))) {
+            b.qp.post(WorkRequest.invalidate(window.rkey()).wrId(5));
+            awaitUntil(() -> faults.counts().of(FaultPlan.Fault.LOCAL_DELAY) == 1, "the LOCAL_INV was never held back");
+            b.qp.moveToError();
+            WorkCompletion wc = b.next();
+            assertEquals(5, wc.wrId());
+            assertEquals(WcStatus.WR_FLUSH_ERR, wc.status());
+        }
+        assertTrue(window.isBound(), "a flushed LOCAL_INV unbound the window");
     }
 
     /** An admitted-access hook that holds the accesses it sees until opened. */

@@ -76,8 +76,9 @@ public final class KvClient implements AutoCloseable {
 
     /** Sends the request's first {@code length} bytes and returns the reply's status. */
     private byte call(int length) throws Exception {
-        session.sendAsync(request, length).get();
-        try (InboundMessage reply = session.receive(WAIT)) {
+        var sent = session.sendAsync(request, length);
+        try (InboundMessage reply = session.receive(WAIT)) { // the request was sent by then: one wait, not two
+            sent.get();
             return reply.data().get(ValueLayout.JAVA_BYTE, 0);
         }
     }

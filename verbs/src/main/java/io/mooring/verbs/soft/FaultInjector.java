@@ -24,6 +24,7 @@ final class FaultInjector implements FaultOps {
     private final FaultPlan plan;
     private final SoftQp qp;
     private final SplittableRandom random; // requester thread only
+    private final SplittableRandom localRandom; // requester thread only; null: no local delays planned
     private final long stallEnds;          // System.nanoTime() until which receives are stalled
     private final AtomicLongArray counts = new AtomicLongArray(Fault.values().length);
     private volatile long packets;         // written by the requester thread only
@@ -34,6 +35,7 @@ final class FaultInjector implements FaultOps {
         this.plan = plan;
         this.qp = qp;
         this.random = random;
+        this.localRandom = plan.probability(Fault.LOCAL_DELAY) > 0 ? random.split() : null;
         this.stallEnds = System.nanoTime() + plan.receiveStall().toNanos();
     }
 
@@ -101,6 +103,16 @@ final class FaultInjector implements FaultOps {
     private Wire.Response lost() {
         counts.incrementAndGet(Fault.CUT.ordinal());
         return Wire.Response.DROPPED;
+    }
+
+    /**
+     * How long the local work request about to execute is held back (0: not at all); drawn once per local request,
+     * so request {@code n}'s delay depends only on the seed and {@code n}. Requester thread only.
+     */
+    long localDelayNanos() {
+        if (localRandom == null || localRandom.nextDouble() >= plan.probability(Fault.LOCAL_DELAY)) return 0;
+        counts.incrementAndGet(Fault.LOCAL_DELAY.ordinal());
+        return plan.localDelayBy().toNanos();
     }
 
     /** Whether the link is cut (or the peer killed): a missing connection will not come back. */

@@ -185,12 +185,24 @@ final class Requester {
     /** Runs one request; pushes its success completion itself and returns SUCCESS, or returns the error. */
     private WcStatus execute(SendWork w) throws InterruptedException {
         return switch (w.opcode) {
-            case LOCAL_INV -> invalidateLocally(w);
-            case BIND_MW -> bind(w);
+            case LOCAL_INV -> heldBack() ? WcStatus.WR_FLUSH_ERR : invalidateLocally(w);
+            case BIND_MW -> heldBack() ? WcStatus.WR_FLUSH_ERR : bind(w);
             case SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM -> sendOrWrite(w);
             case RDMA_READ -> read(w);
             case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> atomic(w);
         };
+    }
+
+    /**
+     * Holds the local request in hand back as long as the fault plan delays it (the window keeps its binding
+     * meanwhile); true if its QP stopped during the delay, so that it flushes, as on a NIC.
+     */
+    private boolean heldBack() throws InterruptedException {
+        FaultInjector f = qp.faults;
+        long nanos = f == null ? 0 : f.localDelayNanos();
+        if (nanos == 0) return false;
+        awaitRetry(nanos);
+        return requestStopped();
     }
 
     private WcStatus invalidateLocally(SendWork w) {
@@ -304,7 +316,7 @@ final class Requester {
         }
     }
 
-    /** Waits {@code nanos} before a retry, or less if the QP stops meanwhile (every modify wakes it). */
+    /** Waits {@code nanos} (a retry, a delayed request), or less if the QP stops meanwhile (every modify wakes it). */
     private void awaitRetry(long nanos) throws InterruptedException {
         long deadline = System.nanoTime() + nanos;
         parked = true;
