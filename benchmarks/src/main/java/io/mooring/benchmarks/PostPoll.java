@@ -13,6 +13,7 @@ import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.soft.SoftProvider;
 import java.lang.foreign.Arena;
 import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;
@@ -58,6 +59,9 @@ public class PostPoll {
 
         @Setup(Level.Trial)
         public void open() {
+            // Platform requester threads: waking a parked virtual one allocates the JDK scheduler's task, which a
+            // loaded machine (a poster descheduled past the requester's spin) would show as bytes per post.
+            System.setProperty(SoftProvider.PLATFORM_REQUESTERS_PROPERTY, "true");
             graph = ResourceGraph.builder().name("post-poll").build();
             memory = Arena.ofShared();
             DeviceContext context = RdmaDevices.open("soft:soft0", graph);

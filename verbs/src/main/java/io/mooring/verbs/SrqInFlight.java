@@ -48,6 +48,8 @@ final class SrqInFlight extends RequestSlots {
      */
     private final AtomicLong returned = new AtomicLong(NO_SLOT);
     private final int[] next;
+    /** Tests only, else null: runs inside a poller's push, between its read of the top and its compare-and-set. */
+    Runnable insidePush;
     private final Table table;
     private final int index;
 
@@ -113,6 +115,7 @@ final class SrqInFlight extends RequestSlots {
         do { // push onto the returned stack
             top = returned.get();
             next[slot] = (int) top;
+            if (insidePush != null) insidePush.run();
         } while (!returned.compareAndSet(top, ((top >>> 32) + 1) << 32 | slot));
         return true;
     }

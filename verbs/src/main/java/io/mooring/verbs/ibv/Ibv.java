@@ -144,15 +144,15 @@ final class Ibv {
     /** {@code int (*dealloc_mw)(struct ibv_mw *mw)} */
     static final MethodHandle OP_DEALLOC_MW = pointer(FunctionDescriptor.of(C_INT, C_PTR), true);
     /** {@code int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc)}: count, or negative */
-    static final MethodHandle OP_POLL_CQ = pointer(FunctionDescriptor.of(C_INT, C_PTR, C_INT, C_PTR), false);
+    static final MethodHandle OP_POLL_CQ = dataPath(FunctionDescriptor.of(C_INT, C_PTR, C_INT, C_PTR));
     /** {@code int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only)}: errno as value */
     static final MethodHandle OP_REQ_NOTIFY_CQ = pointer(FunctionDescriptor.of(C_INT, C_PTR, C_INT), false);
     /** {@code int (*post_send)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **bad_wr)}: errno as value */
-    static final MethodHandle OP_POST_SEND = pointer(FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR), false);
+    static final MethodHandle OP_POST_SEND = dataPath(FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR));
     /** {@code int (*post_recv)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **bad_wr)}: errno as value */
-    static final MethodHandle OP_POST_RECV = pointer(FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR), false);
+    static final MethodHandle OP_POST_RECV = dataPath(FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR));
     /** {@code int (*post_srq_recv)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **bad_wr)}: errno as value */
-    static final MethodHandle OP_POST_SRQ_RECV = pointer(FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR), false);
+    static final MethodHandle OP_POST_SRQ_RECV = dataPath(FunctionDescriptor.of(C_INT, C_PTR, C_PTR, C_PTR));
     /** {@code int (*query_port)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t)} (verbs_context) */
     static final MethodHandle OP_QUERY_PORT = pointer(FunctionDescriptor.of(C_INT, C_PTR, JAVA_BYTE, C_PTR, JAVA_LONG),
             true);
@@ -196,6 +196,17 @@ final class Ibv {
             return null;
         }
         return captureErrno ? LINKER.downcallHandle(symbol.get(), fd, ERRNO) : LINKER.downcallHandle(symbol.get(), fd);
+    }
+
+    /**
+     * A verb of the data path (post, poll), called through its {@code ctx->ops} pointer as a critical function: the
+     * thread does not leave the Java state for it, which saves two state transitions and a safepoint check per call,
+     * on every post and every empty poll of a busy loop. Allowed because these calls never block or call back into
+     * Java: they fill or drain the provider's queues in user space, at most ringing a doorbell (rxe: one short
+     * {@code write} to the device file), so a garbage collection waits for them no longer than for a Java loop.
+     */
+    private static MethodHandle dataPath(FunctionDescriptor fd) {
+        return LINKER.downcallHandle(fd, Linker.Option.critical(false));
     }
 
     private static MethodHandle pointer(FunctionDescriptor fd, boolean captureErrno) {

@@ -4,6 +4,7 @@ package io.mooring.verbs.soft;
 final class InJvmLink implements Link {
     private final SoftDevice device;
     private final int peerQpn;
+    private SoftQp peer; // the peer QP found last, looked up again once destroyed: a lookup boxes its number
 
     InJvmLink(SoftDevice device, int peerQpn) {
         this.device = device;
@@ -12,8 +13,9 @@ final class InJvmLink implements Link {
 
     @Override
     public Wire.Response exchange(Wire.Request request, long timeoutNanos) {
-        SoftQp peer = device.qp(peerQpn);
-        return peer == null ? Wire.Response.DROPPED : peer.respond(request, null);
+        SoftQp p = peer;
+        if (p == null || p.isDestroyed()) peer = p = device.qp(peerQpn);
+        return p == null ? Wire.Response.DROPPED : p.respond(request, null);
     }
 
     @Override

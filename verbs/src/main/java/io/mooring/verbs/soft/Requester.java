@@ -7,14 +7,24 @@ import io.mooring.verbs.WcStatus;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
- * The requester of a soft QP: executes its send queue in order on its own virtual thread, with the RC retry rules —
+ * The requester of a soft QP: executes its send queue in order on its own thread, with the RC retry rules —
  * silence is retried {@code retry_cnt} times after the ACK timeout, an RNR NAK {@code rnr_retry} times (7: forever)
  * after the responder's RNR timer — and stops retrying as soon as the QP moves to ERROR (the request flushes) or is
  * reset (it is discarded). A failed request completes with its error status, signaled or not, and moves the QP to
  * ERROR; the requests behind it flush. Sending allocates nothing: the request in hand, its packet and its payload are
  * this requester's own, reused.
+ *
+ * <p>It waits for work by spinning {@link #SPIN_NANOS}, then parking with {@link LockSupport} (a {@code Condition}
+ * would allocate a node per wait): a poster that posts again within the spin hands over without allocating, and an
+ * idle requester burns no core. Its thread is virtual, as an endpoint with hundreds of peers must not hold a
+ * platform thread for each; but waking a parked virtual thread allocates its scheduler's task, so a loaded machine
+ * that deschedules the poster past the spin sees bytes per post. With
+ * {@value SoftProvider#PLATFORM_REQUESTERS_PROPERTY}{@code =true} the thread is a platform thread, whose wake-up
+ * allocates nothing: the hand-off is then allocation-free however the threads are scheduled (a NIC's engine is not a
+ * thread of the application's either).
  */
 final class Requester {
     /** The bind rights that need a locally writable region ({@link Access#needsLocalWrite()}). */
@@ -23,7 +33,7 @@ final class Requester {
     private static final int[] RNR_DELAY_MICROS = {655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
         960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
         163_840, 245_760, 327_680, 491_520};
-    /** How long an idle requester spins for the next post before it sleeps: waking a sleeping one allocates. */
+    /** How long an idle requester spins for the next post before it parks: waking a parked one allocates. */
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
     /** The first payload buffer; it grows to the largest message sent. */
     private static final int PAYLOAD_BUFFER = 4096;
@@ -34,15 +44,27 @@ final class Requester {
     private final Wire.Request request = new Wire.Request();
     private byte[] payload = new byte[PAYLOAD_BUFFER];
     private int takenAt; // the QP's resets when the request in hand was taken
+    private volatile boolean parked; // parked or about to: a change must unpark it
 
     Requester(SoftQp qp, int maxInline) {
         this.qp = qp;
         this.current = new SendWork(maxInline);
-        this.thread = Thread.ofVirtual().name("soft-qp-" + qp.qpNumber()).unstarted(this::run);
+        Thread.Builder kind = Boolean.getBoolean(SoftProvider.PLATFORM_REQUESTERS_PROPERTY)
+                ? Thread.ofPlatform().daemon(true) : Thread.ofVirtual();
+        this.thread = kind.name("soft-qp-" + qp.qpNumber()).unstarted(this::run);
     }
 
     void start() {
         thread.start();
+    }
+
+    /**
+     * The QP changed for the requester (a post, a modify, a destroy — written to a volatile field before this call):
+     * unparks it if it is parked. The requester sets {@link #parked} before it checks for changes, and the changer
+     * writes its change before it reads the flag, so one of the two sees the other.
+     */
+    void wake() {
+        if (parked) LockSupport.unpark(thread);
     }
 
     /** Stops the thread (the QP is destroyed) and waits until it has, unless called from it. */
@@ -68,14 +90,13 @@ final class Requester {
                 qp.lock.lock();
                 try {
                     while (!qp.destroyed && !hasWork()) {
-                        int seen = qp.postedSends;
+                        int seen = qp.changes;
                         qp.lock.unlock();
                         try {
-                            spinFor(seen);
+                            awaitChange(seen);
                         } finally {
                             relock();
                         }
-                        if (!qp.destroyed && !hasWork()) qp.workToDo.await();
                     }
                     if (qp.destroyed) return;
                     qp.sendQueue.take(work);
@@ -102,18 +123,30 @@ final class Requester {
     }
 
     /**
-     * Spins a little for a post after {@code seen} before the requester sleeps: an application posting again right
-     * after its completion (a ping-pong, a pipeline) then finds it awake, and waking a sleeping virtual thread
-     * allocates its scheduler's task.
+     * Waits for a change of the QP after {@code seen}: spins a little first, so an application posting again right
+     * after its completion (a ping-pong, a pipeline) finds the requester awake, then parks.
      */
-    private void spinFor(int seen) {
+    private void awaitChange(int seen) throws InterruptedException {
         long end = System.nanoTime() + SPIN_NANOS;
-        while (qp.postedSends == seen && !qp.destroyed && System.nanoTime() - end < 0) Thread.onSpinWait();
+        while (unchanged(seen) && System.nanoTime() - end < 0) Thread.onSpinWait();
+        parked = true;
+        try {
+            while (unchanged(seen)) {
+                LockSupport.park(this);
+                if (Thread.interrupted()) throw new InterruptedException();
+            }
+        } finally {
+            parked = false;
+        }
+    }
+
+    private boolean unchanged(int seen) {
+        return qp.changes == seen && !qp.destroyed;
     }
 
     /**
-     * Takes the lock back after spinning, spinning on it a while first: a post holds it only briefly, and a requester
-     * that queued for it would sleep, and be woken, which allocates.
+     * Takes the lock back after waiting, spinning on it a while first: a post holds it only briefly, and a requester
+     * that queued for it would allocate its queue node.
      */
     private void relock() {
         long end = System.nanoTime() + SPIN_NANOS;
@@ -283,13 +316,17 @@ final class Requester {
         }
     }
 
-    /** Waits {@code nanos} (a retry, a delayed request), or less if the QP stops meanwhile (every modify signals). */
+    /** Waits {@code nanos} (a retry, a delayed request), or less if the QP stops meanwhile (every modify wakes it). */
     private void awaitRetry(long nanos) throws InterruptedException {
-        qp.lock.lock();
+        long deadline = System.nanoTime() + nanos;
+        parked = true;
         try {
-            for (long left = nanos; left > 0 && !requestStopped(); ) left = qp.workToDo.awaitNanos(left);
+            for (long left = nanos; left > 0 && !requestStopped(); left = deadline - System.nanoTime()) {
+                LockSupport.parkNanos(this, left);
+                if (Thread.interrupted()) throw new InterruptedException();
+            }
         } finally {
-            qp.lock.unlock();
+            parked = false;
         }
     }
 

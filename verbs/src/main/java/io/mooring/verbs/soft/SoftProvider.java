@@ -12,11 +12,13 @@ import java.util.List;
  * tested without a second process. {@value TcpFabric#BIND_PROPERTY} chooses the listening address.
  * {@value #MEMLOCK_PROPERTY} (bytes, read at each registration; default unlimited) plays the process's
  * locked-memory limit: registrations of all soft devices together beyond it fail with ENOMEM, as {@code ibv_reg_mr}
- * does under {@code ulimit -l}.
+ * does under {@code ulimit -l}. {@value #PLATFORM_REQUESTERS_PROPERTY}{@code =true} (read at each QP's creation)
+ * gives each QP's requester a platform thread instead of a virtual one (see {@link Requester}).
  */
 public final class SoftProvider implements VerbsProvider {
     public static final String DEVICES_PROPERTY = "mooring.soft.devices";
     public static final String MEMLOCK_PROPERTY = "mooring.soft.memlock";
+    public static final String PLATFORM_REQUESTERS_PROPERTY = "mooring.soft.platformRequesters";
 
     @Override
     public String name() {

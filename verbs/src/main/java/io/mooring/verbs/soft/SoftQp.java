@@ -16,7 +16,6 @@ import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.QpOps;
 import java.util.SplittableRandom;
-import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -36,12 +35,11 @@ final class SoftQp implements QpOps {
     private final int qpn;
     private final QpCapabilities capabilities;
     final ReentrantLock lock = new ReentrantLock();
-    final Condition workToDo = lock.newCondition();
     final WorkRing<SendWork> sendQueue;                  // guarded by lock
     final WorkRing<RecvWork> recvQueue;                  // guarded by lock; empty with an srq
     private final RecvWork flushed = new RecvWork();     // guarded by lock: the receive being flushed
     final SoftSrq srq;                                   // null: receives come from recvQueue
-    volatile int postedSends; // bumped by every post: an idle requester spins on it before it sleeps
+    volatile int changes; // bumped under lock by every post and state change: an idle requester waits for a bump
     final QpLink link = new QpLink(this);
     final Responder responder = new Responder(this);
     private final Requester requester;
@@ -144,7 +142,7 @@ final class SoftQp implements QpOps {
                 default -> { }
             }
             state = target;
-            workToDo.signalAll();
+            changed();
         } finally {
             lock.unlock();
         }
@@ -168,7 +166,7 @@ final class SoftQp implements QpOps {
         while (recvQueue.take(flushed)) {
             recvCq.push(flushed.wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
         }
-        workToDo.signalAll();
+        changed();
     }
 
     /** The responder found an error: the QP moves to ERROR (rxe moves the responder's QP too). */
@@ -202,10 +200,11 @@ final class SoftQp implements QpOps {
         lock.lock();
         try {
             sendQueue.add().set(wr, wrId);
-            queued();
+            changes++;
         } finally {
             lock.unlock();
         }
+        requester.wake(); // after the unlock: woken into a held lock, it would queue for it (a node per wait)
     }
 
     @Override
@@ -214,17 +213,21 @@ final class SoftQp implements QpOps {
         lock.lock();
         try {
             sendQueue.add().setBind(wrId, signaled, (SoftMw) window, (SoftMr) region, address, length, access, newRkey);
-            queued();
+            changes++;
         } finally {
             lock.unlock();
         }
+        requester.wake();
         return newRkey;
     }
 
-    /** A request was queued (caller holds the lock): wake the requester, which may be spinning or asleep. */
-    private void queued() {
-        postedSends++; // single writer: posts hold the lock
-        workToDo.signalAll();
+    /**
+     * The state changed or the queues were emptied (caller holds the lock): wake the requester, spinning or parked.
+     * Posts bump {@link #changes} the same way but wake it after releasing the lock.
+     */
+    private void changed() {
+        changes++; // single writer: the lock's holder
+        requester.wake();
     }
 
     @Override
@@ -320,7 +323,7 @@ final class SoftQp implements QpOps {
             state = QpState.RESET;
             sendQueue.clear();
             recvQueue.clear();
-            workToDo.signalAll();
+            changed();
         } finally {
             lock.unlock();
         }

@@ -1,0 +1,142 @@
+package io.mooring.verbs;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.verbs.soft.SoftInternals;
+import io.mooring.verbs.soft.SoftProvider;
+import java.lang.foreign.Arena;
+import java.lang.management.ManagementFactory;
+import java.util.EnumSet;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Posting and polling allocate nothing (issue 10), neither on the poster's thread nor on the soft NIC's requester
+ * thread, whether the requester is awake when a request comes or has to be woken: 64-byte WRITEs and SENDs between
+ * two QPs of soft0's in-JVM loopback, counted by the JVM's per-thread allocation counters after a warm-up that lets
+ * the JIT and the first use of every class allocate what they do once. The requesters are platform threads
+ * ({@code mooring.soft.platformRequesters}): waking a virtual one allocates the JDK scheduler's task.
+ */
+@Timeout(120)
+class PostPollAllocationTest {
+    private static final int SIZE = 64;
+    private static final int WARM_UP = 20_000;
+    private static final int ROUNDS = 100_000;
+    /** Rounds in which the requester is parked when the request is posted, so each one wakes it. */
+    private static final int WAKE_UPS = 2_000;
+    /** Bytes allowed for a whole run (a late compilation, a rare queue node of a contended lock): far under 16 each. */
+    private static final long TOLERANCE = 16 * 1024;
+
+    private final ResourceGraph graph = ResourceGraph.builder().name("post-poll-allocation").build();
+    private final Arena memory = Arena.ofShared();
+    private final WorkCompletion[] one = {new WorkCompletion()};
+    private CompletionQueue cqA;
+    private CompletionQueue cqB;
+    private QueuePair a;
+    private QueuePair b;
+    private WorkRequest write;
+    private WorkRequest send;
+    private ReceiveRequest receive;
+    private Thread requester; // the soft NIC's thread executing a's send queue
+
+    @BeforeEach
+    void connect() {
+        System.setProperty(SoftProvider.PLATFORM_REQUESTERS_PROPERTY, "true"); // read as each QP is created
+        DeviceContext context = RdmaDevices.open("soft:soft0", graph);
+        // Key indexes past the small Integers the JVM caches: a key lookup that boxed its index would allocate.
+        SoftInternals.restartKeyIndexesAt("soft0", 1 << 16);
+        ProtectionDomain pd = context.allocateProtectionDomain();
+        cqA = context.createCompletionQueue(64);
+        cqB = context.createCompletionQueue(64);
+        a = pd.createQueuePair(cqA, cqA, QpCapabilities.DEFAULT);
+        b = pd.createQueuePair(cqB, cqB, QpCapabilities.DEFAULT);
+        var rights = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+        MemoryRegion source = pd.register(memory.allocate(SIZE, 64), rights);
+        MemoryRegion target = pd.register(memory.allocate(SIZE, 64), rights);
+        QpInfo infoA = a.info();
+        QpInfo infoB = b.info();
+        a.connect(infoB);
+        b.connect(infoA);
+        write = WorkRequest.write(source, 0, SIZE).remote(target.address(), target.rkey());
+        send = WorkRequest.send(source, 0, SIZE);
+        receive = ReceiveRequest.into(target, 0, SIZE);
+        String name = "soft-qp-" + a.number();
+        requester = Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals(name)).findFirst()
+                .orElseThrow(() -> new AssertionError("no platform thread " + name + " executes the send queue"));
+    }
+
+    @AfterEach
+    void close() {
+        System.clearProperty(SoftProvider.PLATFORM_REQUESTERS_PROPERTY);
+        graph.close();
+        memory.close();
+        assertEquals(0, graph.liveCount(), graph::dump);
+    }
+
+    @Test
+    void aWritePostedAndPolledAllocatesNothing() {
+        assertAllocationFree(ROUNDS, false, this::writeRound);
+    }
+
+    @Test
+    void aSendPostedAndBothCompletionsPolledAllocateNothing() {
+        for (int i = 0; i < 16; i++) b.post(receive);
+        assertAllocationFree(ROUNDS, false, this::sendRound);
+    }
+
+    @Test
+    void wakingAParkedRequesterAllocatesNothing() {
+        assertAllocationFree(WAKE_UPS, true, this::writeRound);
+    }
+
+    private void writeRound() {
+        a.post(write);
+        next(cqA);
+    }
+
+    private void sendRound() {
+        a.post(send);
+        next(cqA);
+        next(cqB);
+        b.post(receive);
+    }
+
+    /**
+     * Runs {@code round} for the warm-up, then {@code rounds} times counted; with {@code parked}, each counted round
+     * starts only once the requester has parked (it spins a while after its last request first).
+     */
+    private void assertAllocationFree(int rounds, boolean parked, Runnable round) {
+        for (int i = 0; i < WARM_UP; i++) round.run();
+        Thread poster = Thread.currentThread();
+        long posterBefore = allocated(poster);
+        long requesterBefore = allocated(requester);
+        for (int i = 0; i < rounds; i++) {
+            if (parked) awaitParked();
+            round.run();
+        }
+        long posterBytes = allocated(poster) - posterBefore;
+        long requesterBytes = allocated(requester) - requesterBefore;
+        assertTrue(posterBytes <= TOLERANCE, () -> "the poster allocated " + posterBytes + " bytes in " + rounds
+                + " rounds, over the tolerance of " + TOLERANCE);
+        assertTrue(requesterBytes <= TOLERANCE, () -> "the requester allocated " + requesterBytes + " bytes in "
+                + rounds + " rounds, over the tolerance of " + TOLERANCE);
+    }
+
+    private void awaitParked() {
+        while (requester.getState() != Thread.State.WAITING) Thread.onSpinWait();
+    }
+
+    private void next(CompletionQueue cq) {
+        while (cq.poll(one) == 0) Thread.onSpinWait();
+        if (!one[0].isSuccess()) throw new AssertionError("completion failed: " + one[0]); // no message built per round
+    }
+
+    private static long allocated(Thread t) {
+        var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        return threads.getThreadAllocatedBytes(t.threadId());
+    }
+}
