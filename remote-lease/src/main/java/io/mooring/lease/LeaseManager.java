@@ -170,9 +170,10 @@ public final class LeaseManager implements AutoCloseable {
             throw e;
         }
         return exposing.handle((v, error) -> {
-            if (error != null) abandon(lease);
-            return error;
-        }).thenCompose(error -> error != null ? CompletableFuture.failedFuture(unwrap(error)) : granted(lease));
+            if (error == null) return granted(lease);
+            abandon(lease);
+            return CompletableFuture.<Lease>failedFuture(unwrap(error));
+        }).thenCompose(grant -> grant);
     }
 
     /**
@@ -260,14 +261,9 @@ public final class LeaseManager implements AutoCloseable {
                     region.close();
                     throw e;
                 }
-                yield bound.handle((window, error) -> {
-                    if (error != null) {
-                        region.close();
-                        throw error instanceof CompletionException c ? c : new CompletionException(error);
-                    }
-                    lease.exposeThrough(window, region);
-                    return null;
-                });
+                yield bound.whenComplete((window, error) -> {
+                    if (error != null) region.close();
+                }).thenAccept(window -> lease.exposeThrough(window, region));
             }
             case WHOLE_REGION -> {
                 lease.exposeThrough(null, null);

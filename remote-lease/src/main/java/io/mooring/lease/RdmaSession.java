@@ -28,7 +28,6 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -483,8 +482,7 @@ public final class RdmaSession implements AutoCloseable {
     private <T> T await(CompletableFuture<T> f, String what) {
         try {
             return Await.within(f, endpoint.requestTimeout());
-        } catch (TimeoutException e) {
-            f.cancel(false);
+        } catch (TimeoutException e) { // the send, cancelled by the wait, gives its credit on to the next
             throw new FlowControlException(what + " to " + peerAddress + " waited " + endpoint.requestTimeout()
                     + " for the peer's credit: the peer takes no messages");
         }

@@ -6,7 +6,6 @@ import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.Opcode;
 import io.mooring.verbs.WorkCompletion;
-import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;

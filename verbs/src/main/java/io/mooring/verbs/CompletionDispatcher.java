@@ -15,7 +15,8 @@ public final class CompletionDispatcher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(CompletionDispatcher.class.getName());
     private static final int BATCH = 32;
     private static final long IDLE_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
-    private static final ThreadLocal<Boolean> DISPATCHING = ThreadLocal.withInitial(() -> false);
+    /** Bound on a dispatcher's thread for its whole run: asking costs other threads no thread-local entry. */
+    private static final ScopedValue<CompletionDispatcher> DISPATCHING = ScopedValue.newInstance();
 
     /** How the dispatcher waits when the CQ is empty. */
     public enum Mode { EVENTS, BUSY_POLL }
@@ -49,11 +50,14 @@ public final class CompletionDispatcher implements AutoCloseable {
      * completes run: code there must not wait for a completion, which only that thread would deliver.
      */
     public static boolean isDispatcherThread() {
-        return DISPATCHING.get();
+        return DISPATCHING.isBound();
     }
 
     private void run() {
-        DISPATCHING.set(true);
+        ScopedValue.where(DISPATCHING, this).run(this::dispatch);
+    }
+
+    private void dispatch() {
         WorkCompletion[] batch = new WorkCompletion[BATCH];
         for (int i = 0; i < BATCH; i++) batch[i] = new WorkCompletion();
         try {
