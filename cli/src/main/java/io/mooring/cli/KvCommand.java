@@ -14,19 +14,22 @@ import java.util.Set;
  */
 final class KvCommand {
     static final String USAGE = """
-            usage: mooring kv [--provider auto|ibv|soft] [--keys N] [--ops N]
+            usage: mooring kv [--provider auto|ibv|soft] [--keys N] [--warmup N] [--ops N]
                    mooring kv --role server [--port P] [--sessions N] [--provider ...]
-                   mooring kv --role client --connect HOST:PORT [--keys N] [--ops N] [--provider ...]
+                   mooring kv --role client --connect HOST:PORT [--keys N] [--warmup N] [--ops N] [--provider ...]
               a server keeps values in arena blocks; a client PUTs by message and GETs by one RDMA READ of the
-              stored value, leased to it on its first GET; prints ops/s and GET/PUT p50/p99""";
+              stored value, leased to it on its first GET; after --warmup untimed operations (default 20000, half
+              PUTs: both sides' paths compiled, as a pingpong's warm-up does), prints ops/s and GET/PUT p50/p99""";
 
     private KvCommand() {}
 
     static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
-        Options o = Options.parse(args, Set.of("provider", "role", "port", "sessions", "connect", "keys", "ops"));
+        Options o = Options.parse(args, Set.of("provider", "role", "port", "sessions", "connect", "keys", "warmup",
+                "ops"));
         String provider = o.choice("provider", RdmaDevices.configuredProvider(), DeviceChoice.PROVIDERS);
         String role = o.choice("role", "both", List.of("both", "server", "client"));
         int keys = o.number("keys", 64, 1, 100_000);
+        int warmup = o.number("warmup", 20_000, 0, 100_000_000);
         int ops = o.number("ops", 20_000, 1, 100_000_000);
         DeviceChoice.Choice device;
         try {
@@ -41,22 +44,23 @@ final class KvCommand {
             case "client" -> {
                 String server = o.text("connect", null);
                 if (server == null || server.lastIndexOf(':') < 1) throw new UsageException("--role client needs --connect HOST:PORT");
-                KvClient.run(name, server, keys, ops).forEach(out::println);
+                KvClient.run(name, server, keys, warmup, ops).forEach(out::println);
             }
             default -> {
-                return both(device.provider(), name, keys, ops, out, err);
+                return both(device.provider(), name, keys, warmup, ops, out, err);
             }
         }
         return 0;
     }
 
     /** Starts a server process for one client, runs the client here, and relays the server's lines. */
-    private static int both(String provider, String device, int keys, int ops, PrintStream out, PrintStream err)
-            throws Exception {
+    private static int both(String provider, String device, int keys, int warmup, int ops, PrintStream out,
+                            PrintStream err) throws Exception {
         try (var server = ListeningProcess.start("server", out, "kv", "--role", "server", "--port", "0",
                 "--sessions", "1", "--provider", provider)) {
-            out.println("kv on " + device + ": " + keys + " keys, " + ops + " operations (90% GET, 10% PUT)");
-            KvClient.run(device, "127.0.0.1:" + server.port(), keys, ops).forEach(out::println);
+            out.println("kv on " + device + ": " + keys + " keys, " + warmup + " warm-up and " + ops
+                    + " timed operations (90% GET, 10% PUT)");
+            KvClient.run(device, "127.0.0.1:" + server.port(), keys, warmup, ops).forEach(out::println);
             int status = server.finish();
             if (status < 0) err.println("mooring kv: the server did not finish");
             return status < 0 ? 1 : status;

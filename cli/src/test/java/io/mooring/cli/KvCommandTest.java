@@ -15,10 +15,11 @@ class KvCommandTest {
     void theCacheServesAClientInAnotherProcessAndLeaksNothing() throws Exception {
         var bytes = new ByteArrayOutputStream();
         var out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        int status = Main.run(new String[] {"kv", "--provider", "soft", "--keys", "16", "--ops", "2000"}, out,
+        int status = Main.run(new String[] {"kv", "--provider", "soft", "--keys", "16", "--warmup", "500", "--ops", "2000"}, out,
                 System.err);
         String text = bytes.toString(StandardCharsets.UTF_8);
         assertEquals(0, status, text);
+        assertTrue(text.contains("500 warm-up and 2000 timed operations"), text);
         assertTrue(text.contains("2000 ops in"), text);
         assertTrue(text.contains("every GET returned the last PUT"), text);
         assertTrue(text.matches("(?s).*client: GET p50 [0-9.]+ µs, p99 [0-9.]+ µs.*"), text);

@@ -14,7 +14,8 @@ import java.util.EnumSet;
  * answered with an offer of the value.
  * <pre>
  *   Kv server PORT [DEVICE [SESSIONS]]          serves until SESSIONS clients have left (0: forever)
- *   Kv client HOST:PORT [DEVICE [KEYS [OPS]]]   PUTs KEYS values, then GETs and PUTs OPS times, and prints latencies
+ *   Kv client HOST:PORT [DEVICE [KEYS [OPS [WARMUP]]]]   PUTs KEYS values, then GETs and PUTs WARMUP times untimed
+ *                                                      and OPS times timed, and prints latencies
  * </pre>
  * DEVICE defaults to {@code soft:soft0}.
  */
@@ -49,10 +50,12 @@ public final class Kv {
             KvServer.run(device, Integer.parseInt(args[1]), args.length > 3 ? Integer.parseInt(args[3]) : 0);
         } else if (args.length >= 2 && args[0].equals("client")) {
             int keys = args.length > 3 ? Integer.parseInt(args[3]) : 64;
-            KvClient.run(device, args[1], keys, args.length > 4 ? Integer.parseInt(args[4]) : 20_000)
+            KvClient.run(device, args[1], keys, args.length > 5 ? Integer.parseInt(args[5]) : 0,
+                            args.length > 4 ? Integer.parseInt(args[4]) : 20_000)
                     .forEach(System.out::println);
         } else {
-            System.err.println("usage: Kv server PORT [DEVICE [SESSIONS]] | Kv client HOST:PORT [DEVICE [KEYS [OPS]]]");
+            System.err.println("usage: Kv server PORT [DEVICE [SESSIONS]]"
+                    + " | Kv client HOST:PORT [DEVICE [KEYS [OPS [WARMUP]]]]");
             System.exit(2);
         }
     }

@@ -97,42 +97,64 @@ public final class KvClient implements AutoCloseable {
         request.close();
     }
 
-    /** PUTs {@code keys} values, then runs {@code ops} operations (90% GET, 10% PUT) and reports what they took. */
-    public static List<String> run(String device, String server, int keys, int ops) throws Exception {
+    /**
+     * PUTs {@code keys} values, runs {@code warmup} operations untimed (half PUTs, so that both paths are compiled
+     * before anything is timed, as a pingpong's warm-up is), then {@code ops} operations (90% GET, 10% PUT), every GET
+     * checked against the last PUT, and reports what they took.
+     */
+    public static List<String> run(String device, String server, int keys, int warmup, int ops) throws Exception {
         int colon = server.lastIndexOf(':');
         var address = new InetSocketAddress(server.substring(0, colon), Integer.parseInt(server.substring(colon + 1)));
         try (var kv = Kv.open(device);
              RdmaEndpoint endpoint = RdmaEndpoint.builder(kv.pd(), kv.arena()).build();
              RdmaSession session = endpoint.connect(address).get();
              KvClient client = new KvClient(session)) {
-            var random = new SplittableRandom(1);
-            Map<String, byte[]> expected = new HashMap<>();
-            for (int i = 0; i < keys; i++) {
-                byte[] value = new byte[64 + random.nextInt(1024)];
-                random.nextBytes(value);
-                client.put("key-" + i, value);
-                expected.put("key-" + i, value);
-            }
-            List<Long> gets = new ArrayList<>();
-            List<Long> puts = new ArrayList<>();
+            var load = new Load(client, keys);
+            for (int i = 0; i < keys; i++) load.put("key-" + i);
+            for (int i = 0; i < warmup; i++) load.run(50);
+            load.gets.clear();
+            load.puts.clear();
             long start = System.nanoTime();
-            for (int i = 0; i < ops; i++) {
-                String key = "key-" + random.nextInt(keys);
-                long t = System.nanoTime();
-                if (random.nextInt(10) == 0) {
-                    byte[] value = new byte[64 + random.nextInt(1024)];
-                    random.nextBytes(value);
-                    client.put(key, value);
-                    expected.put(key, value);
-                    puts.add(System.nanoTime() - t);
-                } else {
-                    if (!Arrays.equals(expected.get(key), client.get(key))) throw new IllegalStateException("GET " + key);
-                    gets.add(System.nanoTime() - t);
-                }
-            }
+            for (int i = 0; i < ops; i++) load.run(10);
             double seconds = (System.nanoTime() - start) / 1e9;
             return List.of(String.format("client: %d ops in %.2f s, %.0f ops/s, every GET returned the last PUT",
-                    ops, seconds, ops / seconds), "client: GET " + percentiles(gets), "client: PUT " + percentiles(puts));
+                    ops, seconds, ops / seconds), "client: GET " + percentiles(load.gets),
+                    "client: PUT " + percentiles(load.puts));
+        }
+    }
+
+    /** Random operations on {@code keys} keys, each GET checked against the last PUT, and their latencies. */
+    private static final class Load {
+        final KvClient client;
+        final int keys;
+        final SplittableRandom random = new SplittableRandom(1);
+        final Map<String, byte[]> expected = new HashMap<>();
+        final List<Long> gets = new ArrayList<>();
+        final List<Long> puts = new ArrayList<>();
+
+        Load(KvClient client, int keys) {
+            this.client = client;
+            this.keys = keys;
+        }
+
+        /** One operation on a random key: a PUT with probability {@code putPercent}%, else a GET. */
+        void run(int putPercent) throws Exception {
+            String key = "key-" + random.nextInt(keys);
+            long t = System.nanoTime();
+            if (random.nextInt(100) < putPercent) {
+                put(key);
+                puts.add(System.nanoTime() - t);
+            } else {
+                if (!Arrays.equals(expected.get(key), client.get(key))) throw new IllegalStateException("GET " + key);
+                gets.add(System.nanoTime() - t);
+            }
+        }
+
+        void put(String key) throws Exception {
+            byte[] value = new byte[64 + random.nextInt(1024)];
+            random.nextBytes(value);
+            client.put(key, value);
+            expected.put(key, value);
         }
     }
 
