@@ -108,6 +108,14 @@ public final class RemoteSegment implements AutoCloseable {
         return session.renew(state, duration, System.nanoTime());
     }
 
+    /**
+     * Time left to post operations before the local deadline (negative once past), on this host's monotonic clock:
+     * renew before it runs out. The owner's deadline is a margin later.
+     */
+    public Duration remaining() {
+        return Duration.ofNanos(state.deadlineNanos - System.nanoTime());
+    }
+
     /** Whether operations may still be posted (open, not revoked, before the local deadline, session alive). */
     public boolean isUsable() {
         return !state.closed.get() && !state.revoked && System.nanoTime() < state.deadlineNanos
@@ -158,18 +166,28 @@ public final class RemoteSegment implements AutoCloseable {
      * value found. {@code result} (at least 8 bytes, in memory the local NIC may write) receives it too.
      */
     public long compareAndSwap(Block result, long offset, long expected, long swap) {
-        checkAtomic(result, offset);
-        Await.join(session.queuePair().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
-                address + offset, rkey, expected, swap)));
+        Await.join(compareAndSwapAsync(result, offset, expected, swap));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
+    }
+
+    /** {@link #compareAndSwap} without waiting: the value found is in {@code result}'s first 8 bytes on completion. */
+    public CompletableFuture<WorkCompletion> compareAndSwapAsync(Block result, long offset, long expected, long swap) {
+        checkAtomic(result, offset);
+        return session.queuePair().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
+                address + offset, rkey, expected, swap));
     }
 
     /** Adds {@code add} to the 8 bytes at {@code offset}; returns the value before. */
     public long fetchAndAdd(Block result, long offset, long add) {
-        checkAtomic(result, offset);
-        Await.join(session.queuePair().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
-                address + offset, rkey, add)));
+        Await.join(fetchAndAddAsync(result, offset, add));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
+    }
+
+    /** {@link #fetchAndAdd} without waiting: the value before is in {@code result}'s first 8 bytes on completion. */
+    public CompletableFuture<WorkCompletion> fetchAndAddAsync(Block result, long offset, long add) {
+        checkAtomic(result, offset);
+        return session.queuePair().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
+                address + offset, rkey, add));
     }
 
     private void check(Access right, long offset, long bytes) {

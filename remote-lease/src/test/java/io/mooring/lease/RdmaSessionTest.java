@@ -125,6 +125,41 @@ class RdmaSessionTest {
         assertEquals(1, owner.leases().stats().released());
     }
 
+    /**
+     * Every operation of a remote segment has an async form, chained here without a blocking call: a request, a WRITE,
+     * a READ, both atomics (their value in the result block), a renewal that moves {@code remaining()}, a release.
+     */
+    @Test
+    void aRemoteSegmentsAsyncFormsChainWithoutBlocking() throws Exception {
+        try (Block src = requesterArena.allocateShared(4096, 8); Block dst = requesterArena.allocateShared(4096, 8);
+             Block result = requesterArena.allocateShared(8, 8)) {
+            src.segment().fill((byte) 0x42);
+            var remote = requester.requestRemoteAsync(4096, Duration.ofSeconds(2), RW).get(10, TimeUnit.SECONDS);
+            Duration before = remote.remaining();
+            assertTrue(before.compareTo(Duration.ofSeconds(2)) < 0 && before.compareTo(Duration.ZERO) > 0, before::toString);
+            long[] found = new long[2];
+            remote.writeAsync(src, 0)
+                    .thenCompose(w -> remote.readAsync(dst, 0))
+                    .thenCompose(r -> remote.fetchAndAddAsync(result, 8, 1))
+                    .thenCompose(f -> {
+                        found[0] = result.segment().get(ValueLayout.JAVA_LONG, 0);
+                        return remote.compareAndSwapAsync(result, 8, found[0] + 1, 7);
+                    })
+                    .thenCompose(c -> {
+                        found[1] = result.segment().get(ValueLayout.JAVA_LONG, 0);
+                        return remote.renewAsync(Duration.ofSeconds(30));
+                    })
+                    .get(10, TimeUnit.SECONDS);
+            assertEquals(-1, src.segment().mismatch(dst.segment()), "read back what was written");
+            assertEquals(0x4242424242424242L, found[0], "fetch-and-add returned the value before");
+            assertEquals(0x4242424242424243L, found[1], "compare-and-swap returned the value it replaced");
+            assertTrue(remote.remaining().compareTo(Duration.ofSeconds(20)) > 0, "renewed: " + remote.remaining());
+            remote.closeAsync().get(10, TimeUnit.SECONDS);
+            assertEquals(1, owner.leases().stats().released());
+            assertFalse(remote.isUsable(), "closed");
+        }
+    }
+
     @Test
     void aRemoteSegmentIsWrittenReadAndReleased() {
         RemoteSegment remote = requester.requestRemote(4096, Duration.ofSeconds(30), RW);
