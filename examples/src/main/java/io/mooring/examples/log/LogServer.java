@@ -61,13 +61,14 @@ public final class LogServer {
                 if (landed.incrementAndGet() == announced) finished.countDown();
                 serve();
             });
-            // Messages and WRITEs with immediate arrive in the order the writer posted them: the count comes last.
         }
 
+        /** The writer's last message: its immediate is how many records it appended (without one: what landed). */
         void awaitCount() {
             session.receiveAsync().thenAccept(last -> {
                 try (InboundMessage m = last) {
-                    announced = m.immediate();
+                    // One queue pair delivers in the order the writer posted: every record's completion came first.
+                    announced = m.hasImmediate() ? Integer.toUnsignedLong(m.immediate()) : landed.get();
                 }
                 if (landed.get() == announced) finished.countDown();
             });

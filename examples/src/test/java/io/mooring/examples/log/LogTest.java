@@ -36,7 +36,8 @@ class LogTest {
         static Memory open() {
             DeviceContext device = RdmaDevices.open("soft:soft0");
             ProtectionDomain pd = device.allocateProtectionDomain();
-            return new Memory(device, pd, RdmaArena.builder(pd).access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build());
+            var access = EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND);
+            return new Memory(device, pd, RdmaArena.builder(pd).access(access).build());
         }
 
         @Override
@@ -73,7 +74,7 @@ class LogTest {
 
                 long appended = results.stream().mapToLong(LogWriter.Result::appended).sum();
                 int record = (LogServer.HEADER + payload + 7) & -8;
-                assertEquals((size - LogServer.START) / record, appended, "the log filled exactly: no room lost or shared");
+                assertEquals((size - LogServer.START) / record, appended, "the log filled: no room lost or shared");
                 assertEquals(appended, landed.records(), "every record the writers appended landed");
                 assertEquals(appended * payload, landed.bytes());
                 assertEquals(0, landed.damaged(), "no record overwritten by another writer's");
