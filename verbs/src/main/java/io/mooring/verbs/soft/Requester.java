@@ -179,7 +179,9 @@ final class Requester {
 
     private void complete(SendWork w, WcStatus status, int byteLength) {
         if (status == WcStatus.SUCCESS && !w.signaled) return;
-        qp.sendCq.push(w.wrId, status.code(), w.opcode.completion().code(), byteLength, 0, 0, qp.qpNumber());
+        if (!qp.sendCq.push(w.wrId, status.code(), w.opcode.completion().code(), byteLength, 0, 0, qp.qpNumber())) {
+            qp.completionLost();
+        }
     }
 
     /** Runs one request; pushes its success completion itself and returns SUCCESS, or returns the error. */
