@@ -174,11 +174,16 @@ final class Responder {
         return Wire.Response.ACK;
     }
 
+    /** Copies the bytes read into the request's buffer; from a region without a lambda, the data path's case. */
     private Wire.Response remoteRead(Wire.Request r) {
-        byte[] data = new byte[r.length()];
-        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_READ.bit(),
-                src -> MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, data, 0, data.length));
-        return done ? Wire.Response.data(data) : accessError();
+        int right = Access.REMOTE_READ.bit();
+        byte[] into = r.payload();
+        boolean done = (qp.access & right) != 0 && qp.device.keys.region(r.rkey()) instanceof SoftMr mr
+                ? reaches(mr, r.rkey(), r.remoteAddress(), r.length(), right)
+                        && mr.copyOut(r.remoteAddress(), into, 0, r.length())
+                : remoteAccess(r.rkey(), r.remoteAddress(), r.length(), right,
+                        src -> MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, into, 0, r.length()));
+        return done ? Wire.Response.ACK : accessError();
     }
 
     private Wire.Response remoteAtomic(Wire.Request r, Opcode op) {
