@@ -15,6 +15,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * completion was lost moves to ERROR (its pusher sees {@link #push} fail), and polling throws EIO.
  */
 final class SoftCq implements CqOps {
+    /** {@code IBV_EVENT_CQ_ERR}. */
+    private static final int CQ_ERR = 0;
+
     final SoftContext context;
     final int id;
     final AtomicInteger users = new AtomicInteger(); // QPs on it; destroying it with any left fails with EBUSY
@@ -30,8 +33,6 @@ final class SoftCq implements CqOps {
     private int head;
     private int count;
     private final Semaphore events = new Semaphore(0);
-    /** {@code IBV_EVENT_CQ_ERR}. */
-    private static final int CQ_ERR = 0;
     private boolean armed;      // guarded by this
     private boolean overrun;    // guarded by this
 
