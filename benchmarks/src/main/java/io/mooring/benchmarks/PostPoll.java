@@ -30,8 +30,8 @@ import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Threads;
 
 /**
- * The verbs data path on the soft provider's in-JVM loopback (two RC QPs of {@code soft0}): one 64-byte WRITE posted
- * and its completion polled, and one 64-byte SEND with its receive reposted and both completions polled. Requests and
+ * The verbs data path on the soft provider's in-JVM loopback (two RC QPs of {@code soft0}): one 64-byte WRITE or READ
+ * posted and its completion polled, and one 64-byte SEND with its receive reposted and both completions polled. Requests and
  * completions are reused, as an application on the hot path would: {@code -prof gc} then shows what Mooring's public
  * layer and the provider allocate per post and poll (the goal is 0 B/op), and a profiler the share of each layer.
  */
@@ -53,6 +53,7 @@ public class PostPoll {
         QueuePair a;
         QueuePair b;
         WorkRequest write;
+        WorkRequest read;
         WorkRequest send;
         ReceiveRequest receive;
         final WorkCompletion[] one = {new WorkCompletion()};
@@ -70,7 +71,7 @@ public class PostPoll {
             cqB = context.createCompletionQueue(256);
             a = pd.createQueuePair(cqA, cqA, QpCapabilities.DEFAULT);
             b = pd.createQueuePair(cqB, cqB, QpCapabilities.DEFAULT);
-            var rights = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+            var rights = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
             MemoryRegion source = pd.register(memory.allocate(SIZE, 64), rights);
             MemoryRegion target = pd.register(memory.allocate(SIZE, 64), rights);
             var infoA = a.info();
@@ -78,6 +79,7 @@ public class PostPoll {
             a.connect(infoB);
             b.connect(infoA);
             write = WorkRequest.write(source, 0, SIZE).remote(target.address(), target.rkey());
+            read = WorkRequest.read(source, 0, SIZE).remote(target.address(), target.rkey());
             send = WorkRequest.send(source, 0, SIZE);
             receive = ReceiveRequest.into(target, 0, SIZE);
             for (int i = 0; i < RECEIVES; i++) b.post(receive);
@@ -101,6 +103,12 @@ public class PostPoll {
     @Benchmark
     public WcOpcode write(Loopback l) {
         l.a.post(l.write);
+        return l.next(l.cqA).opcode();
+    }
+
+    @Benchmark
+    public WcOpcode read(Loopback l) {
+        l.a.post(l.read);
         return l.next(l.cqA).opcode();
     }
 

@@ -51,6 +51,8 @@ final class PingPongSide implements AutoCloseable {
     private final WorkRequest send;
     private final ReceiveRequest receive;
     private final WorkCompletion[] one = {new WorkCompletion()};
+    /** Write mode: this side's WRITEs whose completions were not polled yet. */
+    private int unpolledWrites;
 
     /** @param role what the messages are called in errors: "ping" side or "pong" side */
     PingPongSide(String role, DeviceContext context, Arena arena, PingPong.Settings settings) {
@@ -110,7 +112,12 @@ final class PingPongSide implements AutoCloseable {
     void send(int seq) {
         switch (mode) {
             case SEND, READ -> { }
-            case WRITE -> buffer.segment().set(ValueLayout.JAVA_BYTE, settings.size() - 1L, marker(seq));
+            case WRITE -> {
+                // a peer answering before our WRITE's completion was taken, round after round, must not fill the queue
+                while (unpolledWrites == CAPABILITIES.maxSendWr()) takeWriteCompletions();
+                buffer.segment().set(ValueLayout.JAVA_BYTE, settings.size() - 1L, marker(seq));
+                unpolledWrites++;
+            }
             case WRITE_IMM -> send.immediate(seq);
         }
         qp.post(send.wrId(seq));
@@ -154,7 +161,9 @@ final class PingPongSide implements AutoCloseable {
 
     /**
      * Spins on the last byte of the receive half until the peer's WRITE of message {@code seq} has landed, taking the
-     * completions of this side's own WRITEs meanwhile (each is checked, and the CQ never fills).
+     * completions of this side's own WRITEs meanwhile (each is checked, and the CQ never fills). As in perftest, the
+     * CQ is polled only while one of them is outstanding: once it is in, a spin reads the byte and nothing else (a
+     * poll takes the CQ's lock and a downcall, which would delay seeing the byte land).
      */
     private void awaitWritten(int seq) {
         MemorySegment memory = buffer.segment();
@@ -162,10 +171,8 @@ final class PingPongSide implements AutoCloseable {
         byte expected = marker(seq);
         long deadline = System.nanoTime() + PEER_TIMEOUT.toNanos();
         for (int spins = 0; ; spins++) {
-            while (cq.poll(one) == 1) { // every completion there is, so the send queue drains even when nothing waits
-                if (!one[0].isSuccess()) throw new WorkCompletionException(qp + " (" + role + " side)", one[0].copy());
-            }
             if ((byte) BYTE.getAcquire(memory, last) == expected) return;
+            if (unpolledWrites > 0) takeWriteCompletions();
             if ((spins & 0xfff) == 0 && System.nanoTime() - deadline > 0) {
                 throw new VerbsException("ibv_poll_cq", Errno.ETIMEDOUT.number(), "the buffer of the " + role + " side",
                         "message " + seq + " did not land within " + PEER_TIMEOUT.toSeconds()
@@ -175,6 +182,14 @@ final class PingPongSide implements AutoCloseable {
             // run for the peer's WRITE to land at all, and a small machine may have no other core for it.
             if ((spins & 0x3ff) == 0x3ff) Thread.yield();
             else Thread.onSpinWait();
+        }
+    }
+
+    /** Takes the completions of this side's WRITEs that are in, checking each. */
+    private void takeWriteCompletions() {
+        while (unpolledWrites > 0 && cq.poll(one) == 1) {
+            if (!one[0].isSuccess()) throw new WorkCompletionException(qp + " (" + role + " side)", one[0].copy());
+            unpolledWrites--;
         }
     }
 

@@ -20,6 +20,8 @@ final class CompletionRouter implements CompletionSink {
     private final ReentrantLock pollLock = new ReentrantLock();
     private final RequestSlots.Retired retired = new RequestSlots.Retired(); // guarded by pollLock
     private WorkCompletion[] target; // guarded by pollLock
+    /** The device reported an overrun (IBV_EVENT_CQ_ERR): completions were lost, so QPs on it take no more posts. */
+    volatile boolean overrun;
     private int filled;
 
     /** Routes by its context's tables: QPs by number, shared receive queues by index. */
@@ -28,6 +30,10 @@ final class CompletionRouter implements CompletionSink {
         this.name = name;
         this.qps = qps;
         this.sharedQueues = sharedQueues;
+    }
+
+    void overran() {
+        overrun = true;
     }
 
     /**

@@ -5,6 +5,7 @@ import io.mooring.verbs.spi.ContextOps;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 
 /**
  * An open RDMA device ({@code struct ibv_context}), the root of its objects in the lifecycle graph:
@@ -19,9 +20,21 @@ public final class DeviceContext extends VerbsObject {
     /** Its shared receive queues, by the index their receives' ids carry. */
     final SrqInFlight.Table sharedQueues = new SrqInFlight.Table();
 
-    DeviceContext(ContextOps ops, Resource resource) {
+    private final AsyncEvents events;
+
+    DeviceContext(ContextOps ops, Resource resource, AsyncEvents events) {
         super(resource);
         this.ops = ops;
+        this.events = events;
+    }
+
+    /**
+     * Hands the device's async events ({@code ibv_get_async_event}: a CQ overrun, a fatal QP error, a port going
+     * down) to {@code listener}, on a virtual thread, one at a time in the order they were raised; events while no
+     * listener is set are dropped. Replaces the previous listener; null removes it.
+     */
+    public void onAsyncEvent(Consumer<AsyncEvent> listener) {
+        events.listen(listener);
     }
 
     /** The device and its attributes. */
@@ -76,8 +89,11 @@ public final class DeviceContext extends VerbsObject {
         var made = Attach.make("cq", () -> ops.createCq(capacity), cq -> "capacity=" + capacity, cq -> () -> {
             dispatcher.stop(); // its last polls drained the flushes of the QPs destroyed before
             cq.destroy();
+            events.destroyed(cq);
         }, resource);
-        return new CompletionQueue(this, made.ops(), made.resource(), capacity, dispatcher);
+        var cq = new CompletionQueue(this, made.ops(), made.resource(), capacity, dispatcher);
+        events.created(cq.router());
+        return cq;
     }
 
     /**

@@ -239,6 +239,13 @@ public final class QueuePair extends VerbsObject {
      */
     private void requireAccepts(RequestSlots queue, boolean send) {
         if (queue.closedReason != null) throw new IllegalStateException(this + ": " + queue.closedReason);
+        CompletionQueue cq = send ? sendCq : recvCq;
+        if (cq.router().overrun) {
+            throw new VerbsException(send ? "ibv_post_send" : "ibv_post_recv", Errno.EIO.number(), toString(),
+                    "its " + (send ? "send" : "receive") + " CQ " + cq + " overran its capacity of " + cq.capacity()
+                    + " (IBV_EVENT_CQ_ERR): completions were lost and its QPs go to ERROR; destroy them and"
+                    + " the CQ, and size a CQ for the queue depths of every QP on it");
+        }
         QpState s = queues.known;
         if (send ? s.acceptsSends() : s.acceptsReceives()) return;
         s = ops.state();

@@ -178,8 +178,9 @@ public final class RdmaDevices {
 
     private static DeviceContext open(VerbsProvider provider, String device, ResourceGraph graph) {
         requireNativeAccess();
-        ContextOps ops = provider.open(device);
+        var events = new AsyncEvents(provider.name() + ":" + device);
+        ContextOps ops = provider.open(device, events);
         var resource = graph.create("context", provider.name() + ":" + device, ops::close);
-        return new DeviceContext(ops, resource);
+        return new DeviceContext(ops, resource, events);
     }
 }

@@ -16,9 +16,9 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Posting and polling allocate nothing (issue 10), neither on the poster's thread nor on the soft NIC's requester
- * thread, whether the requester is awake when a request comes or has to be woken: 64-byte WRITEs and SENDs between
- * two QPs of soft0's in-JVM loopback, counted by the JVM's per-thread allocation counters after a warm-up that lets
- * the JIT and the first use of every class allocate what they do once. The requesters are platform threads
+ * thread, whether the requester is awake when a request comes or has to be woken: 64-byte WRITEs, READs and SENDs
+ * between two QPs of soft0's in-JVM loopback, counted by the JVM's per-thread allocation counters after a warm-up that
+ * lets the JIT and the first use of every class allocate what they do once. The requesters are platform threads
  * ({@code mooring.soft.platformRequesters}): waking a virtual one allocates the JDK scheduler's task.
  */
 @Timeout(120)
@@ -39,6 +39,7 @@ class PostPollAllocationTest {
     private QueuePair a;
     private QueuePair b;
     private WorkRequest write;
+    private WorkRequest read;
     private WorkRequest send;
     private ReceiveRequest receive;
     private Thread requester; // the soft NIC's thread executing a's send queue
@@ -54,7 +55,7 @@ class PostPollAllocationTest {
         cqB = context.createCompletionQueue(64);
         a = pd.createQueuePair(cqA, cqA, QpCapabilities.DEFAULT);
         b = pd.createQueuePair(cqB, cqB, QpCapabilities.DEFAULT);
-        var rights = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+        var rights = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
         MemoryRegion source = pd.register(memory.allocate(SIZE, 64), rights);
         MemoryRegion target = pd.register(memory.allocate(SIZE, 64), rights);
         QpInfo infoA = a.info();
@@ -62,6 +63,7 @@ class PostPollAllocationTest {
         a.connect(infoB);
         b.connect(infoA);
         write = WorkRequest.write(source, 0, SIZE).remote(target.address(), target.rkey());
+        read = WorkRequest.read(source, 0, SIZE).remote(target.address(), target.rkey());
         send = WorkRequest.send(source, 0, SIZE);
         receive = ReceiveRequest.into(target, 0, SIZE);
         String name = "soft-qp-" + a.number();
@@ -83,6 +85,11 @@ class PostPollAllocationTest {
     }
 
     @Test
+    void aReadPostedAndPolledAllocatesNothing() {
+        assertAllocationFree(ROUNDS, false, this::readRound);
+    }
+
+    @Test
     void aSendPostedAndBothCompletionsPolledAllocateNothing() {
         for (int i = 0; i < 16; i++) b.post(receive);
         assertAllocationFree(ROUNDS, false, this::sendRound);
@@ -95,6 +102,11 @@ class PostPollAllocationTest {
 
     private void writeRound() {
         a.post(write);
+        next(cqA);
+    }
+
+    private void readRound() {
+        a.post(read);
         next(cqA);
     }
 

@@ -12,7 +12,7 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * Reads a context's async events ({@code ibv_get_async_event} on {@code ctx->async_fd}) on a daemon thread and
- * reports them through {@link System.Logger} ({@code io.mooring.verbs.ibv.IbvAsyncEvents}): fatal QP, CQ and
+ * reports them to the public layer's sink (SRQ limits to their SRQ) and through {@link System.Logger} ({@code io.mooring.verbs.ibv.IbvAsyncEvents}): fatal QP, CQ and
  * device errors at WARNING, port changes at INFO, the rest at DEBUG. Each event is acknowledged at once, so
  * {@code ibv_destroy_qp}/{@code ibv_destroy_cq} (which wait for acknowledgements) never block on it.
  *
@@ -80,29 +80,41 @@ final class IbvAsyncEvents {
         int rc = (int) Ibv.GET_ASYNC_EVENT.invokeExact(Ibv.errnoState(), context.ctx, event);
         if (rc != 0) return; // EAGAIN: another wakeup consumed it
         int type = event.get(JAVA_INT, offsetOf(IbvStructs.ASYNC_EVENT, "event_type"));
-        String what = describe(type);
-        // found before the acknowledgement, which ibv_destroy_srq waits for: until then the SRQ cannot be gone
-        IbvSrq limited = type == IbvStructs.IBV_EVENT_SRQ_LIMIT_REACHED
-                ? context.srqs.get(event.get(ADDRESS, offsetOf(IbvStructs.ASYNC_EVENT, "element")).address()) : null;
+        // found before the acknowledgement, which ibv_destroy_srq/cq wait for: until then the SRQ or CQ cannot be gone
+        long element = event.get(ADDRESS, offsetOf(IbvStructs.ASYNC_EVENT, "element")).address();
+        IbvSrq limited = type == IbvStructs.IBV_EVENT_SRQ_LIMIT_REACHED ? context.srqs.get(element) : null;
+        IbvCq cq = type == IbvStructs.IBV_EVENT_CQ_ERR ? context.cqs.get(element) : null;
+        int number = number(type);
         Ibv.ACK_ASYNC_EVENT.invokeExact(event);
-        LOG.log(level(type), "async event on " + context.name + ": " + what);
+        LOG.log(level(type), "async event on " + context.name + ": " + typeName(type)
+                + (number == 0 ? "" : (isPortEvent(type) ? " on port " : " on qpn ") + number));
         if (limited != null) limited.limitReached(); // after the acknowledgement: a slow listener delays no destroy
+        else if (type != IbvStructs.IBV_EVENT_SRQ_LIMIT_REACHED) context.sink.event(type, cq, number);
     }
 
-    /** The event and its element, read before the acknowledgement (after it the element may be destroyed). */
-    private String describe(int type) {
-        MemorySegment element = event.get(ADDRESS, offsetOf(IbvStructs.ASYNC_EVENT, "element"));
-        String name = typeName(type);
+    /** The QP number of a QP event, the port of a port event, else 0; read before the acknowledgement. */
+    private int number(int type) {
+        if (isPortEvent(type)) return event.get(JAVA_INT, offsetOf(IbvStructs.ASYNC_EVENT, "element.port_num"));
+        if (!isQpEvent(type)) return 0;
+        MemorySegment qp = event.get(ADDRESS, offsetOf(IbvStructs.ASYNC_EVENT, "element"));
+        return qp.reinterpret(IbvStructs.QP.byteSize()).get(JAVA_INT, IbvStructs.QP_QP_NUM);
+    }
+
+    private static boolean isQpEvent(int type) {
         return switch (type) {
             case IbvStructs.IBV_EVENT_QP_FATAL, IbvStructs.IBV_EVENT_QP_REQ_ERR, IbvStructs.IBV_EVENT_QP_ACCESS_ERR,
                  IbvStructs.IBV_EVENT_COMM_EST, IbvStructs.IBV_EVENT_SQ_DRAINED, IbvStructs.IBV_EVENT_PATH_MIG,
-                 IbvStructs.IBV_EVENT_PATH_MIG_ERR, IbvStructs.IBV_EVENT_QP_LAST_WQE_REACHED ->
-                    name + " on qpn " + element.reinterpret(IbvStructs.QP.byteSize()).get(JAVA_INT, IbvStructs.QP_QP_NUM);
+                 IbvStructs.IBV_EVENT_PATH_MIG_ERR, IbvStructs.IBV_EVENT_QP_LAST_WQE_REACHED -> true;
+            default -> false;
+        };
+    }
+
+    private static boolean isPortEvent(int type) {
+        return switch (type) {
             case IbvStructs.IBV_EVENT_PORT_ACTIVE, IbvStructs.IBV_EVENT_PORT_ERR, IbvStructs.IBV_EVENT_LID_CHANGE,
                  IbvStructs.IBV_EVENT_PKEY_CHANGE, IbvStructs.IBV_EVENT_SM_CHANGE,
-                 IbvStructs.IBV_EVENT_CLIENT_REREGISTER, IbvStructs.IBV_EVENT_GID_CHANGE ->
-                    name + " on port " + event.get(JAVA_INT, offsetOf(IbvStructs.ASYNC_EVENT, "element.port_num"));
-            default -> name;
+                 IbvStructs.IBV_EVENT_CLIENT_REREGISTER, IbvStructs.IBV_EVENT_GID_CHANGE -> true;
+            default -> false;
         };
     }
 

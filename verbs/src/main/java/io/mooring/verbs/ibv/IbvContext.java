@@ -16,6 +16,7 @@ import io.mooring.verbs.Mtu;
 import io.mooring.verbs.MwType;
 import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.spi.AsyncEventSink;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.CqOps;
 import io.mooring.verbs.spi.PdOps;
@@ -57,11 +58,16 @@ final class IbvContext implements ContextOps {
     final MemorySegment postSrqRecv;
     /** Live SRQs by the address of their {@code struct ibv_srq}, which an async event names. */
     final Map<Long, IbvSrq> srqs = new ConcurrentHashMap<>();
+    /** Live CQs by the address of their {@code struct ibv_cq}, which a CQ event names. */
+    final Map<Long, IbvCq> cqs = new ConcurrentHashMap<>();
+    /** Where the async event reader reports each event. */
+    final AsyncEventSink sink;
     private final IbvAsyncEvents events;
 
-    IbvContext(MemorySegment ctx, String name) {
+    IbvContext(MemorySegment ctx, String name, AsyncEventSink sink) {
         this.ctx = ctx;
         this.name = name;
+        this.sink = sink;
         this.allocMw = ctx.get(ADDRESS, IbvStructs.CONTEXT_OPS_ALLOC_MW);
         this.bindMw = ctx.get(ADDRESS, IbvStructs.CONTEXT_OPS_BIND_MW);
         this.deallocMw = ctx.get(ADDRESS, IbvStructs.CONTEXT_OPS_DEALLOC_MW);

@@ -69,6 +69,7 @@ final class IbvCq implements CqOps {
         this.eventContext = block.allocate(ADDRESS);
         pollFd.set(JAVA_INT, IbvStructs.POLLFD_FD, ch.get(JAVA_INT, offsetOf(IbvStructs.COMP_CHANNEL, "fd")));
         pollFd.set(JAVA_SHORT, IbvStructs.POLLFD_EVENTS, (short) IbvStructs.POLLIN);
+        context.cqs.put(cq.address(), this);
     }
 
     /** Called holding the public CQ's poll lock, which also guards {@link #wcs}. */
@@ -171,6 +172,7 @@ final class IbvCq implements CqOps {
                     int rc = (int) Ibv.DESTROY_CQ.invokeExact(Ibv.errnoState(), cq);
                     if (rc != 0) throw IbvErrors.fail("ibv_destroy_cq", errnoOf(rc), name);
                     cqDestroyed = true;
+                    context.cqs.remove(cq.address(), this);
                 }
                 if (channel != null) {
                     int rc = (int) Ibv.DESTROY_COMP_CHANNEL.invokeExact(Ibv.errnoState(), channel);

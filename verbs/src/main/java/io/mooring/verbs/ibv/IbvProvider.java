@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.spi.AsyncEventSink;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.VerbsProvider;
 import java.lang.foreign.Arena;
@@ -45,7 +46,7 @@ public final class IbvProvider implements VerbsProvider {
     }
 
     @Override
-    public ContextOps open(String deviceName) {
+    public ContextOps open(String deviceName, AsyncEventSink events) {
         MemorySegment ctx = withDeviceList(devices -> {
             for (Device d : devices) {
                 if (d.name().equals(deviceName)) return openDevice(d); // the context keeps its device referenced
@@ -54,7 +55,7 @@ public final class IbvProvider implements VerbsProvider {
                     + devices.stream().map(Device::name).toList());
         });
         try {
-            return new IbvContext(ctx, deviceName);
+            return new IbvContext(ctx, deviceName, events);
         } catch (RuntimeException | Error e) {
             closeDevice(ctx, deviceName);
             throw e;

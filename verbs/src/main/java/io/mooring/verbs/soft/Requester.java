@@ -14,8 +14,8 @@ import java.util.concurrent.locks.LockSupport;
  * silence is retried {@code retry_cnt} times after the ACK timeout, an RNR NAK {@code rnr_retry} times (7: forever)
  * after the responder's RNR timer — and stops retrying as soon as the QP moves to ERROR (the request flushes) or is
  * reset (it is discarded). A failed request completes with its error status, signaled or not, and moves the QP to
- * ERROR; the requests behind it flush. Sending allocates nothing: the request in hand, its packet and its payload are
- * this requester's own, reused.
+ * ERROR; the requests behind it flush. Sending allocates nothing: the request in hand, its packet and its payload
+ * (where a READ's answer lands too) are this requester's own, reused.
  *
  * <p>It waits for work by spinning {@link #SPIN_NANOS}, then parking with {@link LockSupport} (a {@code Condition}
  * would allocate a node per wait): a poster that posts again within the spin hands over without allocating, and an
@@ -179,7 +179,9 @@ final class Requester {
 
     private void complete(SendWork w, WcStatus status, int byteLength) {
         if (status == WcStatus.SUCCESS && !w.signaled) return;
-        qp.sendCq.push(w.wrId, status.code(), w.opcode.completion().code(), byteLength, 0, 0, qp.qpNumber());
+        if (!qp.sendCq.push(w.wrId, status.code(), w.opcode.completion().code(), byteLength, 0, 0, qp.qpNumber())) {
+            qp.completionLost();
+        }
     }
 
     /** Runs one request; pushes its success completion itself and returns SUCCESS, or returns the error. */
@@ -246,11 +248,12 @@ final class Requester {
         long total = w.sges.totalLength();
         if (total > Integer.MAX_VALUE) return WcStatus.LOC_LEN_ERR;
         if (!w.sges.writable(qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
+        reserve(total);
         var response = transmit(request.set(w.opcode.code(), qp.qpNumber(), qp.sendPsn, w.remoteAddress, w.rkey, (int) total,
-                null, 0, 0, 0));
+                payload, 0, 0, 0));
         WcStatus status = statusOf(response);
         if (status != WcStatus.SUCCESS) return status;
-        if (!w.sges.scatter(response.data(), response.data().length, qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
+        if (!w.sges.scatter(payload, (int) total, qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
         complete(w, status, (int) total);
         return status;
     }
@@ -337,7 +340,14 @@ final class Requester {
     private int gather(Sges sges) {
         long total = sges.totalLength();
         if (total > Integer.MAX_VALUE) return -1;
-        if (payload.length < total) payload = new byte[(int) Math.max(total, Math.min(2L * payload.length, Integer.MAX_VALUE))];
+        reserve(total);
         return sges.gather(payload, qp.device, qp.pd);
+    }
+
+    /** Grows {@link #payload} to hold {@code bytes} (at most {@link Integer#MAX_VALUE}), at least doubling it. */
+    private void reserve(long bytes) {
+        if (payload.length < bytes) {
+            payload = new byte[(int) Math.max(bytes, Math.min(2L * payload.length, Integer.MAX_VALUE))];
+        }
     }
 }

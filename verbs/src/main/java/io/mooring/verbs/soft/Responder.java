@@ -154,9 +154,9 @@ final class Responder {
             return Wire.Response.OPERATION_ERROR;
         }
         boolean imm = op == Opcode.SEND_WITH_IMM;
-        qp.recvCq.push(rw.wrId, WcStatus.SUCCESS.code(), WcOpcode.RECV.code(), r.length(), imm ? r.immediate() : 0,
-                imm ? WcFlag.WITH_IMM.bit() : 0, qp.qpNumber());
-        return Wire.Response.ACK;
+        boolean pushed = qp.recvCq.push(rw.wrId, WcStatus.SUCCESS.code(), WcOpcode.RECV.code(), r.length(),
+                imm ? r.immediate() : 0, imm ? WcFlag.WITH_IMM.bit() : 0, qp.qpNumber());
+        return pushed ? Wire.Response.ACK : completionLost();
     }
 
     private Wire.Response write(Wire.Request r, Opcode op) {
@@ -167,18 +167,23 @@ final class Responder {
             if (rw != null) returnReceive(rw);
             return accessError();
         }
-        if (rw != null) {
-            qp.recvCq.push(rw.wrId, WcStatus.SUCCESS.code(), WcOpcode.RECV_RDMA_WITH_IMM.code(), r.length(), r.immediate(),
-                    WcFlag.WITH_IMM.bit(), qp.qpNumber());
+        if (rw != null && !qp.recvCq.push(rw.wrId, WcStatus.SUCCESS.code(), WcOpcode.RECV_RDMA_WITH_IMM.code(),
+                r.length(), r.immediate(), WcFlag.WITH_IMM.bit(), qp.qpNumber())) {
+            return completionLost();
         }
         return Wire.Response.ACK;
     }
 
+    /** Copies the bytes read into the request's buffer; from a region without a lambda, the data path's case. */
     private Wire.Response remoteRead(Wire.Request r) {
-        byte[] data = new byte[r.length()];
-        boolean done = remoteAccess(r.rkey(), r.remoteAddress(), r.length(), Access.REMOTE_READ.bit(),
-                src -> MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, data, 0, data.length));
-        return done ? Wire.Response.data(data) : accessError();
+        int right = Access.REMOTE_READ.bit();
+        byte[] into = r.payload();
+        boolean done = (qp.access & right) != 0 && qp.device.keys.region(r.rkey()) instanceof SoftMr mr
+                ? reaches(mr, r.rkey(), r.remoteAddress(), r.length(), right)
+                        && mr.copyOut(r.remoteAddress(), into, 0, r.length())
+                : remoteAccess(r.rkey(), r.remoteAddress(), r.length(), right,
+                        src -> MemorySegment.copy(src, ValueLayout.JAVA_BYTE, 0, into, 0, r.length()));
+        return done ? Wire.Response.ACK : accessError();
     }
 
     private Wire.Response remoteAtomic(Wire.Request r, Opcode op) {
@@ -192,6 +197,15 @@ final class Responder {
                         ? (long) LONG.compareAndExchange(target, 0L, r.compareAdd(), r.swap())
                         : (long) LONG.getAndAdd(target, 0L, r.compareAdd()));
         return done ? Wire.Response.atomic(original[0]) : accessError();
+    }
+
+    /**
+     * The receive CQ overran, so the request's completion is lost: the QP moves to ERROR without acknowledging it
+     * (rxe's responder, class G), and the peer's retries meet silence until RETRY_EXC_ERR.
+     */
+    private Wire.Response completionLost() {
+        qp.completionLost();
+        return Wire.Response.DROPPED;
     }
 
     /** The responder rejects an qp.access: it moves to ERROR too, as rxe does, and touches nothing. */

@@ -5,6 +5,7 @@ import io.mooring.verbs.Errno;
 import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.spi.AsyncEventSink;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.CqOps;
 import io.mooring.verbs.spi.FaultOps;
@@ -26,10 +27,13 @@ final class SoftContext implements ContextOps {
      */
     final AtomicInteger children = new AtomicInteger();
     private DeviceFaults faults; // guarded by this
+    /** Where the soft NIC raises async events, as a NIC writes them to the context's async fd. */
+    final AsyncEventSink events;
 
-    SoftContext(SoftDevice device) {
+    SoftContext(SoftDevice device, AsyncEventSink events) {
         this.device = device;
         this.info = device.info();
+        this.events = events;
     }
 
     @Override

@@ -10,10 +10,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A completion queue of fixed capacity: a ring of completion entries in primitive arrays, so pushing and polling
- * allocate nothing. Overrunning it is an error, as on hardware: the CQ becomes unusable and polling says so (size
- * a CQ for the queue depths of every QP on it).
+ * allocate nothing. Overrunning it is an error, as on a NIC (rxe's {@code rxe_cq_post}, mlx5): the completion is
+ * lost, the context's async events get {@code IBV_EVENT_CQ_ERR} (once: the CQ stays in error), the QP whose
+ * completion was lost moves to ERROR (its pusher sees {@link #push} fail), and polling throws EIO.
  */
 final class SoftCq implements CqOps {
+    /** {@code IBV_EVENT_CQ_ERR}. */
+    private static final int CQ_ERR = 0;
+
     final SoftContext context;
     final int id;
     final AtomicInteger users = new AtomicInteger(); // QPs on it; destroying it with any left fails with EBUSY
@@ -45,25 +49,37 @@ final class SoftCq implements CqOps {
         this.qpNumbers = new int[capacity];
     }
 
-    /** Adds a completion; {@code flags} are {@code IBV_WC_*} flags. The soft NIC has no vendor syndromes: 0. */
-    void push(long wrId, int status, int opcode, int byteLength, int immediate, int flags, int qpNumber) {
+    /**
+     * Adds a completion; {@code flags} are {@code IBV_WC_*} flags. The soft NIC has no vendor syndromes: 0.
+     *
+     * @return false if the completion was lost (the CQ is full, or overran before): its QP must move to ERROR
+     */
+    boolean push(long wrId, int status, int opcode, int byteLength, int immediate, int flags, int qpNumber) {
+        boolean overran;
         synchronized (this) {
-            if (count == capacity) {
+            if (overrun) return false;
+            overran = count == capacity;
+            if (overran) {
                 overrun = true;
-                return;
+            } else {
+                int at = (head + count++) % capacity;
+                wrIds[at] = wrId;
+                statuses[at] = status;
+                opcodes[at] = opcode;
+                byteLengths[at] = byteLength;
+                immediates[at] = immediate;
+                this.flags[at] = flags;
+                qpNumbers[at] = qpNumber;
+                if (!armed) return true;
+                armed = false;
             }
-            int at = (head + count++) % capacity;
-            wrIds[at] = wrId;
-            statuses[at] = status;
-            opcodes[at] = opcode;
-            byteLengths[at] = byteLength;
-            immediates[at] = immediate;
-            this.flags[at] = flags;
-            qpNumbers[at] = qpNumber;
-            if (!armed) return;
-            armed = false;
+        }
+        if (overran) {
+            context.events.event(CQ_ERR, this, 0); // the one async event, raised outside the ring's lock
+            return false;
         }
         events.release();
+        return true;
     }
 
     @Override

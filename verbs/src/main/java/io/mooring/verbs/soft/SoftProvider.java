@@ -1,6 +1,7 @@
 package io.mooring.verbs.soft;
 
 import io.mooring.verbs.DeviceInfo;
+import io.mooring.verbs.spi.AsyncEventSink;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.VerbsProvider;
 import java.util.ArrayList;
@@ -33,10 +34,10 @@ public final class SoftProvider implements VerbsProvider {
     }
 
     @Override
-    public ContextOps open(String deviceName) {
+    public ContextOps open(String deviceName, AsyncEventSink events) {
         int count = deviceCount();
         for (int i = 0; i < count; i++) {
-            if (deviceName.equals("soft" + i)) return new SoftContext(SoftDevice.get(deviceName, i));
+            if (deviceName.equals("soft" + i)) return new SoftContext(SoftDevice.get(deviceName, i), events);
         }
         throw new IllegalArgumentException("no soft device named '" + deviceName + "': there are " + count
                 + " (soft0.." + "soft" + (count - 1) + "; -D" + DEVICES_PROPERTY + "=N for more)");

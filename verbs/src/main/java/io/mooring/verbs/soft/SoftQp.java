@@ -169,6 +169,11 @@ final class SoftQp implements QpOps {
         changed();
     }
 
+    /** A completion of this QP's was lost to an overrun CQ ({@link SoftCq#push}): the QP moves to ERROR. */
+    void completionLost() {
+        if (state != QpState.ERROR) enterError();
+    }
+
     /** The responder found an error: the QP moves to ERROR (rxe moves the responder's QP too). */
     void enterError() {
         fail(null, 0, 0, null);

@@ -1,5 +1,7 @@
 package io.mooring.verbs.soft;
 
+import io.mooring.verbs.Opcode;
+
 import io.mooring.verbs.Gid;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -126,7 +128,7 @@ final class TcpLink implements Link {
                     out.writeInt(r.immediate());
                     out.writeLong(r.compareAdd());
                     out.writeLong(r.swap());
-                    int carried = r.payload() == null ? 0 : r.length(); // a READ's length is what it asks for
+                    int carried = r.payload() == null || r.isRead() ? 0 : r.length(); // a READ's length: what it asks
                     out.writeInt(carried);
                     if (carried > 0) out.write(r.payload(), 0, carried);
                     out.flush();
@@ -136,7 +138,10 @@ final class TcpLink implements Link {
                 return Wire.Response.DROPPED;
             }
             Wire.Response answer = answers.poll(Math.max(timeoutNanos, HUNG_PEER_NANOS), TimeUnit.NANOSECONDS);
-            return answer == null ? Wire.Response.DROPPED : answer;
+            if (answer == null) return Wire.Response.DROPPED;
+            if (answer.data() == null) return answer;
+            System.arraycopy(answer.data(), 0, r.payload(), 0, Math.min(answer.data().length, r.length()));
+            return Wire.Response.ACK; // a READ's bytes, now where the requester expects them
         }
     }
 
@@ -169,8 +174,10 @@ final class TcpLink implements Link {
         int imm = in.readInt();
         long compareAdd = in.readLong();
         long swap = in.readLong();
-        byte[] payload = new byte[checkedLength(in.readInt())];
-        in.readFully(payload);
+        int carried = checkedLength(in.readInt());
+        boolean read = opcode == Opcode.RDMA_READ.code();
+        byte[] payload = new byte[read ? length : carried]; // a READ's answer is written into it
+        in.readFully(payload, 0, carried);
         Wire.Response answer = qp.respond(new Wire.Request(opcode, peerQpn, psn, raddr, rkey, length, payload, imm,
                 compareAdd, swap), this);
         synchronized (out) {
@@ -179,9 +186,9 @@ final class TcpLink implements Link {
             out.writeByte(answer.kind().ordinal());
             out.writeByte(answer.rnrTimer());
             out.writeLong(answer.atomicOriginal());
-            byte[] data = answer.data() == null ? new byte[0] : answer.data();
-            out.writeInt(data.length);
-            out.write(data);
+            int answered = read && answer.kind() == Wire.Kind.ACK ? length : 0;
+            out.writeInt(answered);
+            out.write(payload, 0, answered);
             out.flush();
         }
     }

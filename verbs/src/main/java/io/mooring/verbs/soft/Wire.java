@@ -1,5 +1,7 @@
 package io.mooring.verbs.soft;
 
+import io.mooring.verbs.Opcode;
+
 /**
  * The requests and responses that travel between a requester QP and its responder QP, in memory or over TCP.
  * Opcodes are {@code IBV_WR_*} codes.
@@ -10,8 +12,10 @@ final class Wire {
     /**
      * One operation against the responder's memory or receive queue. {@code psn} numbers it in the requester's
      * order; a retransmission keeps its number, so the responder can tell a duplicate from a new request. A SEND or
-     * WRITE carries the first {@code length} bytes of {@code payload}. Mutable: a requester reuses one for every
-     * request it sends (the responder keeps none), so sending allocates nothing; {@link #copy} one to hold it.
+     * WRITE carries the first {@code length} bytes of {@code payload}; a READ's answer is written there (the
+     * requester's buffer, as a NIC's READ response lands in the requester's memory). Mutable: a requester reuses one
+     * for every request it sends (the responder keeps none), so sending allocates nothing; {@link #copy} one to hold
+     * it.
      */
     static final class Request {
         private int opcode;
@@ -47,9 +51,17 @@ final class Wire {
             return this;
         }
 
-        /** A copy to keep past this request (its payload is shared: the requester moves on only once it is acknowledged). */
+        /**
+         * A copy to keep past this request. A SEND's or WRITE's payload is shared (the requester moves on only once it
+         * is acknowledged); a READ's copy gets a buffer of its own, or its late answer would overwrite a later one.
+         */
         Request copy() {
-            return new Request(opcode, srcQpn, psn, remoteAddress, rkey, length, payload, immediate, compareAdd, swap);
+            byte[] p = isRead() ? new byte[length] : payload;
+            return new Request(opcode, srcQpn, psn, remoteAddress, rkey, length, p, immediate, compareAdd, swap);
+        }
+
+        boolean isRead() {
+            return opcode == Opcode.RDMA_READ.code();
         }
 
         int opcode() {
@@ -104,7 +116,10 @@ final class Wire {
         return ((a - b) << 8) >> 8;
     }
 
-    /** What the responder answers (or, for {@link Kind#DROPPED}, what stands for no answer at all). */
+    /**
+     * What the responder answers (or, for {@link Kind#DROPPED}, what stands for no answer at all). {@code data} carries
+     * a READ's bytes over TCP only, until the requester's link copies them into the request's buffer.
+     */
     record Response(Kind kind, int rnrTimer, byte[] data, long atomicOriginal) {
         static final Response ACK = new Response(Kind.ACK, 0, null, 0);
         static final Response DROPPED = new Response(Kind.DROPPED, 0, null, 0);
@@ -114,10 +129,6 @@ final class Wire {
 
         static Response rnr(int timer) {
             return new Response(Kind.RNR, timer, null, 0);
-        }
-
-        static Response data(byte[] data) {
-            return new Response(Kind.ACK, 0, data, 0);
         }
 
         static Response atomic(long original) {

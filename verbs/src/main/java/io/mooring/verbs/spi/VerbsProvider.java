@@ -16,6 +16,6 @@ public interface VerbsProvider {
      */
     List<DeviceInfo> devices();
 
-    /** Opens a device ({@code ibv_open_device}). */
-    ContextOps open(String deviceName);
+    /** Opens a device ({@code ibv_open_device}); its async events go to {@code events} until it is closed. */
+    ContextOps open(String deviceName, AsyncEventSink events);
 }

@@ -67,7 +67,7 @@ class IbvWithoutDeviceTest {
     @Test
     void openingByNameGivesTheSameReason() {
         requireLibibverbs();
-        var e = assertThrows(VerbsException.class, () -> new IbvProvider().open("rxe0"));
+        var e = assertThrows(VerbsException.class, () -> new IbvProvider().open("rxe0", (type, cq, number) -> { }));
         assertEquals(Errno.ENOSYS.number(), e.errno(), e::getMessage);
         var byName = assertThrows(VerbsException.class, () -> RdmaDevices.open("ibv:rxe0"));
         assertEquals(Errno.ENOSYS.number(), byName.errno(), byName::getMessage);
