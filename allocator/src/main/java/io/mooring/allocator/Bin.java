@@ -81,16 +81,16 @@ final class Bin {
         if (emptied != null) shard.freeSlab(emptied);
     }
 
-    /** Frees the first {@code n} regions of a thread cache's arrays (a flush) in one locked step. */
-    void flush(Shard shard, long[] addresses, Object[] owners, int n) {
+    /** Frees the regions {@code from .. to - 1} of a thread cache's arrays (a flush) in one locked step. */
+    void flush(Shard shard, long[] addresses, Object[] owners, int from, int to) {
         Slab[] emptied = null;
         int released = 0;
         lock.lock();
         try {
-            for (int i = 0; i < n; i++) {
+            for (int i = from; i < to; i++) {
                 Slab e = freeRegion(shard, (Slab) owners[i], addresses[i]);
                 if (e != null) {
-                    if (emptied == null) emptied = new Slab[n];
+                    if (emptied == null) emptied = new Slab[to - from];
                     emptied[released++] = e;
                 }
             }
