@@ -56,8 +56,10 @@ class HandOffProperties {
 
     static final class Run {
         private final ResourceGraph graph = ResourceGraph.builder().name("handoff-properties").build();
+        // Small caches (4 regions a class): closers' caches flush other shards' regions, and refills take the
+        // depot's batches, every few blocks.
         private final RdmaArena arena = RdmaArena.builder(RdmaDevices.open("soft:soft0", graph)
-                .allocateProtectionDomain()).chunkSize(1 << 20).shards(2).build();
+                .allocateProtectionDomain()).chunkSize(1 << 20).shards(2).threadCache(256).build();
         private final List<Queue<Held>> mailboxes = new ArrayList<>();
         private final ConcurrentSkipListMap<Long, Block> live = new ConcurrentSkipListMap<>();
         private final Queue<String> violations = new ConcurrentLinkedQueue<>();
