@@ -1,5 +1,8 @@
 package io.mooring.allocator;
 
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 
@@ -7,14 +10,28 @@ import java.util.function.LongSupplier;
  * The slabs of one small class in one shard. Allocation takes the lowest free region of the first slab with
  * free regions (keeping slabs full and letting empty ones go); a slab that becomes empty returns its pages to
  * its chunk unless it is the only one left.
+ *
+ * <p>In front of the slabs, a <em>depot</em> of up to {@value #DEPOT_BATCHES} batches that thread caches flushed,
+ * each given whole to the next refill (Bonwick's magazine depot): when one thread frees what another allocates — a
+ * hand-off's consumer, whose cache overflows with the producer's regions, and the producer, whose cache runs dry —
+ * a batch moves from one cache to the other with two array copies under one lock, instead of every region's bit set
+ * and cleared in its slab (and slabs emptied and cut again as it drains and fills). A purge or the arena's close
+ * drains the depot into the slabs ({@link #trim}), so that wholly free slabs and chunks can go; while the arena
+ * closes, flushes bypass it.
  */
 final class Bin {
+    static final int DEPOT_BATCHES = 4;
     final int classIndex;
     private final ReentrantLock lock = new ReentrantLock();
     private Slab head;       // slabs with free regions; guarded by lock
     private int slabs;       // guarded by lock
     private long allocations; // regions handed to callers directly (not through a thread cache)
     private long frees;       // regions freed directly
+    // The depot (see the class comment), guarded by lock: batches 0 .. depotBatches - 1, each made once at its first use.
+    private final long[][] depotAddresses = new long[DEPOT_BATCHES][];
+    private final Object[][] depotSlabs = new Object[DEPOT_BATCHES][]; // Slabs; Object[] for plain copies
+    private final int[] depotCounts = new int[DEPOT_BATCHES];
+    private int depotBatches;
 
     Bin(int classIndex) {
         this.classIndex = classIndex;
@@ -25,6 +42,13 @@ final class Bin {
         lock.lock();
         try {
             Slab s = head;
+            if (s == null && depotBatches > 0) { // a region from the depot before memory is grown
+                int d = depotBatches - 1;
+                int i = --depotCounts[d];
+                if (i == 0) depotBatches--;
+                allocations++;
+                return make.block((Slab) depotSlabs[d][i], depotAddresses[d][i]);
+            }
             if (s == null) {
                 s = shard.newSlab(classIndex);
                 slabs++;
@@ -45,12 +69,21 @@ final class Bin {
     }
 
     /**
-     * Moves up to {@code n} regions into a thread cache's arrays (from index 0); returns how many (at least
-     * one). A new slab is cut only for the first: memory is not grown just to fill a cache.
+     * Moves regions into a thread cache's empty arrays (from index 0) and returns how many (at least one): the depot's
+     * batches that fit, else up to {@code n} from the slabs. A new slab is cut only for the first: memory is not grown
+     * just to fill a cache.
      */
     int refill(Shard shard, long[] addresses, Object[] owners, int n) {
         lock.lock();
         try {
+            int taken = 0;
+            while (depotBatches > 0 && taken + depotCounts[depotBatches - 1] <= addresses.length) {
+                int d = --depotBatches;
+                System.arraycopy(depotAddresses[d], 0, addresses, taken, depotCounts[d]);
+                System.arraycopy(depotSlabs[d], 0, owners, taken, depotCounts[d]);
+                taken += depotCounts[d];
+            }
+            if (taken > 0) return taken;
             for (int i = 0; i < n; i++) {
                 Slab s = head;
                 if (s == null) {
@@ -81,16 +114,30 @@ final class Bin {
         if (emptied != null) shard.freeSlab(emptied);
     }
 
-    /** Frees the first {@code n} regions of a thread cache's arrays (a flush) in one locked step. */
-    void flush(Shard shard, long[] addresses, Object[] owners, int n) {
+    /**
+     * Frees the regions {@code from .. to - 1} of a thread cache's arrays (a flush) in one locked step: as one batch
+     * into the depot if it has room, else into their slabs.
+     */
+    void flush(Shard shard, long[] addresses, Object[] owners, int from, int to) {
         Slab[] emptied = null;
         int released = 0;
         lock.lock();
         try {
-            for (int i = 0; i < n; i++) {
+            if (depotBatches < DEPOT_BATCHES && to - from <= ThreadCache.MAX_SLOTS && !shard.chunks.isClosing()) {
+                int d = depotBatches++;
+                if (depotAddresses[d] == null) {
+                    depotAddresses[d] = new long[ThreadCache.MAX_SLOTS];
+                    depotSlabs[d] = new Object[ThreadCache.MAX_SLOTS];
+                }
+                System.arraycopy(addresses, from, depotAddresses[d], 0, to - from);
+                System.arraycopy(owners, from, depotSlabs[d], 0, to - from);
+                depotCounts[d] = to - from;
+                return;
+            }
+            for (int i = from; i < to; i++) {
                 Slab e = freeRegion(shard, (Slab) owners[i], addresses[i]);
                 if (e != null) {
-                    if (emptied == null) emptied = new Slab[n];
+                    if (emptied == null) emptied = new Slab[to - from];
                     emptied[released++] = e;
                 }
             }
@@ -112,20 +159,28 @@ final class Bin {
         return null;
     }
 
-    /** Lets go of the slab kept for reuse if it is wholly free (purging, closing). */
+    /** Drains the depot into the slabs, and lets go of the slab kept for reuse if it is wholly free (purging, closing). */
     void trim(Shard shard) {
-        Slab emptied = null;
+        List<Slab> emptied = new ArrayList<>(0);
         lock.lock();
         try {
+            for (; depotBatches > 0; depotBatches--) {
+                int d = depotBatches - 1;
+                for (int i = 0; i < depotCounts[d]; i++) {
+                    Slab e = freeRegion(shard, (Slab) depotSlabs[d][i], depotAddresses[d][i]);
+                    if (e != null) emptied.add(e);
+                }
+                Arrays.fill(depotSlabs[d], null); // no released slab kept reachable
+            }
             if (slabs == 1 && head != null && head.free() == head.regions) {
-                emptied = head;
-                unlink(emptied);
+                emptied.add(head);
+                unlink(head);
                 slabs--;
             }
         } finally {
             lock.unlock();
         }
-        if (emptied != null) shard.freeSlab(emptied);
+        emptied.forEach(shard::freeSlab);
     }
 
     private void link(Slab s) {

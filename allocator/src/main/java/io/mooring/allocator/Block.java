@@ -26,7 +26,8 @@ import java.lang.invoke.VarHandle;
  *
  * <p>Any thread may close a block. Closed by its owner — the thread that allocated it — it is <em>freed locally</em>:
  * no atomic instruction, and the memory goes straight to that thread's cache (the fast path). Closed by another
- * thread, a checked or unchecked block is <em>mt-freed</em> (mimalloc's word): pushed onto its owner's list, and
+ * thread without a hand-off, a checked or unchecked block is <em>mt-freed</em> (mimalloc's word): pushed onto its
+ * owner's list, and
  * never reused until it is <em>collected</em> — counted in {@link ArenaStats#uncollectedFrees()} until then. The
  * bound: it is collected at the owner's next call into the arena, or else by the arena's collector, which runs
  * 20 ms after the close (and at every {@link RdmaArena#purge()}) and collects it if the owner has ended, or is
@@ -36,9 +37,9 @@ import java.lang.invoke.VarHandle;
  * <p>A checked block crosses threads without a shared scope by a <em>hand-off</em> (Rust's {@code Send}): the
  * holder's {@link #handOff()} closes its confined scope, so every segment it made throws from then on, and the next
  * thread to call {@code segment()} becomes the holder with a confined scope of its own. A handed-off block is closed
- * with a CAS by its holder, or by any thread while nobody holds it, which closes the holder's scope: elsewhere than
- * on the owner it is an mt free that needs no owner — collected at the owner's next call, or by the collector
- * 20 ms later while the owner is between calls, however idle.
+ * with a CAS by its holder, or by any thread while nobody holds it, which closes the holder's scope and frees the
+ * memory at once into the closer's thread cache, as jemalloc frees a foreign pointer: it goes back to its shard with
+ * that cache's next flush, in a batch. Nothing waits for the owner, however idle.
  *
  * <p>A {@linkplain #pin pinned} block is closed for its user at once but freed only by its last pin's release
  * (counted in {@link ArenaStats#closedPinnedBlocks()} meanwhile): a lease pins the block it exposes.
@@ -66,7 +67,7 @@ public final class Block implements AutoCloseable {
     private static final int MT_FREED = 2;      // closed by another thread, on the owner's mt-free list until collected
     private static final int CLOSED_PINNED = 3; // closed while pinned: freed by the last unpin
     private static final int STATUS = 3;
-    private static final int HANDED_OFF = 4;    // handed off once: every close is a CAS, collected without the owner
+    private static final int HANDED_OFF = 4;    // handed off once: every close is a CAS, and frees on the closer
     private static final int SHARED = 8;        // allocateShared: a shared scope made with the block
     private static final int PIN = 16;
     /** What the last block of an mt-free list links to (see {@link #setNextMtFree}). */
@@ -89,7 +90,7 @@ public final class Block implements AutoCloseable {
     // As few fields as will do — a block that escapes costs its allocation: 48 bytes with compressed pointers. The
     // arena is the owner's; a large block's page run follows from its address and size; whether it is confined, from
     // the arena and the shared bit.
-    final Caller owner;              // the allocating thread's state in the arena; its shard is the block's
+    final Caller owner;              // the allocating thread's state in the arena
     private final Object home;       // a small block's Slab, or the Chunk a large or huge block lies in
     private final long address;
     private final long size;
@@ -123,6 +124,11 @@ public final class Block implements AutoCloseable {
     /** The chunk the block lies in. */
     Chunk chunk() {
         return home instanceof Slab s ? s.chunk : (Chunk) home;
+    }
+
+    /** The shard its memory belongs to — its chunk's, not always its owner's (see {@code ThreadBinding.free}). */
+    Shard shard() {
+        return chunk().shard;
     }
 
     /** Checked and not shared: the holder alone makes and closes the scope. */
@@ -178,9 +184,9 @@ public final class Block implements AutoCloseable {
      * Hands the block on to another thread (Rust's {@code Send}): ends this thread's hold — every segment it made
      * throws from now on — and lets the next thread that calls {@link #segment()} take hold of it, with a confined
      * scope of its own. Pass the block through anything that orders memory (a queue, a future). A few nanoseconds: a
-     * confined scope's close, a CAS. From the first hand-off on, a close anywhere is a CAS, and its memory is
-     * collected without waiting for an idle owner (see the class comment) — for an unchecked block (which any thread
-     * may use) that is all a hand-off does; for a shared block nothing.
+     * confined scope's close, a CAS. From the first hand-off on, a close anywhere is a CAS that frees the memory at
+     * once, into the closer's cache (see the class comment) — for an unchecked block (which any thread may use) that
+     * is all a hand-off does; for a shared block nothing.
      *
      * @throws IllegalStateException if the block is closed
      * @throws WrongThreadException  if another thread holds it (until its first hand-off, the allocating thread)
@@ -272,8 +278,8 @@ public final class Block implements AutoCloseable {
     }
 
     /**
-     * Frees the block: locally if the caller is its owner, else as an mt free, or at once once handed off (see the
-     * class comment). A pinned block is closed at once — {@link #isOpen()} is false, a checked segment's access
+     * Frees the block: locally if the caller is its owner, else as an mt free, or on the closer once handed off (see
+     * the class comment). A pinned block is closed at once — {@link #isOpen()} is false, a checked segment's access
      * throws, each pin's {@code onClose} runs here — but its memory is freed by the last pin's release.
      *
      * <p>Why the owner of an unpinned confined or unchecked block that was never handed off needs no atomic
@@ -312,14 +318,13 @@ public final class Block implements AutoCloseable {
             }
             if (s >= PIN) {
                 if (closePinned(shared, byOwner, held)) return;
-            } else if (!STATE.compareAndSet(this, s, s | (shared || byOwner ? CLOSED : MT_FREED))) {
+            } else if (!STATE.compareAndSet(this, s, s | (shared || byOwner || held != null ? CLOSED : MT_FREED))) {
                 continue; // a pin came or went
             } else if (held != null) {
-                // Its scope closed here, so the collector may take it back without the owner: pushed onto the owner's
-                // mt-free list (one CAS), collected in a batch by the owner's next call, or 20 ms later if it idles.
+                // Every close of a handed-off block is this CAS, and its holder's scope closes here: no other close
+                // can race and no segment reaches the memory, so the closer frees it at once, into its own cache.
                 closeHeldScope(held);
-                if (byOwner) arena().threads.free(this);
-                else arena().collector.freeMt(this);
+                arena().threads.free(this);
                 return;
             } else if (shared) {
                 // A shared block is made to be handed between threads and its close costs a handshake anyway: anyone
@@ -484,7 +489,7 @@ public final class Block implements AutoCloseable {
 
     /**
      * Whether a checked block's owner has its confined scope open: after an mt free only the owner can collect it
-     * then. (A handed-off block's holder closed its scope before the mt free.)
+     * then. (A handed-off block is never mt-freed: its closer frees it.)
      */
     boolean hasScope() {
         return scope != null && scope != CLOSED_SCOPE;

@@ -20,6 +20,8 @@ final class Chunk {
     final Resource memory;
     /** Whether it backs one huge block only (and is released with it). */
     final boolean huge;
+    /** The shard that cut it: whose locks guard its runs and slabs, and to which its blocks are freed. */
+    final Shard shard;
 
     private final TreeSet<Long> freeRuns = new TreeSet<>(); // (pages << 32 | start): best fit by ceiling
     private final int[] runLengthAt;                       // free run starting at page p: its length, else 0
@@ -27,13 +29,14 @@ final class Chunk {
     private int usedPages;
     long emptySinceNanos;                                  // when it last became wholly free
 
-    Chunk(long base, long size, MemoryRegion region, Resource memory, boolean huge) {
+    Chunk(long base, long size, MemoryRegion region, Resource memory, boolean huge, Shard shard) {
         this.base = base;
         this.size = size;
         this.pages = (int) (size >>> SizeClasses.LOG2_PAGE);
         this.region = region;
         this.memory = memory;
         this.huge = huge;
+        this.shard = shard;
         this.runLengthAt = new int[huge ? 0 : pages];
         this.runStartEndingAt = new int[huge ? 0 : pages];
         if (!huge) insert(0, pages);

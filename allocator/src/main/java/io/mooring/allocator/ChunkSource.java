@@ -65,17 +65,17 @@ final class ChunkSource {
         return chunkSize;
     }
 
-    /** A chunk for a shard to cut into page runs: {@link #chunkSize()} bytes, aligned to its size. */
-    Chunk map() {
-        return map(chunkSize, chunkSize, false);
+    /** A chunk for {@code shard} to cut into page runs: {@link #chunkSize()} bytes, aligned to its size. */
+    Chunk map(Shard shard) {
+        return map(chunkSize, chunkSize, false, shard);
     }
 
-    /** A chunk of its own for one huge block. */
-    Chunk mapHuge(long bytes, long alignment) {
-        return map(bytes, alignment, true);
+    /** A chunk of its own for one huge block of {@code shard}. */
+    Chunk mapHuge(long bytes, long alignment, Shard shard) {
+        return map(bytes, alignment, true, shard);
     }
 
-    private Chunk map(long size, long alignment, boolean huge) {
+    private Chunk map(long size, long alignment, boolean huge, Shard shard) {
         long base = NativeMemory.map(size, alignment, hugePages == RdmaArena.HugePages.RESERVED);
         if (hugePages == RdmaArena.HugePages.TRANSPARENT) NativeMemory.adviseHugePages(base, size);
         Resource memory = arenaResource.createChild("chunk-memory",
@@ -92,7 +92,7 @@ final class ChunkSource {
         registeredBytes.addAndGet(size);
         chunkCount.incrementAndGet();
         commit(event, "register", base, size, huge);
-        return new Chunk(base, size, region, memory, huge);
+        return new Chunk(base, size, region, memory, huge, shard);
     }
 
     /** Deregisters and unmaps a chunk that no block uses any more (each as soon as nothing holds it). */

@@ -85,7 +85,8 @@ final class MtFreeCollector {
     /** Frees an mt-freed block for real, unless its owner freed it locally too (a racing double close). */
     private void collectOne(Block b, boolean byOwner) {
         if (b.finishMtFree(byOwner)) {
-            threads.free(b);
+            if (byOwner) threads.free(b);
+            else threads.freeToShard(b);
         } else {
             LOG.log(System.Logger.Level.WARNING, "{0} was closed twice at once, by its owner {1} and by another "
                     + "thread; freed once", b, b.owner.thread);

@@ -79,13 +79,16 @@ final class Shard {
 
     private Block allocateHuge(Caller caller, long size, long alignment, Arena scope) {
         long bytes = (size + SizeClasses.PAGE_SIZE - 1) & -(long) SizeClasses.PAGE_SIZE;
-        Chunk c = chunks.mapHuge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE));
+        Chunk c = chunks.mapHuge(bytes, Math.max(alignment, SizeClasses.PAGE_SIZE), this);
         hugeAllocations.incrementAndGet();
         hugeBytes.addAndGet(bytes);
         return new Block(caller, c, c.base, size, scope);
     }
 
-    /** Takes a block back into its slab's bin or its chunk's free runs; a huge block's chunk is released. */
+    /**
+     * Takes a block back into its slab's bin or its chunk's free runs; a huge block's chunk is released. Only the
+     * block's own shard ({@link Block#shard()}): its locks guard the slab and the chunk.
+     */
     void free(Block b) {
         Slab slab = b.slab();
         Chunk chunk = b.chunk();
@@ -110,7 +113,7 @@ final class Shard {
             int page = c.allocate(pages, alignment);
             if (page >= 0) return new Run(c, page);
         }
-        Chunk c = chunks.map();
+        Chunk c = chunks.map(this);
         ownChunks.add(c);
         return new Run(c, c.allocate(pages, alignment));
     }
@@ -143,12 +146,12 @@ final class Shard {
         }
     }
 
-    /** Frees the first {@code n} page runs of a thread cache's arrays (a flush) in one locked step. */
-    void flushRuns(int pages, long[] addresses, Object[] homes, int n) {
+    /** Frees the page runs {@code from .. to - 1} of a thread cache's arrays (a flush) in one locked step. */
+    void flushRuns(int pages, long[] addresses, Object[] homes, int from, int to) {
         List<Chunk> released = new ArrayList<>(0);
         lock.lock();
         try {
-            for (int i = 0; i < n; i++) {
+            for (int i = from; i < to; i++) {
                 Chunk c = (Chunk) homes[i];
                 if (freeRunLocked(c, c.page(addresses[i]), pages)) released.add(c);
             }

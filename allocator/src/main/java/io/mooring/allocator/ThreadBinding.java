@@ -30,9 +30,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li><b>Flushes.</b> {@link #requestFlush()} bumps an epoch that owners honour at their next call
  *       ({@link #current}); {@link #retireCaches()} (the arena's close) makes every cache flush once more and never
  *       serve again.</li>
- *   <li><b>Frees.</b> {@link #freeLocal} is the owner's free, into its cache; {@link #free} the general one, into
- *       the owner's cache if the caller is the owner, else into the owner's magazine if it has one and nobody holds
- *       it, else into the shard.</li>
+ *   <li><b>Frees.</b> {@link #freeLocal} is the owner's free, into its cache; {@link #free} frees into the calling
+ *       thread's cache whoever allocated the block (jemalloc's way), else into the block's shard;
+ *       {@link #freeToShard} is the collector's.</li>
  * </ul>
  */
 final class ThreadBinding {
@@ -276,12 +276,28 @@ final class ThreadBinding {
         free(b);
     }
 
-    /** Frees {@code b} into a cache if one takes it (see the class comment), else into its shard. */
+    /**
+     * Frees {@code b} on the calling thread, whichever thread allocated it: into the caller's cache (or magazine, for
+     * a virtual thread) if it takes the class, else into the block's shard. jemalloc's tcache does the same with a
+     * foreign pointer: the block's region joins this thread's stock and goes back to its own shard with the next
+     * flush, in a batch under one lock, so a free from another thread costs a local free plus a share of that lock —
+     * no atomic instruction per block, and nothing waits for the owner. Only for a block no other close can race and
+     * no segment can reach any more: one closed after a hand-off, a shared one, or one collected by its owner.
+     */
     void free(Block b) {
-        Caller owner = b.owner;
-        ThreadCache cache = owner.thread == Thread.currentThread() ? current(owner.cache) : null;
-        if (cache != null && cache.free(b)) return;
-        if (owner.magazine == null || !freeToMagazine(owner.magazine, b)) owner.shard.free(b);
+        Caller me = caller();
+        Magazine m = me.magazine;
+        if (m != null ? freeToMagazine(m, b) : freeToCache(current(me.cache), b)) return;
+        freeToShard(b);
+    }
+
+    /** Frees {@code b} into its shard: for the collector, whose thread keeps no cache. */
+    void freeToShard(Block b) {
+        b.shard().free(b);
+    }
+
+    private static boolean freeToCache(ThreadCache cache, Block b) {
+        return cache != null && cache.free(b);
     }
 
     /** Frees {@code b} into a magazine; false if another thread holds it, or it does not take the class. */

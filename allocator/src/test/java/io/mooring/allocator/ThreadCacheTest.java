@@ -83,6 +83,45 @@ class ThreadCacheTest {
         }
     }
 
+    /**
+     * What a consumer's cache flushes goes whole to the producer's next refill, newest first — not region by region
+     * through the slabs, which would hand out the lowest addresses first.
+     */
+    @Test
+    void aBatchFlushedByOneThreadRefillsAnothersCacheWhole() throws Exception {
+        try (RdmaArena arena = fx.arena().build();
+             var consumer = Executors.newSingleThreadExecutor()) {
+            List<Block> made = new ArrayList<>();
+            for (int i = 0; i < 96; i++) made.add(arena.allocate(64)); // three refills of 33: 3 left cached here
+            made.forEach(Block::handOff);
+            List<Block> freed = new ArrayList<>(made);
+            java.util.Collections.shuffle(freed, new java.util.Random(7));
+            consumer.submit(() -> freed.forEach(Block::close)).get(); // 64 cached there, the oldest 32 flushed
+            for (int i = 0; i < 3; i++) arena.allocate(64).close(); // this cache's own three, pushed back: no refill
+            List<Block> three = new ArrayList<>();
+            for (int i = 0; i < 3; i++) three.add(arena.allocate(64));
+            List<Long> refilled = new ArrayList<>();
+            for (int i = 0; i < 32; i++) refilled.add(arena.allocate(64).address());
+            List<Long> flushed = new ArrayList<>();
+            for (int i = 31; i >= 0; i--) flushed.add(freed.get(i).address());
+            assertEquals(flushed, refilled, "the flushed batch, newest first");
+        }
+    }
+
+    @Test
+    void aPurgeDrainsFlushedBatchesSoTheirChunkCanGo() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            List<Block> made = new ArrayList<>();
+            for (int i = 0; i < 500; i++) made.add(arena.allocate(64));
+            made.forEach(Block::handOff);
+            Thread.ofPlatform().start(() -> made.forEach(Block::close)).join(); // flushed batches, then the thread ends
+            arena.flushThreadCaches();
+            arena.purge();
+            assertEquals(0, arena.stats().liveBlocks());
+            assertEquals(0, arena.stats().chunks(), "every region back in its slab, the chunk released");
+        }
+    }
+
     @Test
     void aDeadThreadsCacheIsReturned() throws Exception {
         try (RdmaArena arena = fx.arena().build()) {

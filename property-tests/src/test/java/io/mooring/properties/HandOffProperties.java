@@ -28,8 +28,9 @@ import org.quicktheories.generators.Generate;
  * tag, hand off to another thread's mailbox, which takes hold, checks the tag and writes its own; close anywhere,
  * pinned or not. While running: a segment made before its block was handed off or closed throws on every access
  * (never reads or writes memory handed to someone else), a mailbox delivers what its sender wrote, and no two live
- * blocks overlap. At the end, after one collector pass: nothing is live or uncollected, and closing the arena releases
- * every chunk.
+ * blocks overlap. At the end: nothing is live or waits to be collected (a close after a hand-off frees on the
+ * closer, into its cache), and once the caches are flushed — into each region's own shard — closing the arena
+ * releases every chunk.
  */
 class HandOffProperties {
     private static final long[] SIZES = {8, 64, 500, 4096, 20_000, 131_072};
@@ -55,8 +56,10 @@ class HandOffProperties {
 
     static final class Run {
         private final ResourceGraph graph = ResourceGraph.builder().name("handoff-properties").build();
+        // Small caches (4 regions a class): closers' caches flush other shards' regions, and refills take the
+        // depot's batches, every few blocks.
         private final RdmaArena arena = RdmaArena.builder(RdmaDevices.open("soft:soft0", graph)
-                .allocateProtectionDomain()).chunkSize(1 << 20).shards(2).build();
+                .allocateProtectionDomain()).chunkSize(1 << 20).shards(2).threadCache(256).build();
         private final List<Queue<Held>> mailboxes = new ArrayList<>();
         private final ConcurrentSkipListMap<Long, Block> live = new ConcurrentSkipListMap<>();
         private final Queue<String> violations = new ConcurrentLinkedQueue<>();
@@ -86,10 +89,12 @@ class HandOffProperties {
                     h.block().close();
                 }
             }
-            arena.flushThreadCaches(); // a collector pass: the workers have ended, nothing waits for them
+            // Every close here is an owner's of a block never handed off, or a close after a hand-off, which frees
+            // the memory on the closer: nothing is left for an owner or the collector to collect.
             ArenaStats stats = arena.stats();
-            assertEquals(0, stats.liveBlocks(), () -> "collected without their owners: " + stats);
+            assertEquals(0, stats.liveBlocks(), () -> "freed by their closers: " + stats);
             assertEquals(0, stats.uncollectedFrees());
+            arena.flushThreadCaches(); // the ended workers' caches, holding other shards' regions, go back to theirs
             arena.close();
             assertEquals(0, arena.stats().chunks(), "every chunk released");
             graph.close();
