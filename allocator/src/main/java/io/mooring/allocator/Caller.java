@@ -8,11 +8,11 @@ import java.lang.invoke.VarHandle;
  * assigned, its thread cache (a platform thread's) or its shard's {@link Magazine} (a virtual thread's; neither when
  * caching is off), and its mt-free list.
  *
- * <p>The mt-free list holds the blocks this thread allocated that other threads closed — mimalloc's thread-free
- * list. Only the owner frees a block without an atomic instruction (see {@link Block#close()}), so another thread's
- * close pushes the block here, and the owner collects it at its next call into the arena; an owner that does not
- * come back is not waited for (see {@link MtFreeCollector}). A lock-free stack: many closers push, one collector
- * takes all.
+ * <p>The mt-free list holds the blocks this thread allocated that other threads closed without a hand-off (after one,
+ * the closer frees them itself) — mimalloc's thread-free list. Only the owner frees a block without an atomic
+ * instruction (see {@link Block#close()}), so another thread's close pushes the block here, and the owner collects it
+ * at its next call into the arena; an owner that does not come back is not waited for (see {@link MtFreeCollector}). A
+ * lock-free stack: many closers push, one collector takes all.
  *
  * <p>Layout (Agrona's padding by superclasses, since the JVM orders fields within a class as it likes but puts a
  * superclass's first): the fields the owner reads on every allocation ({@link CallerOwnerFields}), 64 bytes of

@@ -11,12 +11,14 @@ import java.util.concurrent.locks.LockSupport;
  * Collects mt frees — mimalloc's word for frees made by another thread than the owner.
  *
  * <p>The vocabulary, used throughout the allocator: a block is <em>freed locally</em> ({@code freeLocal}) when its
- * owner — the thread that allocated it — closes it: no atomic instruction, into the owner's cache. Any other thread
- * makes an <em>mt free</em> ({@link #freeMt}): a CAS on the block's state and a push onto the owner's
- * <em>mt-free list</em> ({@link Caller}); the memory is not reused until the block is <em>collected</em> — freed for
- * real, by the owner at its next call into the arena ({@link #collectOwn}), or by a collector pass ({@link #collect})
- * when the owner is not there to do it. Chunks are <em>released</em> (deregistered and unmapped), caches
- * <em>flushed</em> (their regions go back to the shard) or, when the arena closes, <em>retired</em>.
+ * owner — the thread that allocated it — closes it: no atomic instruction, into the owner's cache. Any other thread's
+ * close of a block never handed off makes an <em>mt free</em> ({@link #freeMt}): a CAS on the block's state and a push
+ * onto the owner's <em>mt-free list</em> ({@link Caller}); the memory is not reused until the block is
+ * <em>collected</em> — freed for real, by the owner at its next call into the arena ({@link #collectOwn}), or by a
+ * collector pass ({@link #collect}) when the owner is not there to do it. Chunks are <em>released</em> (deregistered
+ * and unmapped), caches <em>flushed</em> (their regions go back to the shard) or, when the arena closes,
+ * <em>retired</em>. (A close after a hand-off needs no owner, so it is no mt free: the closer frees into its own cache,
+ * see {@code ThreadBinding.free}.)
  *
  * <p>A pass runs {@value #DELAY_MILLIS} ms after an mt free (and at every purge and close), and acts for owners that
  * are not there: it collects the mt frees of owners that ended, or that are {@linkplain #isBetweenCalls between
