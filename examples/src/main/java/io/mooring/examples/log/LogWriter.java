@@ -62,28 +62,29 @@ public final class LogWriter {
         long appended = 0;
         int renewals = 0;
         boolean sealed = false;
-        try (RemoteSegment log = session.receiveOffer(WAIT);
-             Block word = arena.allocate(Long.BYTES, Long.BYTES);
+        try (Block word = arena.allocate(Long.BYTES, Long.BYTES);
              Block a = arena.allocate(size, Long.BYTES);
              Block b = arena.allocate(size, Long.BYTES);
              Block last = arena.allocate(1)) {
-            CompletableFuture<WorkCompletion> onTheWire = CompletableFuture.completedFuture(null);
-            for (Block record = a; ; record = record == a ? b : a) {
-                fill(record.segment(), id, payload, random);
-                if (log.remaining().compareTo(lease.dividedBy(2)) < 0) { // extended before it runs out
-                    log.renew(lease);
-                    renewals++;
+            try (RemoteSegment log = session.receiveOffer(WAIT)) {
+                CompletableFuture<WorkCompletion> onTheWire = CompletableFuture.completedFuture(null);
+                for (Block record = a; ; record = record == a ? b : a) {
+                    fill(record.segment(), id, payload, random);
+                    if (log.remaining().compareTo(lease.dividedBy(2)) < 0) { // extended before it runs out
+                        log.renew(lease);
+                        renewals++;
+                    }
+                    long at = log.fetchAndAdd(word, LogServer.TAIL, size);
+                    if (at + size > log.length()) { // full: the first writer to see it seals the log
+                        sealed = log.compareAndSwap(word, LogServer.SEALED, 0, 1) == 0;
+                        break;
+                    }
+                    onTheWire.join(); // the other block's record has landed: it may be filled again next round
+                    onTheWire = log.writeWithImmAsync(record, at, (int) at);
+                    appended++;
                 }
-                long at = log.fetchAndAdd(word, LogServer.TAIL, size);
-                if (at + size > log.length()) { // full: the first writer to see it seals the log
-                    sealed = log.compareAndSwap(word, LogServer.SEALED, 0, 1) == 0;
-                    break;
-                }
-                onTheWire.join(); // the other block's record has landed: it may be filled again next round
-                onTheWire = log.writeWithImmAsync(record, at, (int) at);
-                appended++;
-            }
-            onTheWire.join();
+                onTheWire.join();
+            } // released before the count: once it has every count, the server ends the sessions
             session.sendWithImm(last, (int) appended); // after every record on this queue pair: the count comes last
         }
         return new Result(appended, renewals, sealed);

@@ -68,6 +68,12 @@ class LogTest {
                 long started = System.nanoTime();
                 try (RdmaSession first = writers.connect(listener.address()).get(10, TimeUnit.SECONDS)) {
                     results = LogWriter.run(first, 3, payload, lease);
+                } catch (Exception e) { // the server's failure, if it ended the sessions, says why
+                    report.exceptionally(serverFailure -> {
+                        e.addSuppressed(serverFailure);
+                        return null;
+                    }).get(30, TimeUnit.SECONDS);
+                    throw e;
                 }
                 long took = System.nanoTime() - started;
                 var landed = report.get(30, TimeUnit.SECONDS);
