@@ -257,7 +257,7 @@ public final class Lease implements AutoCloseable {
      */
     @Override
     public void close() {
-        Await.join(manager.end(this, EndReason.RELEASED));
+        manager.await.join(manager.end(this, EndReason.RELEASED));
     }
 
     @Override

@@ -61,6 +61,8 @@ public final class LeaseManager implements AutoCloseable {
     private final LeaseLimits limits;
     private final Isolation isolation;
     private final PeerAccount peer;
+    /** How the blocking forms wait. */
+    final Await await;
     private volatile Consumer<Lease> revocationNotice;
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
@@ -82,6 +84,7 @@ public final class LeaseManager implements AutoCloseable {
         this.limits = limits;
         this.isolation = isolation;
         this.peer = peer;
+        this.await = new Await(qp.sendCq());
     }
 
     /** A manager whose isolation is what {@link IsolationProbe} finds for the QP's device. */
@@ -114,7 +117,7 @@ public final class LeaseManager implements AutoCloseable {
 
     /** Exposes {@code [offset, offset + length)} of {@code block}, as {@link #grant(Block, Duration, Set)} does. */
     public Lease grant(Block block, long offset, long length, Duration duration, Set<Access> access) {
-        return Await.join(grantAsync(block, offset, length, duration, access));
+        return await.join(grantAsync(block, offset, length, duration, access));
     }
 
     /**
@@ -135,7 +138,7 @@ public final class LeaseManager implements AutoCloseable {
 
     /** A grant of a block the lease owns: it closes the block when it ends (a block allocated for a REQUEST). */
     Lease grantOwned(Block block, Duration duration, Set<Access> access) {
-        return Await.join(grant(block, 0, block.size(), duration, access, true));
+        return await.join(grant(block, 0, block.size(), duration, access, true));
     }
 
     private CompletableFuture<Lease> grant(Block block, long offset, long length, Duration duration, Set<Access> access,

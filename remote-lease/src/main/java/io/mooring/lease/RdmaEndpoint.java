@@ -72,6 +72,8 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final int messageWindow;
     private final int maxSessions;
     private final CompletionQueue cq;
+    /** How the blocking forms of every session wait. */
+    final Await await;
     private final MessageReceives receives;
     private final Semaphore handshakes;
     private final int maxHandshakes;
@@ -111,6 +113,7 @@ public final class RdmaEndpoint implements AutoCloseable {
                     + device.maxSrqWr() + ": lower messageWindow");
         }
         this.cq = pd.context().createCompletionQueue(maxSessions * perSession);
+        this.await = new Await(cq);
         MessageReceives made = null;
         try {
             made = new MessageReceives(pd, arena, maxMessageSize, maxSessions * messageWindow);

@@ -281,7 +281,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next message, at most {@code timeout}. */
     public InboundMessage receive(Duration timeout) throws TimeoutException {
-        return Await.within(receiveAsync(), timeout);
+        return endpoint.await.within(receiveAsync(), timeout);
     }
 
     /**
@@ -290,7 +290,7 @@ public final class RdmaSession implements AutoCloseable {
      * @throws SessionLostException once the session has ended (the peer left, or this side closed it)
      */
     public InboundMessage receive() {
-        return Await.join(messages.receive());
+        return endpoint.await.join(messages.receive());
     }
 
     /**
@@ -303,7 +303,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next WRITE with immediate, at most {@code timeout}. */
     public int receiveWriteImm(Duration timeout) throws TimeoutException {
-        return Await.within(receiveWriteImmAsync(), timeout);
+        return endpoint.await.within(receiveWriteImmAsync(), timeout);
     }
 
     /** Posts a WRITE with immediate for {@link RemoteSegment}, spending a credit as a message does. */
@@ -338,7 +338,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Offers {@code [offset, offset + length)} of {@code block}, as {@link #offer(Block, Duration, Set)} does. */
     public Lease offer(Block block, long offset, long length, Duration duration, Set<Access> access) {
-        return Await.join(offerAsync(block, offset, length, duration, access));
+        return endpoint.await.join(offerAsync(block, offset, length, duration, access));
     }
 
     /**
@@ -371,7 +371,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next offer, at most {@code timeout}. */
     public RemoteSegment receiveOffer(Duration timeout) throws TimeoutException {
-        return Await.within(receiveOfferAsync(), timeout);
+        return endpoint.await.within(receiveOfferAsync(), timeout);
     }
 
     private void offered(Message.Offer o) {
@@ -408,7 +408,7 @@ public final class RdmaSession implements AutoCloseable {
      * @throws SessionLostException  if the session is gone
      */
     public RemoteSegment requestRemote(long size, Duration duration, Set<Access> access) {
-        return Await.join(requestRemoteAsync(size, duration, access));
+        return endpoint.await.join(requestRemoteAsync(size, duration, access));
     }
 
     /** {@link #requestRemote(long, Duration, Set)} without waiting: the future fails with the same exceptions. */
@@ -428,7 +428,7 @@ public final class RdmaSession implements AutoCloseable {
             throw new IllegalArgumentException("a lease needs a size above 0 and an alignment of at most "
                     + MAX_ALIGNMENT + ", the layout has " + layout.byteSize() + " and " + layout.byteAlignment());
         }
-        return Await.join(requestRemote(layout.byteSize(), Math.max(8, layout.byteAlignment()), duration, access));
+        return endpoint.await.join(requestRemote(layout.byteSize(), Math.max(8, layout.byteAlignment()), duration, access));
     }
 
     private CompletableFuture<RemoteSegment> requestRemote(long size, long alignment, Duration duration,
@@ -481,7 +481,7 @@ public final class RdmaSession implements AutoCloseable {
 
     private <T> T await(CompletableFuture<T> f, String what) {
         try {
-            return Await.within(f, endpoint.requestTimeout());
+            return endpoint.await.within(f, endpoint.requestTimeout());
         } catch (TimeoutException e) { // the send, cancelled by the wait, gives its credit on to the next
             throw new FlowControlException(what + " to " + peerAddress + " waited " + endpoint.requestTimeout()
                     + " for the peer's credit: the peer takes no messages");

@@ -99,7 +99,7 @@ public final class RemoteSegment implements AutoCloseable {
      * @throws LeaseRefusedException with the owner's reason
      */
     public void renew(Duration duration) {
-        Await.join(renewAsync(duration));
+        session.endpoint().await.join(renewAsync(duration));
     }
 
     /** {@link #renew} without waiting: the future fails with the same exceptions. */
@@ -124,7 +124,7 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** Writes all of {@code src} at {@code offset} and waits for the completion. */
     public void write(Block src, long offset) {
-        Await.join(writeAsync(src, offset));
+        session.endpoint().await.join(writeAsync(src, offset));
     }
 
     public CompletableFuture<WorkCompletion> writeAsync(Block src, long offset) {
@@ -146,12 +146,12 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** {@link #writeWithImmAsync} and waits for its completion. */
     public void writeWithImm(Block src, long offset, int immediate) {
-        Await.join(writeWithImmAsync(src, offset, immediate));
+        session.endpoint().await.join(writeWithImmAsync(src, offset, immediate));
     }
 
     /** Reads {@code dst.size()} bytes at {@code offset} into {@code dst} and waits. */
     public void read(Block dst, long offset) {
-        Await.join(readAsync(dst, offset));
+        session.endpoint().await.join(readAsync(dst, offset));
     }
 
     public CompletableFuture<WorkCompletion> readAsync(Block dst, long offset) {
@@ -166,7 +166,7 @@ public final class RemoteSegment implements AutoCloseable {
      * value found. {@code result} (at least 8 bytes, in memory the local NIC may write) receives it too.
      */
     public long compareAndSwap(Block result, long offset, long expected, long swap) {
-        Await.join(compareAndSwapAsync(result, offset, expected, swap));
+        session.endpoint().await.join(compareAndSwapAsync(result, offset, expected, swap));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
 
@@ -179,7 +179,7 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** Adds {@code add} to the 8 bytes at {@code offset}; returns the value before. */
     public long fetchAndAdd(Block result, long offset, long add) {
-        Await.join(fetchAndAddAsync(result, offset, add));
+        session.endpoint().await.join(fetchAndAddAsync(result, offset, add));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
 
@@ -255,7 +255,7 @@ public final class RemoteSegment implements AutoCloseable {
     /** Releases the lease and waits for the owner's acknowledgement (access is revoked then). Idempotent. */
     @Override
     public void close() {
-        Await.join(closeAsync());
+        session.endpoint().await.join(closeAsync());
     }
 
     /** {@link #close()} without waiting: completes when the owner acknowledged the release. */

@@ -1,7 +1,14 @@
 package io.mooring.verbs;
 
 import java.lang.System.Logger.Level;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 
 /**
@@ -10,11 +17,23 @@ import java.util.function.Consumer;
  * {@link Mode#EVENTS} mode it sleeps on the CQ's completion channel when idle; in {@link Mode#BUSY_POLL} it
  * spins for the lowest latency at the price of a core. It is a platform thread because it blocks in the
  * provider (a native read for {@code ibv}); callers may wait on its futures from platform or virtual threads.
+ *
+ * <p>In EVENTS mode a platform thread that waits for one of its futures ({@link #await}) polls the CQ itself while
+ * nobody else does (the leader/follower pattern): the completion it waits for then wakes the thread that needs it,
+ * not this one first and the caller after it — one thread wake-up per blocking call instead of two. While callers
+ * poll for themselves this thread stands aside, napping, and takes what arrives between their calls.
  */
 public final class CompletionDispatcher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(CompletionDispatcher.class.getName());
     private static final int BATCH = 32;
     private static final long IDLE_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+    /**
+     * How long this thread stands aside after a caller polled, and how often a polling caller looks up from the CQ
+     * (a future completed from elsewhere — a lost session, a cancellation — is seen that late at most).
+     */
+    private static final long LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** How long a caller polls for itself before it leaves the rest of a long wait to this thread. */
+    static final long CALLER_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(8);
     /** Bound on a dispatcher's thread for its whole run: asking costs other threads no thread-local entry. */
     private static final ScopedValue<CompletionDispatcher> DISPATCHING = ScopedValue.newInstance();
 
@@ -26,7 +45,17 @@ public final class CompletionDispatcher implements AutoCloseable {
     private final Consumer<WorkCompletion> handler;
     private final CompletionQueue.DispatcherSlot slot;
     private final Thread thread;
+    /** Held by whoever polls the CQ and delivers: this thread, or a caller waiting in {@link #await}. */
+    private final ReentrantLock poller = new ReentrantLock();
+    /** The batch a polling caller fills: guarded by {@link #poller}, so one serves every caller. */
+    private final WorkCompletion[] callerBatch = newBatch();
+    /** Callers parked in {@link #await} whose futures are not done: this thread must not stand aside. */
+    private final AtomicInteger waitingToBeServed = new AtomicInteger();
+    /** When a platform caller last waited or polled. */
+    private volatile long callerActive = System.nanoTime() - LINGER_NANOS;
     private volatile boolean running = true;
+    /** Whether this thread stands aside, parked for a linger: a parked caller wakes it. */
+    private volatile boolean napping;
 
     CompletionDispatcher(CompletionRouter router, Mode mode, Consumer<WorkCompletion> handler,
                          CompletionQueue.DispatcherSlot slot) {
@@ -46,11 +75,25 @@ public final class CompletionDispatcher implements AutoCloseable {
     }
 
     /**
-     * Whether the caller is a dispatcher's thread, where the handler and every callback chained on a future it
-     * completes run: code there must not wait for a completion, which only that thread would deliver.
+     * Whether the caller delivers completions — a dispatcher's thread, or a caller polling for itself in
+     * {@link #await} — where the handler and every callback chained on a future it completes run: code there must not
+     * wait for a completion, which only that thread would deliver.
      */
     public static boolean isDispatcherThread() {
         return DISPATCHING.isBound();
+    }
+
+    /**
+     * Refuses a wait where completions are delivered: it would wait for a completion only that thread can deliver — a
+     * deadlock until some timeout, for everything on the CQ.
+     *
+     * @throws WrongThreadException on such a thread
+     */
+    public static void checkMayWait() {
+        if (isDispatcherThread()) {
+            throw new WrongThreadException(Thread.currentThread().getName() + " delivers completions: a blocking call"
+                    + " here would wait for itself. Use the async form (and chain on its future) in callbacks");
+        }
     }
 
     private void run() {
@@ -58,12 +101,19 @@ public final class CompletionDispatcher implements AutoCloseable {
     }
 
     private void dispatch() {
-        WorkCompletion[] batch = new WorkCompletion[BATCH];
-        for (int i = 0; i < BATCH; i++) batch[i] = new WorkCompletion();
+        WorkCompletion[] batch = newBatch();
         try {
             while (running) {
-                int n = mode == Mode.BUSY_POLL ? router.poll(batch) : router.pollWaiting(batch, IDLE_WAIT_NANOS);
-                for (int i = 0; i < n; i++) deliver(batch[i].copy());
+                if (mode == Mode.EVENTS && standAside(batch)) continue;
+                int n;
+                poller.lockInterruptibly();
+                try {
+                    if (!running) break; // closed by a caller that delivered meanwhile
+                    n = mode == Mode.BUSY_POLL ? router.poll(batch) : router.pollWaiting(batch, IDLE_WAIT_NANOS, true);
+                    deliver(batch, n);
+                } finally {
+                    poller.unlock();
+                }
                 if (n == 0 && mode == Mode.BUSY_POLL) Thread.onSpinWait();
             }
         } catch (InterruptedException e) {
@@ -71,6 +121,84 @@ public final class CompletionDispatcher implements AutoCloseable {
         } catch (RuntimeException e) {
             LOG.log(Level.ERROR, "completion dispatcher of " + router.name + " stopped: polling failed", e);
         }
+    }
+
+    /**
+     * Naps instead of sleeping in the CQ while callers poll for themselves — one polls, or wanted to within the
+     * linger — and nobody waits to be served, then takes whatever arrived; false once this thread should poll again.
+     */
+    private boolean standAside(WorkCompletion[] batch) {
+        if (waitingToBeServed.get() > 0 || !poller.isLocked() && System.nanoTime() - callerActive > LINGER_NANOS) {
+            return false;
+        }
+        napping = true;
+        LockSupport.parkNanos(this, LINGER_NANOS);
+        napping = false;
+        if (poller.tryLock()) {
+            try {
+                if (running) deliver(batch, router.poll(batch));
+            } finally {
+                poller.unlock();
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Waits until {@code f} is done or {@code timeoutNanos} have passed. In EVENTS mode a platform thread polls the
+     * CQ itself for a while if nobody else does (see the class comment); the completions it takes for others are
+     * delivered on it, as on this dispatcher's thread, so {@link #isDispatcherThread()} is true meanwhile. A wait
+     * that outlasts {@link #CALLER_POLL_NANOS}, or finds the CQ polled by someone else, is served by whoever polls.
+     *
+     * @throws TimeoutException if {@code f} is not done in time
+     * @throws WrongThreadException where completions are delivered ({@link #checkMayWait()})
+     */
+    public void await(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException, TimeoutException {
+        if (f.isDone()) return;
+        checkMayWait();
+        long start = System.nanoTime();
+        if (mode == Mode.EVENTS && running && !Thread.currentThread().isVirtual()) {
+            callerActive = start; // even if the CQ is taken now: this thread stands aside after its delivery
+            if (poller.tryLock()) {
+                try {
+                    pollFor(f, start + Math.min(timeoutNanos, CALLER_POLL_NANOS));
+                } finally {
+                    callerActive = System.nanoTime();
+                    poller.unlock();
+                }
+                if (f.isDone()) return;
+            }
+        }
+        // Counted down by whoever completes f, as it does: from then on nobody needs to poll for this caller.
+        waitingToBeServed.incrementAndGet();
+        f.whenComplete((v, e) -> waitingToBeServed.decrementAndGet());
+        if (napping) LockSupport.unpark(thread);
+        try {
+            f.get(timeoutNanos - (System.nanoTime() - start), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException | CancellationException e) {
+            // done: the caller reads the outcome from f
+        }
+    }
+
+    /** Polls and delivers on the caller's thread until {@code f} is done, {@code until} or this dispatcher's end. */
+    private void pollFor(CompletableFuture<?> f, long until) throws InterruptedException {
+        ScopedValue.where(DISPATCHING, this).call(() -> {
+            long left;
+            while (!f.isDone() && running && (left = until - System.nanoTime()) > 0) {
+                deliver(callerBatch, router.pollWaiting(callerBatch, Math.min(left, LINGER_NANOS), true));
+            }
+            return null;
+        });
+    }
+
+    private static WorkCompletion[] newBatch() {
+        WorkCompletion[] batch = new WorkCompletion[BATCH];
+        for (int i = 0; i < BATCH; i++) batch[i] = new WorkCompletion();
+        return batch;
+    }
+
+    private void deliver(WorkCompletion[] batch, int n) {
+        for (int i = 0; i < n; i++) deliver(batch[i].copy());
     }
 
     private void deliver(WorkCompletion wc) {
@@ -81,16 +209,22 @@ public final class CompletionDispatcher implements AutoCloseable {
         }
     }
 
-    /** Stops the thread after the batch in hand; completions arriving later wait in the CQ. */
+    /**
+     * Stops the thread after the batch in hand, and callers from polling; completions arriving later wait in the CQ.
+     * Called while delivering (from a handler or callback) it returns at once: nothing polls after that delivery.
+     */
     @Override
     public void close() {
         running = false;
-        if (Thread.currentThread() != thread) {
+        LockSupport.unpark(thread);
+        if (Thread.currentThread() != thread && !poller.isHeldByCurrentThread()) {
             try {
                 thread.join();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+            poller.lock(); // a caller polling for itself sees running == false within a linger: let it leave
+            poller.unlock();
         }
         slot.running = null;
     }

@@ -3,6 +3,11 @@ package io.mooring.verbs;
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.CqOps;
 import java.time.Duration;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
 /**
@@ -84,6 +89,26 @@ public final class CompletionQueue extends VerbsObject {
         dispatcher.running = d;
         d.start();
         return d;
+    }
+
+    /**
+     * Waits until {@code f} — the future of a request on a QP of this CQ — is done, or {@code timeoutNanos} have
+     * passed. With a dispatcher in EVENTS mode a platform thread polls for its own completion while it waits
+     * ({@link CompletionDispatcher#await}); otherwise it parks until the completion is delivered.
+     *
+     * @throws TimeoutException if {@code f} is not done in time
+     */
+    public void await(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException, TimeoutException {
+        CompletionDispatcher d = dispatcher.running;
+        if (d != null) {
+            d.await(f, timeoutNanos);
+            return;
+        }
+        try {
+            f.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        } catch (ExecutionException | CancellationException e) {
+            // done: the caller reads the outcome from f
+        }
     }
 
     CompletionRouter router() {

@@ -20,6 +20,8 @@ final class CompletionRouter implements CompletionSink {
     private final ReentrantLock pollLock = new ReentrantLock();
     private final RequestSlots.Retired retired = new RequestSlots.Retired(); // guarded by pollLock
     private WorkCompletion[] target; // guarded by pollLock
+    /** Futures completed so far; read after its own poll by the thread that polled. Guarded by pollLock. */
+    private long futuresCompleted;
     /** The device reported an overrun (IBV_EVENT_CQ_ERR): completions were lost, so QPs on it take no more posts. */
     volatile boolean overrun;
     private int filled;
@@ -61,13 +63,23 @@ final class CompletionRouter implements CompletionSink {
      * So only the deadline ends the wait with 0.
      */
     int pollWaiting(WorkCompletion[] into, long timeoutNanos) throws InterruptedException {
+        return pollWaiting(into, timeoutNanos, false);
+    }
+
+    /**
+     * {@link #pollWaiting(WorkCompletion[], long)}, which with {@code anyProgress} also returns (0, if nothing else
+     * came) once a completion has completed a future: a dispatcher then looks whether a caller polls for itself, and
+     * a caller whether the future was its own.
+     */
+    int pollWaiting(WorkCompletion[] into, long timeoutNanos, boolean anyProgress) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutNanos;
+        long completed = futuresCompleted;
         while (true) {
             int n = poll(into);
-            if (n != 0) return n;
+            if (n != 0 || anyProgress && futuresCompleted != completed) return n;
             ops.requestNotify();
             n = poll(into);
-            if (n != 0) return n;
+            if (n != 0 || anyProgress && futuresCompleted != completed) return n;
             long left = deadline - System.nanoTime();
             if (left <= 0 || !ops.awaitEvent(left)) return 0;
         }
@@ -93,6 +105,7 @@ final class CompletionRouter implements CompletionSink {
         CompletableFuture<WorkCompletion> future = retired.future;
         retired.future = null;
         if (future != null) {
+            futuresCompleted++;
             var wc = new WorkCompletion();
             wc.set(retired.userWrId, st, op, vendorError, byteLength, immediate, flags, qpNumber);
             if (st == WcStatus.SUCCESS) future.complete(wc);

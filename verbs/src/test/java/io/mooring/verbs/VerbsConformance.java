@@ -672,6 +672,54 @@ abstract class VerbsConformance {
         assertThrows(IllegalStateException.class, () -> a.cq.poll(new WorkCompletion[1]));
     }
 
+    @Test
+    void aWaitingPlatformThreadPollsForItsOwnCompletions() throws Exception {
+        List<WorkCompletion> others = new CopyOnWriteArrayList<>();
+        var never = new CompletableFuture<WorkCompletion>();
+        var refusal = new CompletableFuture<Throwable>();
+        a.cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {
+            if (wc.wrId() == 79) { // where completions are delivered, a wait is refused
+                try {
+                    a.cq.await(never, 1_000_000);
+                    refusal.complete(null);
+                } catch (Throwable t) {
+                    refusal.complete(t);
+                }
+            }
+            others.add(wc);
+        });
+        MemoryRegion src = a.open(64, 0x31);
+        MemoryRegion dst = b.open(64, 0);
+        int rounds = 200;
+        int deliveredHere = 0;
+        for (int i = 0; i < rounds; i++) {
+            var write = a.qp.postAsync(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()));
+            // True only where this thread delivered it while polling; a future done before this line runs it here too,
+            // but not as a deliverer.
+            var here = write.thenApply(wc -> CompletionDispatcher.isDispatcherThread()
+                    && !Thread.currentThread().getName().startsWith("mooring-dispatcher"));
+            a.cq.await(write, Duration.ofSeconds(10).toNanos());
+            assertEquals(WcStatus.SUCCESS, write.join().status());
+            if (here.join()) deliveredHere++;
+        }
+        // Only calls that find the dispatcher asleep in the CQ (the first; any after a descheduling) take the hand-off.
+        assertTrue(deliveredHere > rounds / 2, deliveredHere + " of " + rounds + " completions woke their own waiter");
+        assertFalse(CompletionDispatcher.isDispatcherThread(), "delivering ends with the wait");
+
+        assertThrows(java.util.concurrent.TimeoutException.class, () -> a.cq.await(never, 5_000_000));
+
+        // What nobody waits for goes to the handler, also while the dispatcher stands aside for a waiter.
+        MemoryRegion in = b.open(64, 0);
+        b.qp.post(ReceiveRequest.into(in, 0, 64).wrId(77));
+        a.qp.post(WorkRequest.send(src, 0, 64).wrId(78));
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()).wrId(79));
+        Throwable refused = refusal.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertTrue(refused instanceof WrongThreadException && refused.getMessage().contains("delivers completions"),
+                String.valueOf(refused));
+        assertTrue(others.stream().anyMatch(wc -> wc.wrId() == 78 && wc.status() == WcStatus.SUCCESS), others::toString);
+        b.expect(WcStatus.SUCCESS);
+    }
+
     // ---- lifecycle -------------------------------------------------------------------------------------------
 
     @Test
