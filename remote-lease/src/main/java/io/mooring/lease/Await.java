@@ -5,16 +5,14 @@ import io.mooring.verbs.CompletionQueue;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
  * How the blocking forms wait for their async twins: through their completion queue, whose dispatcher lets a waiting
- * platform thread poll for its own completion (one wake-up, not two); they throw what the future fails with, unwrapped, and
- * refuse to wait where completions are delivered. Callbacks chained on the async forms run there; a wait there would
- * wait for a completion only that thread can deliver — a deadlock until some timeout, for every session of the
- * endpoint.
+ * platform thread poll for its own completion (one wake-up, not two); they throw what the future fails with,
+ * unwrapped. The queue refuses a wait where completions are delivered ({@link CompletionDispatcher#checkMayWait()}):
+ * callbacks chained on the async forms run there, and a wait there would wait for a completion only that thread can
+ * deliver — a deadlock until some timeout, for every session of the endpoint.
  */
 final class Await {
     private final CompletionQueue cq;
@@ -27,7 +25,6 @@ final class Await {
     /** Waits for {@code f} without a bound (its own timeouts end it); an interrupt is kept for later, as join does. */
     <T> T join(CompletableFuture<T> f) {
         if (!f.isDone()) {
-            checkMayWait();
             try {
                 cq.await(f, Long.MAX_VALUE);
             } catch (InterruptedException e) {
@@ -47,7 +44,6 @@ final class Await {
     /** Waits for {@code f} at most {@code timeout}; cancels it if the wait ends first. */
     <T> T within(CompletableFuture<T> f, Duration timeout) throws TimeoutException {
         if (!f.isDone()) {
-            checkMayWait();
             try {
                 cq.await(f, timeout.toNanos());
             } catch (InterruptedException e) {
@@ -65,10 +61,5 @@ final class Await {
             if (e.getCause() instanceof RuntimeException r) throw r;
             throw new IllegalStateException(e.getCause());
         }
-    }
-
-    /** Refuses a wait where completions are delivered (see the class comment). */
-    static void checkMayWait() {
-        CompletionDispatcher.checkMayWait();
     }
 }

@@ -1,6 +1,7 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
+import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
@@ -472,7 +473,7 @@ public final class LeaseManager implements AutoCloseable {
      * and its block comes back when they complete.
      */
     public void endAll(EndReason reason) {
-        Await.checkMayWait();
+        CompletionDispatcher.checkMayWait();
         List<CompletableFuture<Void>> ends = new ArrayList<>();
         for (Lease l : leases.values()) ends.add(end(l, reason));
         try {

@@ -373,7 +373,7 @@ public final class RdmaEndpoint implements AutoCloseable {
      */
     @Override
     public void close() {
-        Await.checkMayWait();
+        CompletionDispatcher.checkMayWait();
         if (closed) return;
         closed = true;
         health.cancel(false);

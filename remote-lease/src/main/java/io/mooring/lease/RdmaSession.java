@@ -3,6 +3,7 @@ package io.mooring.lease;
 import io.mooring.allocator.Block;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.Opcode;
@@ -819,7 +820,7 @@ public final class RdmaSession implements AutoCloseable {
     /** Revokes every lease granted to the peer, then tears the connection down. */
     @Override
     public void close() {
-        Await.checkMayWait();
+        CompletionDispatcher.checkMayWait();
         synchronized (this) {
             if (closing) return;
             closing = true;

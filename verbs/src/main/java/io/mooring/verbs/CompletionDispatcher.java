@@ -33,7 +33,7 @@ public final class CompletionDispatcher implements AutoCloseable {
      */
     private static final long LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     /** How long a caller polls for itself before it leaves the rest of a long wait to this thread. */
-    static final long CALLER_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(8);
+    private static final long CALLER_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(8);
     /** Bound on a dispatcher's thread for its whole run: asking costs other threads no thread-local entry. */
     private static final ScopedValue<CompletionDispatcher> DISPATCHING = ScopedValue.newInstance();
 
@@ -145,17 +145,12 @@ public final class CompletionDispatcher implements AutoCloseable {
     }
 
     /**
-     * Waits until {@code f} is done or {@code timeoutNanos} have passed. In EVENTS mode a platform thread polls the
-     * CQ itself for a while if nobody else does (see the class comment); the completions it takes for others are
-     * delivered on it, as on this dispatcher's thread, so {@link #isDispatcherThread()} is true meanwhile. A wait
-     * that outlasts {@link #CALLER_POLL_NANOS}, or finds the CQ polled by someone else, is served by whoever polls.
-     *
-     * @throws TimeoutException if {@code f} is not done in time
-     * @throws WrongThreadException where completions are delivered ({@link #checkMayWait()})
+     * {@link CompletionQueue#await}: in EVENTS mode a platform thread polls the CQ itself for a while if nobody else
+     * does (see the class comment); the completions it takes for others are delivered on it, as on this dispatcher's
+     * thread, so {@link #isDispatcherThread()} is true meanwhile. A wait that outlasts {@link #CALLER_POLL_NANOS}, or
+     * finds the CQ polled by someone else, is served by whoever polls.
      */
-    public void await(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException, TimeoutException {
-        if (f.isDone()) return;
-        checkMayWait();
+    void await(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException, TimeoutException {
         long start = System.nanoTime();
         if (mode == Mode.EVENTS && running && !Thread.currentThread().isVirtual()) {
             callerActive = start; // even if the CQ is taken now: this thread stands aside after its delivery
@@ -173,8 +168,13 @@ public final class CompletionDispatcher implements AutoCloseable {
         waitingToBeServed.incrementAndGet();
         f.whenComplete((v, e) -> waitingToBeServed.decrementAndGet());
         if (napping) LockSupport.unpark(thread);
+        parkUntilDone(f, timeoutNanos - (System.nanoTime() - start));
+    }
+
+    /** Parks until {@code f} is done (its outcome left in it) or {@code timeoutNanos} have passed. */
+    static void parkUntilDone(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException, TimeoutException {
         try {
-            f.get(timeoutNanos - (System.nanoTime() - start), TimeUnit.NANOSECONDS);
+            f.get(timeoutNanos, TimeUnit.NANOSECONDS);
         } catch (ExecutionException | CancellationException e) {
             // done: the caller reads the outcome from f
         }

@@ -3,10 +3,7 @@ package io.mooring.verbs;
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.CqOps;
 import java.time.Duration;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
@@ -97,17 +94,16 @@ public final class CompletionQueue extends VerbsObject {
      * ({@link CompletionDispatcher#await}); otherwise it parks until the completion is delivered.
      *
      * @throws TimeoutException if {@code f} is not done in time
+     * @throws WrongThreadException where completions are delivered ({@link CompletionDispatcher#checkMayWait()})
      */
     public void await(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException, TimeoutException {
+        if (f.isDone()) return;
+        CompletionDispatcher.checkMayWait();
         CompletionDispatcher d = dispatcher.running;
         if (d != null) {
             d.await(f, timeoutNanos);
-            return;
-        }
-        try {
-            f.get(timeoutNanos, TimeUnit.NANOSECONDS);
-        } catch (ExecutionException | CancellationException e) {
-            // done: the caller reads the outcome from f
+        } else {
+            CompletionDispatcher.parkUntilDone(f, timeoutNanos);
         }
     }
 
