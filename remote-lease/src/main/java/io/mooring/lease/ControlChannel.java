@@ -78,7 +78,7 @@ final class ControlChannel implements AutoCloseable {
                     return CompletableFuture.failedFuture(new IllegalStateException("the peer has left " + OUTBOX
                             + " control messages untaken"));
                 }
-                var sent = new CompletableFuture<WorkCompletion>();
+                CompletableFuture<WorkCompletion> sent = qp.sendCq().newFuture();
                 outbox.add(new Queued(m, sent));
                 return sent;
             }

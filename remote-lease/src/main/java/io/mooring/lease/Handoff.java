@@ -4,6 +4,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
 
 /**
  * Hands items from the side that makes them (a listener, a session's agent) to an application that may ask before
@@ -13,19 +14,25 @@ import java.util.concurrent.CompletableFuture;
 final class Handoff<T> {
     private final int capacity;
     private final String what;
+    private final Supplier<CompletableFuture<T>> futures;
     private final Runnable onTaken;
     private final ArrayDeque<T> items = new ArrayDeque<>();                      // guarded by this
     private final ArrayDeque<CompletableFuture<T>> takers = new ArrayDeque<>();  // guarded by this
     private RuntimeException closed;                                             // guarded by this
 
     Handoff(int capacity, String what) {
-        this(capacity, what, () -> { });
+        this(capacity, what, CompletableFuture::new, () -> { });
     }
 
-    /** @param onTaken runs once per item the application gets (message flow returns a credit for it) */
-    Handoff(int capacity, String what, Runnable onTaken) {
+    /**
+     * @param futures makes the future of a taker who asks before its item exists: a completion queue's, when items
+     *                come from its completions (a blocking wait on it then polls for itself)
+     * @param onTaken runs once per item the application gets (message flow returns a credit for it)
+     */
+    Handoff(int capacity, String what, Supplier<CompletableFuture<T>> futures, Runnable onTaken) {
         this.capacity = capacity;
         this.what = what;
+        this.futures = futures;
         this.onTaken = onTaken;
     }
 
@@ -64,7 +71,7 @@ final class Handoff<T> {
                 if (takers.size() >= capacity) {
                     throw new FlowControlException(capacity + " callers already wait for " + what);
                 }
-                var f = new CompletableFuture<T>();
+                CompletableFuture<T> f = futures.get();
                 takers.add(f);
                 return f;
             }

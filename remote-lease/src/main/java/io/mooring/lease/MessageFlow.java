@@ -49,8 +49,9 @@ final class MessageFlow {
         this.credits = peerWindow;
         // Never more than the window is queued (arrivals past the credits end the session); the rest bounds takers.
         int capacity = Math.max(MAX_WAITING, window);
-        this.messages = new Handoff<>(capacity, "a message", this::took);
-        this.notices = new Handoff<>(capacity, "a write with immediate", this::took);
+        var cq = session.endpoint().cq();
+        this.messages = new Handoff<>(capacity, "a message", cq::newFuture, this::took);
+        this.notices = new Handoff<>(capacity, "a write with immediate", cq::newFuture, this::took);
     }
 
     // ---- receiving -------------------------------------------------------------------------------------------
@@ -107,7 +108,7 @@ final class MessageFlow {
                 if (waitingForCredit.size() >= MAX_WAITING) {
                     throw new FlowControlException(MAX_WAITING + " messages already wait for credit from the peer");
                 }
-                var done = new CompletableFuture<WorkCompletion>();
+                CompletableFuture<WorkCompletion> done = session.endpoint().cq().newFuture();
                 waitingForCredit.add(new WaitingSend(done, post));
                 return done;
             }

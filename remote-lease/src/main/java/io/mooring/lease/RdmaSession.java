@@ -90,7 +90,7 @@ public final class RdmaSession implements AutoCloseable {
     private final int peerMessageSize;
     private final Map<Long, CompletableFuture<Message>> pending = new ConcurrentHashMap<>();
     private final Map<Long, RemoteSegment.State> remote = new ConcurrentHashMap<>();
-    private final Handoff<RemoteSegment> offers = new Handoff<>(OFFER_BACKLOG, "an offer");
+    private final Handoff<RemoteSegment> offers;
     private final AtomicLong requestIds = new AtomicLong();
     private final AtomicInteger malformed = new AtomicInteger();
     private final AtomicLong leakedSegments = new AtomicLong();
@@ -113,6 +113,7 @@ public final class RdmaSession implements AutoCloseable {
         this.peerListener = peerListener;
         this.peerAddress = socket.getRemoteSocketAddress();
         this.peer = peer;
+        this.offers = new Handoff<>(OFFER_BACKLOG, "an offer", endpoint.cq()::newFuture, () -> { });
         QueuePair madeControl = null;
         QueuePair madeData = null;
         Resource madeResource = null;
@@ -459,7 +460,7 @@ public final class RdmaSession implements AutoCloseable {
     /** Sends a control request; the future completes with its answer, or fails after the request timeout. */
     CompletableFuture<Message> call(Message request) {
         checkUsable();
-        var answer = new CompletableFuture<Message>();
+        CompletableFuture<Message> answer = endpoint.cq().newFuture();
         pending.put(request.requestId(), answer);
         channel.send(request).exceptionally(e -> {
             answer.completeExceptionally(new SessionLostException("sending " + request.getClass().getSimpleName()

@@ -12,6 +12,7 @@ import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.Access;
+import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
@@ -375,6 +376,41 @@ class RdmaSessionTest {
         try (InboundMessage m = requester.receive(Duration.ofSeconds(10))) {
             assertEquals(42, m.data().get(ValueLayout.JAVA_LONG, 0));
         }
+    }
+
+    /**
+     * The async forms' futures wait like the blocking forms: a platform thread in a plain {@code get} or {@code join}
+     * polls for its own completion (one wake-up), rather than parking until a dispatcher that stands aside for such
+     * callers comes round — as much as a millisecond late, which was most of a KV PUT's tail.
+     */
+    @Test
+    void aPlainGetOnAnAsyncFormPollsForItself() throws Exception {
+        echo(owner);
+        int rounds = 100;
+        int deliveredHere = 0;
+        try (Block ping = message("ping")) {
+            for (int i = 0; i < rounds; i++) {
+                var sent = requester.sendAsync(ping, (int) ping.size());
+                var answer = requester.receiveAsync();
+                var here = answer.thenApply(m -> CompletionDispatcher.isDispatcherThread()
+                        && !Thread.currentThread().getName().startsWith("mooring-dispatcher"));
+                try (InboundMessage m = answer.get()) {
+                    assertEquals("ping", text(m));
+                }
+                sent.join();
+                if (here.join()) deliveredHere++;
+            }
+        }
+        assertTrue(deliveredHere > rounds / 2, deliveredHere + " of " + rounds + " answers woke their own waiter");
+    }
+
+    /** Sends every message {@code session} receives back to its peer, on the dispatcher, until the session ends. */
+    private static void echo(RdmaSession session) {
+        session.receiveAsync()
+                .thenCompose(m -> session.sendAsync(m.block(), m.length()).whenComplete((wc, e) -> m.close()))
+                .whenComplete((wc, e) -> {
+                    if (e == null) echo(session);
+                });
     }
 
     /**

@@ -1,9 +1,7 @@
 package io.mooring.verbs;
 
 import java.lang.System.Logger.Level;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -171,12 +169,20 @@ public final class CompletionDispatcher implements AutoCloseable {
         parkUntilDone(f, timeoutNanos - (System.nanoTime() - start));
     }
 
-    /** Parks until {@code f} is done (its outcome left in it) or {@code timeoutNanos} have passed. */
+    /**
+     * Parks until {@code f} is done (its outcome left in it) or {@code timeoutNanos} have passed. Not through
+     * {@code f.get}: a {@link CompletionFuture}'s comes back here.
+     */
     static void parkUntilDone(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException, TimeoutException {
-        try {
-            f.get(timeoutNanos, TimeUnit.NANOSECONDS);
-        } catch (ExecutionException | CancellationException e) {
-            // done: the caller reads the outcome from f
+        if (f.isDone()) return;
+        Thread waiter = Thread.currentThread();
+        f.whenComplete((v, e) -> LockSupport.unpark(waiter));
+        long deadline = System.nanoTime() + timeoutNanos; // wraps for "no bound", and left below wraps back
+        while (!f.isDone()) {
+            if (Thread.interrupted()) throw new InterruptedException();
+            long left = deadline - System.nanoTime();
+            if (left <= 0) throw new TimeoutException("not done within " + timeoutNanos + " ns");
+            LockSupport.parkNanos(f, left);
         }
     }
 

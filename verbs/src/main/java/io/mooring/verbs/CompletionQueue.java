@@ -89,6 +89,16 @@ public final class CompletionQueue extends VerbsObject {
     }
 
     /**
+     * A future to be completed by work whose completions this queue takes (the {@code postAsync} of its QPs make
+     * theirs so). A blocking {@code get} or {@code join} on it, or on any stage derived from it, waits as
+     * {@link #await} does — a platform thread polls for its own completion — and throws {@link WrongThreadException}
+     * where completions are delivered, where a plain future's would wait for itself.
+     */
+    public <T> CompletableFuture<T> newFuture() {
+        return new CompletionFuture<>(this);
+    }
+
+    /**
      * Waits until {@code f} — the future of a request on a QP of this CQ — is done, or {@code timeoutNanos} have
      * passed. With a dispatcher in EVENTS mode a platform thread polls for its own completion while it waits
      * ({@link CompletionDispatcher#await}); otherwise it parks until the completion is delivered.

@@ -281,7 +281,7 @@ public final class QueuePair extends VerbsObject {
         if (!request.isSignaled()) {
             throw new IllegalArgumentException("postAsync needs a signaled request: an unsignaled one never completes");
         }
-        var future = new CompletableFuture<WorkCompletion>();
+        CompletableFuture<WorkCompletion> future = sendCq.newFuture();
         postSend(request, future);
         return future;
     }
@@ -297,7 +297,7 @@ public final class QueuePair extends VerbsObject {
 
     /** Posts a receive request and returns a future for its completion. */
     public CompletableFuture<WorkCompletion> postAsync(ReceiveRequest request) {
-        var future = new CompletableFuture<WorkCompletion>();
+        CompletableFuture<WorkCompletion> future = recvCq.newFuture();
         postReceive(request, future);
         return future;
     }

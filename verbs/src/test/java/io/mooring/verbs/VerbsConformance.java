@@ -688,20 +688,11 @@ abstract class VerbsConformance {
             }
             others.add(wc);
         });
-        MemoryRegion src = a.open(64, 0x31);
-        MemoryRegion dst = b.open(64, 0);
         int rounds = 200;
-        int deliveredHere = 0;
-        for (int i = 0; i < rounds; i++) {
-            var write = a.qp.postAsync(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()));
-            // True only where this thread delivered it while polling; a future done before this line runs it here too,
-            // but not as a deliverer.
-            var here = write.thenApply(wc -> CompletionDispatcher.isDispatcherThread()
-                    && !Thread.currentThread().getName().startsWith("mooring-dispatcher"));
+        int deliveredHere = writesDeliveredToTheirWaiter(rounds, (i, write) -> {
             a.cq.await(write, Duration.ofSeconds(10).toNanos());
-            assertEquals(WcStatus.SUCCESS, write.join().status());
-            if (here.join()) deliveredHere++;
-        }
+            return write.join();
+        });
         // Only calls that find the dispatcher asleep in the CQ (the first; any after a descheduling) take the hand-off.
         assertTrue(deliveredHere > rounds / 2, deliveredHere + " of " + rounds + " completions woke their own waiter");
         assertFalse(CompletionDispatcher.isDispatcherThread(), "delivering ends with the wait");
@@ -709,6 +700,8 @@ abstract class VerbsConformance {
         assertThrows(java.util.concurrent.TimeoutException.class, () -> a.cq.await(never, 5_000_000));
 
         // What nobody waits for goes to the handler, also while the dispatcher stands aside for a waiter.
+        MemoryRegion src = a.open(64, 0x31);
+        MemoryRegion dst = b.open(64, 0);
         MemoryRegion in = b.open(64, 0);
         b.qp.post(ReceiveRequest.into(in, 0, 64).wrId(77));
         a.qp.post(WorkRequest.send(src, 0, 64).wrId(78));
@@ -718,6 +711,64 @@ abstract class VerbsConformance {
                 String.valueOf(refused));
         assertTrue(others.stream().anyMatch(wc -> wc.wrId() == 78 && wc.status() == WcStatus.SUCCESS), others::toString);
         b.expect(WcStatus.SUCCESS);
+    }
+
+    /**
+     * A plain {@code get} or {@code join} on a posted request's future — or on a stage derived from it — waits as
+     * {@link CompletionQueue#await} does. Before, it parked until the dispatcher came round, which, standing aside
+     * for a caller that had just polled, could be a whole nap (1 ms) after the completion had arrived.
+     */
+    @Test
+    void aPlainGetOrJoinOnAPostedFuturePollsForItself() throws Exception {
+        var getInCallback = new CompletableFuture<Throwable>();
+        var pending = new CompletableFuture<CompletableFuture<WorkCompletion>>();
+        a.cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {
+            try {
+                pending.join().get();
+                getInCallback.complete(null);
+            } catch (Throwable t) {
+                getInCallback.complete(t);
+            }
+        });
+        int rounds = 200;
+        int deliveredHere = writesDeliveredToTheirWaiter(rounds, (i, write) -> switch (i % 4) {
+            case 0 -> write.get();
+            case 1 -> write.join();
+            case 2 -> write.get(10, java.util.concurrent.TimeUnit.SECONDS);
+            default -> write.thenApply(w -> w).join(); // a derived stage waits the same way
+        });
+        // Without the polling wait, the dispatcher delivers every one: 0 of 200.
+        assertTrue(deliveredHere > rounds / 2, deliveredHere + " of " + rounds + " plain waits polled for themselves");
+
+        // In a callback, a wait for a completion only that thread could deliver is refused, not a hang.
+        pending.complete(a.qp.postAsync(ReceiveRequest.into(a.open(64, 0), 0, 64))); // nothing is sent to it
+        MemoryRegion dst = b.open(64, 0);
+        a.qp.post(WorkRequest.write(a.open(64, 0x32), 0, 64).remote(dst.address(), dst.rkey()).wrId(80));
+        Throwable refused = getInCallback.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertTrue(refused instanceof WrongThreadException, String.valueOf(refused));
+    }
+
+    /** How a test waits, on this thread, for the WRITE of round {@code round}. */
+    private interface WriteWait {
+        WorkCompletion await(int round, CompletableFuture<WorkCompletion> write) throws Exception;
+    }
+
+    /**
+     * Posts {@code rounds} WRITEs one after the other, each waited for by {@code wait}, and counts those this thread
+     * delivered while it polled — not the dispatcher, and not a future merely done before its check was chained.
+     */
+    private int writesDeliveredToTheirWaiter(int rounds, WriteWait wait) throws Exception {
+        MemoryRegion src = a.open(64, 0x31);
+        MemoryRegion dst = b.open(64, 0);
+        int deliveredHere = 0;
+        for (int i = 0; i < rounds; i++) {
+            var write = a.qp.postAsync(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()));
+            var here = write.thenApply(wc -> CompletionDispatcher.isDispatcherThread()
+                    && !Thread.currentThread().getName().startsWith("mooring-dispatcher"));
+            assertEquals(WcStatus.SUCCESS, wait.await(i, write).status());
+            if (here.join()) deliveredHere++;
+        }
+        return deliveredHere;
     }
 
     // ---- lifecycle -------------------------------------------------------------------------------------------

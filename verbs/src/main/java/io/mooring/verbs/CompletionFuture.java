@@ -1,0 +1,57 @@
+package io.mooring.verbs;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * A future whose blocking waits — {@code get}, {@code join}, on it or on any stage derived from it — go through its
+ * completion queue's {@link CompletionQueue#await}: a platform thread polls for its own completion, as the library's
+ * blocking forms do, instead of parking until a dispatcher that stands aside for such callers comes round. Plain
+ * {@code future.get()} in an application is then as quick as the blocking form, and is refused, as they are, where
+ * completions are delivered.
+ */
+final class CompletionFuture<T> extends CompletableFuture<T> {
+    private final CompletionQueue cq;
+
+    CompletionFuture(CompletionQueue cq) {
+        this.cq = cq;
+    }
+
+    @Override
+    public <U> CompletableFuture<U> newIncompleteFuture() {
+        return new CompletionFuture<>(cq);
+    }
+
+    @Override
+    public T get() throws InterruptedException, ExecutionException {
+        awaitDone(Long.MAX_VALUE);
+        return super.get();
+    }
+
+    @Override
+    public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
+        if (!isDone()) cq.await(this, unit.toNanos(timeout));
+        return super.get();
+    }
+
+    @Override
+    public T join() {
+        try {
+            awaitDone(Long.MAX_VALUE);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // join is not interruptible: kept for later, as CompletableFuture does
+        }
+        return super.join();
+    }
+
+    private void awaitDone(long timeoutNanos) throws InterruptedException {
+        if (isDone()) return;
+        try {
+            cq.await(this, timeoutNanos);
+        } catch (TimeoutException e) {
+            throw new AssertionError("no bound, yet timed out", e);
+        }
+    }
+}
