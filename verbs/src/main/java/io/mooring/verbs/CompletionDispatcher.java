@@ -1,9 +1,12 @@
 package io.mooring.verbs;
 
 import java.lang.System.Logger.Level;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -162,27 +165,35 @@ public final class CompletionDispatcher implements AutoCloseable {
                 if (f.isDone()) return;
             }
         }
-        // Counted down by whoever completes f, as it does: from then on nobody needs to poll for this caller.
+        long left = timeoutNanos - (System.nanoTime() - start);
+        if (left <= 0) throw new TimeoutException("not done within " + timeoutNanos + " ns");
+        // Counted down once: by whoever completes f, as it does (from then on nobody needs to poll for this caller),
+        // or by this caller when it stops waiting first — a timed-out wait must not keep this thread from standing
+        // aside for good.
         waitingToBeServed.incrementAndGet();
-        f.whenComplete((v, e) -> waitingToBeServed.decrementAndGet());
+        var counted = new AtomicBoolean(true);
+        Runnable served = () -> {
+            if (counted.getAndSet(false)) waitingToBeServed.decrementAndGet();
+        };
+        f.whenComplete((v, e) -> served.run());
         if (napping) LockSupport.unpark(thread);
-        parkUntilDone(f, timeoutNanos - (System.nanoTime() - start));
+        try {
+            parkUntilDone(f, left);
+        } finally {
+            served.run();
+        }
     }
 
-    /**
-     * Parks until {@code f} is done (its outcome left in it) or {@code timeoutNanos} have passed. Not through
-     * {@code f.get}: a {@link CompletionFuture}'s comes back here.
-     */
+    /** Parks until {@code f} is done (its outcome left in it) or {@code timeoutNanos} have passed. */
     static void parkUntilDone(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException, TimeoutException {
-        if (f.isDone()) return;
-        Thread waiter = Thread.currentThread();
-        f.whenComplete((v, e) -> LockSupport.unpark(waiter));
-        long deadline = System.nanoTime() + timeoutNanos; // wraps for "no bound", and left below wraps back
-        while (!f.isDone()) {
-            if (Thread.interrupted()) throw new InterruptedException();
-            long left = deadline - System.nanoTime();
-            if (left <= 0) throw new TimeoutException("not done within " + timeoutNanos + " ns");
-            LockSupport.parkNanos(f, left);
+        try {
+            if (f instanceof CompletionFuture<?> cf) {
+                cf.parkUntilDone(timeoutNanos); // its own get would come back here
+            } else {
+                f.get(timeoutNanos, TimeUnit.NANOSECONDS);
+            }
+        } catch (ExecutionException | CancellationException e) {
+            // done: the caller reads the outcome from f
         }
     }
 

@@ -46,6 +46,11 @@ final class CompletionFuture<T> extends CompletableFuture<T> {
         return super.join();
     }
 
+    /** The plain parked wait, for {@link CompletionDispatcher#parkUntilDone} once polling is not for this caller. */
+    void parkUntilDone(long timeoutNanos) throws InterruptedException, ExecutionException, TimeoutException {
+        super.get(timeoutNanos, TimeUnit.NANOSECONDS);
+    }
+
     private void awaitDone(long timeoutNanos) throws InterruptedException {
         if (isDone()) return;
         try {

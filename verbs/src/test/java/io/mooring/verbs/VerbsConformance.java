@@ -748,6 +748,24 @@ abstract class VerbsConformance {
         assertTrue(refused instanceof WrongThreadException, String.valueOf(refused));
     }
 
+    /**
+     * A wait that times out stops counting as one the dispatcher must serve. Before, only the future's completion
+     * counted it down, so a timed-out wait on a future still pending kept the dispatcher in the CQ for good, and no
+     * caller polled for itself again.
+     */
+    @Test
+    void aTimedOutWaitLeavesCallersPollingForThemselves() throws Exception {
+        a.cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> { });
+        var pending = a.qp.postAsync(ReceiveRequest.into(a.open(64, 0), 0, 64)); // nothing is sent to it
+        // Long enough to outlast the caller's own polling (8 ms) and park as one waiting to be served.
+        assertThrows(java.util.concurrent.TimeoutException.class,
+                () -> pending.get(30, java.util.concurrent.TimeUnit.MILLISECONDS));
+        int rounds = 200;
+        int deliveredHere = writesDeliveredToTheirWaiter(rounds, (i, write) -> write.join());
+        assertTrue(deliveredHere > rounds / 2, deliveredHere + " of " + rounds + " waits polled for themselves");
+        assertFalse(pending.isDone());
+    }
+
     /** How a test waits, on this thread, for the WRITE of round {@code round}. */
     private interface WriteWait {
         WorkCompletion await(int round, CompletableFuture<WorkCompletion> write) throws Exception;
