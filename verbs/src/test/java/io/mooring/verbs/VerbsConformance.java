@@ -773,7 +773,9 @@ abstract class VerbsConformance {
         assertThrows(java.util.concurrent.TimeoutException.class,
                 () -> pending.get(30, java.util.concurrent.TimeUnit.MILLISECONDS));
         int after = IntStream.of(writesDeliveredToTheirWaiter(rounds, join)).sum();
-        assertTrue(after > 0 && after >= before / 2, after + " of " + rounds + " waits polled for themselves after "
+        // The bug leaves none at all; how many a working machine manages varies by round under rxe's emulation
+        // (181 before, 87 after in one CI run), so the bound is loose.
+        assertTrue(after > 0 && after >= before / 4, after + " of " + rounds + " waits polled for themselves after "
                 + "the timed-out one, " + before + " before it");
         assertFalse(pending.isDone());
     }
