@@ -27,7 +27,12 @@ import java.util.Arrays;
  * free the owner counted before it.
  */
 final class ThreadCache {
-    private static final VarHandle COUNTER = MethodHandles.arrayElementVarHandle(long[].class);
+    static final int MIN_SLOTS = 4;
+    static final int MAX_SLOTS = 64;
+    /** The largest class cached (jemalloc's {@code tcache_max}); larger blocks always go through the shard. */
+    static final long LARGE_MAX = 128 << 10;
+    /** Classes {@code 0 .. CLASSES - 1} are cached: every small one and the large ones up to {@link #LARGE_MAX}. */
+    static final int CLASSES = SizeClasses.indexOf(LARGE_MAX) + 1;
     private static final VarHandle RETIRED;
 
     static {
@@ -38,21 +43,58 @@ final class ThreadCache {
         }
     }
 
-    static final int MIN_SLOTS = 4;
-    static final int MAX_SLOTS = 64;
-    /** The largest class cached (jemalloc's {@code tcache_max}); larger blocks always go through the shard. */
-    static final long LARGE_MAX = 128 << 10;
-    /** Classes {@code 0 .. CLASSES - 1} are cached: every small one and the large ones up to {@link #LARGE_MAX}. */
-    static final int CLASSES = SizeClasses.indexOf(LARGE_MAX) + 1;
+    /**
+     * One class's stock, newest on top (Netty's {@code MemoryRegionCache}): an object per class, so that the fast
+     * path loads one array element to reach everything the class needs, not one per array of a class-indexed table.
+     */
+    private static final class Stack {
+        private static final VarHandle ALLOCATIONS;
+        private static final VarHandle FREES;
+
+        static {
+            try {
+                var lookup = MethodHandles.lookup();
+                ALLOCATIONS = lookup.findVarHandle(Stack.class, "allocations", long.class);
+                FREES = lookup.findVarHandle(Stack.class, "frees", long.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
+        final long[] addresses;
+        final Object[] homes; // a Slab (small class) or a Chunk (large class)
+        int count;
+        @SuppressWarnings("unused") // through ALLOCATIONS
+        private long allocations; // handed out from here (hits and misses)
+        @SuppressWarnings("unused") // through FREES
+        private long frees;       // freed into here
+
+        Stack(int slots) {
+            addresses = new long[slots];
+            homes = new Object[slots];
+        }
+
+        void countAllocation() {
+            ALLOCATIONS.setRelease(this, allocations + 1);
+        }
+
+        void countFree() {
+            FREES.setRelease(this, frees + 1);
+        }
+
+        long allocations() {
+            return (long) ALLOCATIONS.getAcquire(this);
+        }
+
+        long frees() {
+            return (long) FREES.getAcquire(this);
+        }
+    }
 
     final Shard shard;
     /** The largest request served here: the large classes up to {@link #LARGE_MAX}, below the huge threshold. */
     final long maxSize;
-    private final long[][] addresses = new long[CLASSES][];
-    private final Object[][] homes = new Object[CLASSES][]; // a Slab (small class) or a Chunk (large class)
-    private final int[] count = new int[CLASSES];
-    private final long[] allocations = new long[CLASSES]; // handed out from here (hits and misses)
-    private final long[] frees = new long[CLASSES];       // freed into here
+    private final Stack[] stacks = new Stack[CLASSES];
     private volatile long misses;                         // refills; written by the owner only
     @SuppressWarnings("unused") // through RETIRED
     private volatile boolean retired;
@@ -63,9 +105,7 @@ final class ThreadCache {
         this.maxSize = maxSize;
         for (int c = 0; c < CLASSES; c++) {
             long fit = maxBytesPerClass / SizeClasses.size(c);
-            int slots = isSmall(c) ? Math.clamp(fit, MIN_SLOTS, MAX_SLOTS) : Math.clamp(fit, 1, MAX_SLOTS);
-            addresses[c] = new long[slots];
-            homes[c] = new Object[slots];
+            stacks[c] = new Stack(isSmall(c) ? Math.clamp(fit, MIN_SLOTS, MAX_SLOTS) : Math.clamp(fit, 1, MAX_SLOTS));
         }
     }
 
@@ -78,20 +118,20 @@ final class ThreadCache {
      * small, to be inlined into {@code RdmaArena.allocate}.
      */
     Block allocate(Caller owner, int c, long size, Arena sharedScope) {
-        if (count[c] == 0) refill(c);
-        int top = --count[c];
-        Object home = homes[c][top];
+        Stack s = stacks[c];
+        if (s.count == 0) refill(c, s);
+        int top = --s.count;
         // The slot above the top is not cleared: no write barrier on the fast path. Until a free overwrites it, it
         // may keep a since-released slab's or chunk's Java object reachable (a few per class, never its memory).
-        COUNTER.setRelease(allocations, c, allocations[c] + 1);
-        return new Block(owner, home, addresses[c][top], size, sharedScope); // a small class's slab, a large's chunk
+        s.countAllocation();
+        return new Block(owner, s.homes[top], s.addresses[top], size, sharedScope);
     }
 
-    private void refill(int c) {
+    private void refill(int c, Stack s) {
         misses = misses + 1; // the owner is the only writer
-        count[c] = isSmall(c)
-                ? shard.bins[c].refill(shard, addresses[c], homes[c], addresses[c].length / 2 + 1)
-                : shard.refillRun(SizeClasses.largePages(c), addresses[c], homes[c]);
+        s.count = isSmall(c)
+                ? shard.bins[c].refill(shard, s.addresses, s.homes, s.addresses.length / 2 + 1)
+                : shard.refillRun(SizeClasses.largePages(c), s.addresses, s.homes);
     }
 
     /**
@@ -112,13 +152,14 @@ final class ThreadCache {
 
     /** Keeps a freed region of class {@code c}, flushing half of the stack when it is full. */
     private void push(int c, Object home, long address) {
-        if (count[c] == addresses[c].length) flush(c, (addresses[c].length + 1) / 2);
-        int top = count[c]++;
-        addresses[c][top] = address;
+        Stack s = stacks[c];
+        if (s.count == s.addresses.length) flush(c, (s.addresses.length + 1) / 2);
+        int top = s.count++;
+        s.addresses[top] = address;
         // Most of a class's regions share a slab, often the one the slot still holds: skipping that store skips G1's
         // post-write barrier too, whose StoreLoad fence (JDK 25) was a sixth of the 1024-live benchmark's samples.
-        if (homes[c][top] != home) homes[c][top] = home;
-        COUNTER.setRelease(frees, c, frees[c] + 1);
+        if (s.homes[top] != home) s.homes[top] = home;
+        s.countFree();
     }
 
     /**
@@ -126,8 +167,9 @@ final class ThreadCache {
      * comment): one locked step per run of regions of the same shard.
      */
     private void flush(int c, int n) {
-        long[] a = addresses[c];
-        Object[] h = homes[c];
+        Stack s = stacks[c];
+        long[] a = s.addresses;
+        Object[] h = s.homes;
         for (int from = 0, to; from < n; from = to) {
             Shard home = shardOf(h[from]);
             to = from + 1;
@@ -135,11 +177,11 @@ final class ThreadCache {
             if (isSmall(c)) home.bins[c].flush(home, a, h, from, to);
             else home.flushRuns(SizeClasses.largePages(c), a, h, from, to);
         }
-        int left = count[c] - n;
-        System.arraycopy(addresses[c], n, addresses[c], 0, left);
-        System.arraycopy(homes[c], n, homes[c], 0, left);
-        Arrays.fill(homes[c], left, count[c], null);
-        count[c] = left;
+        int left = s.count - n;
+        System.arraycopy(a, n, a, 0, left);
+        System.arraycopy(h, n, h, 0, left);
+        Arrays.fill(h, left, s.count, null);
+        s.count = left;
     }
 
     private static Shard shardOf(Object home) {
@@ -148,7 +190,7 @@ final class ThreadCache {
 
     /** Flushes every cached region (on the arena's flush epoch, on retirement, or after the owner ended). */
     void flushAll() {
-        for (int c = 0; c < count.length; c++) if (count[c] > 0) flush(c, count[c]);
+        for (int c = 0; c < CLASSES; c++) if (stacks[c].count > 0) flush(c, stacks[c].count);
     }
 
     /** Flushes a last time, exactly once whoever calls: after this the cache never serves again. */
@@ -162,12 +204,12 @@ final class ThreadCache {
 
     /** Allocations of class {@code c} served here so far. */
     long allocations(int c) {
-        return (long) COUNTER.getAcquire(allocations, c);
+        return stacks[c].allocations();
     }
 
     /** Frees of class {@code c} taken back here so far. */
     long frees(int c) {
-        return (long) COUNTER.getAcquire(frees, c);
+        return stacks[c].frees();
     }
 
     /** Allocations that had to refill first; every other allocation was a hit. */
@@ -178,7 +220,7 @@ final class ThreadCache {
     /** Regions and page runs held here now. */
     long cached() {
         long n = 0;
-        for (int k : count) n += k;
+        for (Stack s : stacks) n += s.count;
         return n;
     }
 
@@ -186,7 +228,7 @@ final class ThreadCache {
     long cachedLargeBytes() {
         long bytes = 0;
         for (int c = SizeClasses.SMALL_CLASSES; c < CLASSES; c++) {
-            bytes += (long) count[c] * SizeClasses.largePages(c) << SizeClasses.LOG2_PAGE;
+            bytes += (long) stacks[c].count * SizeClasses.largePages(c) << SizeClasses.LOG2_PAGE;
         }
         return bytes;
     }
