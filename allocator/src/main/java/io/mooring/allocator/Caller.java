@@ -5,8 +5,8 @@ import java.lang.invoke.VarHandle;
 
 /**
  * What an arena keeps per calling thread (found through {@link ThreadBinding}): its arena, the shard it was
- * assigned, its thread cache (a platform thread's) or its shard's {@link Magazine} (a virtual thread's; neither when
- * caching is off), and its mt-free list.
+ * assigned, its thread cache (a platform thread's, or a busy virtual thread's once promoted) or its shard's
+ * {@link Magazine} (a virtual thread's until then; neither when caching is off), and its mt-free list.
  *
  * <p>The mt-free list holds the blocks this thread allocated that other threads closed without a hand-off (after one,
  * the closer frees them itself) — mimalloc's thread-free list. Only the owner frees a block without an atomic
@@ -72,8 +72,11 @@ abstract class CallerOwnerFields {
     final RdmaArena arena;
     final Thread thread;
     final Shard shard;
-    final ThreadCache cache;
-    final Magazine magazine; // a virtual thread's shared cache (then cache is null)
+    // Written by the owner alone, and by it only once for a virtual thread (its promotion, see ThreadBinding); other
+    // threads reach the cache only through ThreadBinding.ownersWithCache, which the promotion adds it to after.
+    ThreadCache cache;
+    Magazine magazine; // a virtual thread's shared cache until it is promoted (then cache is null)
+    int magazineAllocations; // the owner's allocations from its magazine, counted towards its promotion
 
     CallerOwnerFields(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache, Magazine magazine) {
         this.arena = arena;

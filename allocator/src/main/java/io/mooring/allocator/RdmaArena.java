@@ -124,7 +124,11 @@ public final class RdmaArena implements AutoCloseable {
                     return cache.allocate(caller, SizeClasses.indexOf(size), size, null);
                 }
             } finally {
-                if (magazine != null) magazine.letGo();
+                if (magazine != null) {
+                    magazine.letGo();
+                    int n = ++caller.magazineAllocations;
+                    if ((n & (ThreadBinding.PROMOTE_AFTER - 1)) == 0) threads.promote(caller);
+                }
             }
         }
         return allocate(caller, size, alignment, false);
@@ -185,8 +189,8 @@ public final class RdmaArena implements AutoCloseable {
 
     /**
      * Asks every thread to flush its cache (free its cached regions into the shard) at its next call into the arena,
-     * and does it now for the virtual threads' magazines and the calling thread (collecting the blocks other threads closed for it, too). Caches of
-     * threads that never call again are flushed when those threads end.
+     * and does it now for the virtual threads' magazines and the calling thread (collecting the blocks other threads
+     * closed for it, too). Caches of threads that never call again are flushed when those threads end.
      */
     public void flushThreadCaches() {
         threads.requestFlush();

@@ -26,7 +26,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li><b>Caches.</b> Shards are assigned round-robin. A platform thread gets a {@link ThreadCache}, registered
  *       (see {@link #ownersWithCache()}) so that it is flushed when the thread ends or the arena closes. A virtual
  *       thread shares its shard's {@link Magazine} — a cache each would be unbounded in total — and leaves nothing
- *       behind when it ends: its Caller is reachable only from its ThreadLocal and its live blocks.</li>
+ *       behind when it ends: its Caller is reachable only from its ThreadLocal and its live blocks. A busy one —
+ *       {@value #PROMOTE_AFTER} allocations from its magazine — is {@linkplain #promote promoted} to a cache of its
+ *       own, as a platform thread's, which spares it the magazine's CAS per call: at most two per carrier at once
+ *       ({@link #maxPromoted}), each flushed by the collector's first pass after its thread ended, which frees its
+ *       place for the next (a long-lived handler keeps one; a thread per request never reaches one).</li>
  *   <li><b>Flushes.</b> {@link #requestFlush()} bumps an epoch that owners honour at their next call
  *       ({@link #current}); {@link #retireCaches()} (the arena's close) makes every cache flush once more and never
  *       serve again.</li>
@@ -38,6 +42,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class ThreadBinding {
     /** Platform threads found by thread id before falling back to the ThreadLocal (a power of two). */
     static final int SLOTS = 64;
+    /** A virtual thread's allocations from its magazine before it asks for a cache of its own (a power of two). */
+    static final int PROMOTE_AFTER = 4096;
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Caller[].class);
     private static final VarHandle EPOCH;
 
@@ -61,6 +67,11 @@ final class ThreadBinding {
     private final Set<Caller> ownersWithCache = ConcurrentHashMap.newKeySet();
     /** One per shard, same index: the virtual threads' caches. Empty when caching is off. */
     private final Magazine[] magazines;
+    /** Virtual threads with a cache of their own, ended ones included until the collector flushes them. */
+    private final AtomicInteger promoted = new AtomicInteger();
+    /** How many may have one at once: two per carrier thread. */
+    private final int maxPromoted = 2 * Integer.getInteger("jdk.virtualThreadScheduler.parallelism",
+            Runtime.getRuntime().availableProcessors());
     /** What the caches of ended threads counted. Guarded by the collector's lock (see {@link MtFreeCollector}). */
     private final CacheCounters endedCaches = new CacheCounters();
     @SuppressWarnings("unused") // through EPOCH, and read as a volatile
@@ -129,11 +140,35 @@ final class ThreadBinding {
                 : new ThreadCache(shard, cacheBytesPerClass, cacheMaxSize);
         Magazine magazine = t.isVirtual() && magazines.length > 0 ? magazines[s] : null;
         var caller = new Caller(arena, t, shard, cache, magazine);
-        if (cache != null) {
-            cache.epoch = e;
-            ownersWithCache.add(caller);
-        }
+        if (cache != null) register(caller, cache, e);
         return caller;
+    }
+
+    private void register(Caller c, ThreadCache cache, int epoch) {
+        cache.epoch = epoch;
+        ownersWithCache.add(c);
+    }
+
+    /**
+     * Gives the calling virtual thread, busy on its magazine, a cache of its own if fewer than {@link #maxPromoted}
+     * have one; else asks for a collector pass, which frees the places of ended ones (it asks again after as many
+     * allocations more). Its blocks from the magazine are freed into the new cache like any other.
+     */
+    void promote(Caller c) {
+        int e = epoch; // before the retired flag, as in newCaller
+        if (retired || c.magazine == null) return;
+        int n;
+        do {
+            n = promoted.get();
+            if (n >= maxPromoted) {
+                arena.collector.schedule();
+                return;
+            }
+        } while (!promoted.compareAndSet(n, n + 1));
+        var cache = new ThreadCache(c.shard, cacheBytesPerClass, cacheMaxSize);
+        c.cache = cache; // before the magazine goes: the owner's fast path reads the magazine first
+        c.magazine = null;
+        register(c, cache, e);
     }
 
     /** Empties the slots of threads that have ended, for other threads to take. */
@@ -200,6 +235,11 @@ final class ThreadBinding {
         return cache;
     }
 
+    /** How many virtual threads may have a cache of their own at once. */
+    int maxPromoted() {
+        return maxPromoted;
+    }
+
     /** The threads with a cache that have not been found ended yet. */
     Set<Caller> ownersWithCache() {
         return ownersWithCache;
@@ -207,9 +247,10 @@ final class ThreadBinding {
 
     /** Flushes the cache of an owner that has ended (its writes are visible), keeping what it counted. */
     void flushEndedOwnersCache(Caller c) {
-        ownersWithCache.remove(c);
+        if (!ownersWithCache.remove(c)) return;
         endedCaches.add(c.cache);
         c.cache.retire();
+        if (c.thread.isVirtual()) promoted.decrementAndGet(); // its place is free for another busy virtual thread
     }
 
     // ---- stats (under the collector's lock) ------------------------------------------------------------------

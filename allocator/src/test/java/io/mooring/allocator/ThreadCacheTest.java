@@ -233,6 +233,102 @@ class ThreadCacheTest {
         }
     }
 
+    /**
+     * A virtual thread busy on its magazine gets a cache of its own, and the blocks it allocated from the magazine
+     * before close into that cache like any other; once it has ended, a collector pass flushes the cache and nothing of
+     * the thread is kept.
+     */
+    @Test
+    void aBusyVirtualThreadIsPromotedToACacheOfItsOwn() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            var promoted = new AtomicReference<Boolean>();
+            var fromMagazine = new ArrayList<MemorySegment>();
+            var release = new java.util.concurrent.CountDownLatch(1);
+            Thread busy = Thread.ofVirtual().start(() -> {
+                List<Block> early = new ArrayList<>();
+                for (int i = 0; i < 8; i++) early.add(arena.allocate(64)); // from the magazine
+                for (int i = 0; i < ThreadBinding.PROMOTE_AFTER; i++) arena.allocate(64).close();
+                Caller me = arena.threads.existingCaller();
+                promoted.set(me.magazine == null && me.cache != null);
+                for (Block b : early) {
+                    fromMagazine.add(b.segment());
+                    b.close();
+                }
+                try (Block b = arena.allocate(128)) {
+                    b.segment().fill((byte) 7);
+                }
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            ArenaFixture.awaitTrue(() -> promoted.get() != null, "the busy thread's allocations done");
+            assertTrue(promoted.get(), "promoted after " + ThreadBinding.PROMOTE_AFTER + " magazine allocations");
+            assertEquals(1, arena.threadStates(), "its cache registered, to be flushed when it ends");
+            for (MemorySegment s : fromMagazine) assertThrows(RuntimeException.class, () -> s.get(JAVA_LONG, 0));
+            release.countDown();
+            busy.join();
+            assertEquals(0, arena.stats().liveBlocks());
+            arena.purge(); // a collector pass: flushes the ended thread's cache
+            assertEquals(0, arena.threadStates(), "nothing kept for the ended thread");
+            arena.flushThreadCaches(); // and the magazines
+            ArenaStats s = arena.stats();
+            assertEquals(0, s.cachedRegions(), s::toString);
+            assertEquals(s.classes().get(SizeClasses.indexOf(64)).allocations(),
+                    s.classes().get(SizeClasses.indexOf(64)).frees());
+        }
+    }
+
+    /**
+     * At most {@code maxPromoted} virtual threads hold a cache of their own at once; an ended one's place goes to the
+     * next busy thread after a collector pass, which the thread that found no place asked for.
+     */
+    @Test
+    void promotedVirtualThreadsAreBoundedAndTheirPlacesReused() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            int max = arena.threads.maxPromoted();
+            var release = new java.util.concurrent.CountDownLatch(1);
+            var busyDone = new java.util.concurrent.CountDownLatch(max + 2);
+            var promotedCount = new java.util.concurrent.atomic.AtomicInteger();
+            List<Thread> busy = new ArrayList<>();
+            for (int t = 0; t < max + 2; t++) {
+                busy.add(Thread.ofVirtual().start(() -> {
+                    Caller me;
+                    do { // until promoted or refused: allocations that found the magazine held do not count
+                        arena.allocate(64).close();
+                        me = arena.threads.existingCaller();
+                    } while (me.cache == null && me.magazineAllocations < ThreadBinding.PROMOTE_AFTER);
+                    if (me.cache != null) promotedCount.incrementAndGet();
+                    busyDone.countDown();
+                    try {
+                        release.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }));
+            }
+            busyDone.await();
+            assertEquals(max, promotedCount.get(), "promoted while " + (max + 2) + " busy threads were alive");
+            assertEquals(max, arena.threadStates());
+            release.countDown();
+            for (Thread t : busy) t.join();
+            var late = new AtomicReference<Boolean>();
+            Thread.ofVirtual().start(() -> { // its first asks find every place taken by an ended thread
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                while (arena.threads.existingCaller() == null || arena.threads.existingCaller().cache == null) {
+                    if (System.nanoTime() > deadline) break;
+                    arena.allocate(64).close();
+                }
+                late.set(arena.threads.existingCaller().cache != null);
+            }).join();
+            assertTrue(late.get(), "a later busy thread took an ended one's place");
+            arena.purge();
+            assertEquals(0, arena.threadStates(), "every ended thread's cache flushed");
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
     @Test
     void cachesCanBeTurnedOff() {
         try (RdmaArena arena = fx.arena().threadCache(0).build()) {
