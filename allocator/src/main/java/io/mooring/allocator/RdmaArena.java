@@ -120,7 +120,7 @@ public final class RdmaArena implements AutoCloseable {
                 && !caller.hasMtFrees() && (magazine == null || magazine.tryHold())) {
             try {
                 if (cache.epoch == threads.epoch()) {
-                    resource.checkOpen();
+                    resource.checkOpen(); // not implied by the epoch: closing the graph unmaps chunks without close()
                     return cache.allocate(caller, SizeClasses.indexOf(size), size, null);
                 }
             } finally {

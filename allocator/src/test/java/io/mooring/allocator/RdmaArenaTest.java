@@ -37,6 +37,18 @@ class RdmaArenaTest {
         fx.close();
     }
 
+    /**
+     * Closing the graph tears the arena down without its close(): its chunks are unmapped, and the fast path, whose
+     * cache still holds their regions, must refuse to serve them (the arena's check, not a SIGSEGV on the write).
+     */
+    @Test
+    void anArenaTornDownWithItsGraphServesNothingFromTheCache() {
+        RdmaArena arena = fx.arena().build();
+        arena.allocate(64).close(); // the cache now holds regions of the chunk
+        fx.graph.close();
+        assertThrows(ResourceClosedException.class, () -> arena.allocate(64));
+    }
+
     @Test
     void blocksHaveTheirSizeAlignmentAndKeysAndNeverOverlap() {
         try (RdmaArena arena = fx.arena().build()) {
