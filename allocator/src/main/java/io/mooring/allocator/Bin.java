@@ -70,20 +70,21 @@ final class Bin {
 
     /**
      * Moves regions into a thread cache's empty arrays (from index 0) and returns how many (at least one): the depot's
-     * batches that fit, else up to {@code n} from the slabs. A new slab is cut only for the first: memory is not grown
-     * just to fill a cache.
+     * batches that fit in {@code room}, else half of it and one more from the slabs. A new slab is cut only for the
+     * first: memory is not grown just to fill a cache.
      */
-    int refill(Shard shard, long[] addresses, Object[] owners, int n) {
+    int refill(Shard shard, long[] addresses, Object[] owners, int room) {
         lock.lock();
         try {
             int taken = 0;
-            while (depotBatches > 0 && taken + depotCounts[depotBatches - 1] <= addresses.length) {
+            while (depotBatches > 0 && taken + depotCounts[depotBatches - 1] <= room) {
                 int d = --depotBatches;
                 System.arraycopy(depotAddresses[d], 0, addresses, taken, depotCounts[d]);
                 System.arraycopy(depotSlabs[d], 0, owners, taken, depotCounts[d]);
                 taken += depotCounts[d];
             }
             if (taken > 0) return taken;
+            int n = room / 2 + 1;
             for (int i = 0; i < n; i++) {
                 Slab s = head;
                 if (s == null) {

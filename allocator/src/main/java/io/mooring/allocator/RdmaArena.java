@@ -369,8 +369,10 @@ public final class RdmaArena implements AutoCloseable {
         }
 
         /**
-         * Bytes per small class a platform thread may keep cached (between 4 and 64 regions per class;
-         * default 32 KiB); 0 turns thread caches off.
+         * Bytes per class a platform thread keeps cached to start with (between 4 and 64 regions per small class;
+         * default 32 KiB); a class the thread only allocates or only frees — one side of a hand-off — grows to 4
+         * times that, at most 64 regions, until the next {@link RdmaArena#flushThreadCaches()}. 0 turns thread
+         * caches off.
          */
         public Builder threadCache(long bytesPerClass) {
             if (bytesPerClass < 0) throw new IllegalArgumentException("thread cache bytes must be >= 0, was " + bytesPerClass);

@@ -10,9 +10,11 @@ import java.util.Arrays;
  * (jemalloc's tcache): small regions (whose home is their {@link Slab}) and page runs of the large classes up
  * to {@value #LARGE_MAX} bytes (whose home is their {@link Chunk}).
  *
- * <p>Bounded per class: at most {@code maxBytes / size} entries, between {@value #MIN_SLOTS} and
- * {@value #MAX_SLOTS} for small classes and at least one for large ones. A miss refills half of a small class's
- * slots from the shard's bin in one locked step (one page run for a large class); a full stack flushes half back
+ * <p>Bounded per class: {@code bytesPerClass / size} entries to start with, between {@value #MIN_SLOTS} and
+ * {@value #MAX_SLOTS} for small classes and at least one for large ones, growing up to {@value #GROWTH} times that
+ * (at most {@value #MAX_SLOTS}) for a class the thread only allocates or only frees ({@link #refill}). A miss refills
+ * half of a small class's slots from the shard's bin in one locked step (one page run for a large class); a full
+ * stack flushes half back
  * the same way — each region to its own shard's bin or chunk: a thread that closes blocks handed off to it keeps
  * their regions here whoever allocated them (jemalloc's tcache does the same), so that is its way back.
  *
@@ -29,6 +31,8 @@ import java.util.Arrays;
 final class ThreadCache {
     static final int MIN_SLOTS = 4;
     static final int MAX_SLOTS = 64;
+    /** How many times its base a class's stack may grow to (at most {@link #MAX_SLOTS}); see {@link #refill}. */
+    static final int GROWTH = 4;
     /** The largest class cached (jemalloc's {@code tcache_max}); larger blocks always go through the shard. */
     static final long LARGE_MAX = 128 << 10;
     /** Classes {@code 0 .. CLASSES - 1} are cached: every small one and the large ones up to {@link #LARGE_MAX}. */
@@ -61,17 +65,28 @@ final class ThreadCache {
             }
         }
 
-        final long[] addresses;
-        final Object[] homes; // a Slab (small class) or a Chunk (large class)
+        final long[] addresses; // as long as the stack may grow
+        final Object[] homes;   // a Slab (small class) or a Chunk (large class)
+        final int base;         // the slots the stack starts with, and returns to at every flushAll
+        int limit;              // the slots in use: base, doubled as it runs one way (see ThreadCache#refill)
         int count;
+        boolean lastMissWasRefill; // of the stack's last miss: a refill (empty) or a flush (full)
         @SuppressWarnings("unused") // through ALLOCATIONS
         private long allocations; // handed out from here (hits and misses)
         @SuppressWarnings("unused") // through FREES
         private long frees;       // freed into here
 
-        Stack(int slots) {
-            addresses = new long[slots];
-            homes = new Object[slots];
+        Stack(int base, int max) {
+            this.base = base;
+            this.limit = base;
+            addresses = new long[max];
+            homes = new Object[max];
+        }
+
+        /** A second refill, or flush, in a row: a thread that only allocates, or only frees, this class. */
+        void missed(boolean refill) {
+            if (lastMissWasRefill == refill) limit = Math.min(2 * limit, addresses.length);
+            lastMissWasRefill = refill;
         }
 
         void countAllocation() {
@@ -100,12 +115,13 @@ final class ThreadCache {
     private volatile boolean retired;
     int epoch; // the arena's flush epoch this cache last honoured
 
-    ThreadCache(Shard shard, long maxBytesPerClass, long maxSize) {
+    ThreadCache(Shard shard, long bytesPerClass, long maxSize) {
         this.shard = shard;
         this.maxSize = maxSize;
         for (int c = 0; c < CLASSES; c++) {
-            long fit = maxBytesPerClass / SizeClasses.size(c);
-            stacks[c] = new Stack(isSmall(c) ? Math.clamp(fit, MIN_SLOTS, MAX_SLOTS) : Math.clamp(fit, 1, MAX_SLOTS));
+            long fit = bytesPerClass / SizeClasses.size(c);
+            int base = isSmall(c) ? Math.clamp(fit, MIN_SLOTS, MAX_SLOTS) : Math.clamp(fit, 1, MAX_SLOTS);
+            stacks[c] = new Stack(base, Math.min(GROWTH * base, MAX_SLOTS));
         }
     }
 
@@ -127,10 +143,17 @@ final class ThreadCache {
         return new Block(owner, s.homes[top], s.addresses[top], size, sharedScope);
     }
 
+    /**
+     * Refills an empty stack. A stack that misses the same way twice in a row — refills with no flush between, or
+     * flushes with no refill — doubles its slots, up to {@value #GROWTH} times its base: one side of a hand-off (the
+     * producer only allocates, the consumer only frees) then moves regions through the bin in batches that many times
+     * larger, a lock per batch. Every {@link #flushAll} takes the stack back to its base.
+     */
     private void refill(int c, Stack s) {
         misses = misses + 1; // the owner is the only writer
+        s.missed(true);
         s.count = isSmall(c)
-                ? shard.bins[c].refill(shard, s.addresses, s.homes, s.addresses.length / 2 + 1)
+                ? shard.bins[c].refill(shard, s.addresses, s.homes, s.limit)
                 : shard.refillRun(SizeClasses.largePages(c), s.addresses, s.homes);
     }
 
@@ -153,7 +176,10 @@ final class ThreadCache {
     /** Keeps a freed region of class {@code c}, flushing half of the stack when it is full. */
     private void push(int c, Object home, long address) {
         Stack s = stacks[c];
-        if (s.count == s.addresses.length) flush(c, (s.addresses.length + 1) / 2);
+        if (s.count == s.limit) {
+            s.missed(false);
+            flush(c, (s.count + 1) / 2);
+        }
         int top = s.count++;
         s.addresses[top] = address;
         // Most of a class's regions share a slab, often the one the slot still holds: skipping that store skips G1's
@@ -190,7 +216,11 @@ final class ThreadCache {
 
     /** Flushes every cached region (on the arena's flush epoch, on retirement, or after the owner ended). */
     void flushAll() {
-        for (int c = 0; c < CLASSES; c++) if (stacks[c].count > 0) flush(c, stacks[c].count);
+        for (int c = 0; c < CLASSES; c++) {
+            Stack s = stacks[c];
+            if (s.count > 0) flush(c, s.count);
+            s.limit = s.base;
+        }
     }
 
     /** Flushes a last time, exactly once whoever calls: after this the cache never serves again. */
@@ -215,6 +245,11 @@ final class ThreadCache {
     /** Allocations that had to refill first; every other allocation was a hit. */
     long misses() {
         return misses;
+    }
+
+    /** The slots class {@code c}'s stack uses now: its base, or more after it grew. */
+    int slots(int c) {
+        return stacks[c].limit;
     }
 
     /** Regions and page runs held here now. */

@@ -84,6 +84,30 @@ class ThreadCacheTest {
     }
 
     /**
+     * A class the thread only allocates, then only frees, grows its stack to {@code GROWTH} times its base (so that
+     * its flushes, and refills from the depot, move that many times more regions per lock), and no further; a flush
+     * takes it back.
+     */
+    @Test
+    void aClassUsedOneWayGrowsItsStackBoundedAndAFlushShrinksIt() {
+        try (RdmaArena arena = fx.arena().build()) {
+            int c = SizeClasses.indexOf(4096);
+            List<Block> blocks = new ArrayList<>();
+            blocks.add(arena.allocate(4096));
+            ThreadCache cache = arena.threads.existingCaller().cache;
+            int base = cache.slots(c);
+            assertEquals(8, base, "32 KiB of 4 KiB regions");
+            for (int i = 1; i < 1000; i++) blocks.add(arena.allocate(4096));
+            assertEquals(ThreadCache.GROWTH * base, cache.slots(c), "grown while only allocating, to its bound");
+            blocks.forEach(Block::close);
+            assertTrue(arena.stats().cachedRegions() <= ThreadCache.GROWTH * base, arena.stats()::toString);
+            arena.flushThreadCaches();
+            assertEquals(base, cache.slots(c), "back to its base");
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    /**
      * What a consumer's cache flushes goes whole to the producer's next refill, newest first — not region by region
      * through the slabs, which would hand out the lowest addresses first.
      */
