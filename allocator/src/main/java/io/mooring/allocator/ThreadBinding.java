@@ -156,7 +156,7 @@ final class ThreadBinding {
      */
     void promote(Caller c) {
         int e = epoch; // before the retired flag, as in newCaller
-        if (retired || c.magazine == null) return;
+        if (retired) return;
         int n;
         do {
             n = promoted.get();

@@ -12,7 +12,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -267,7 +269,7 @@ class ThreadCacheTest {
         try (RdmaArena arena = fx.arena().build()) {
             var promoted = new AtomicReference<Boolean>();
             var fromMagazine = new ArrayList<MemorySegment>();
-            var release = new java.util.concurrent.CountDownLatch(1);
+            var release = new CountDownLatch(1);
             Thread busy = Thread.ofVirtual().start(() -> {
                 List<Block> early = new ArrayList<>();
                 for (int i = 0; i < 8; i++) early.add(arena.allocate(64)); // from the magazine
@@ -281,11 +283,7 @@ class ThreadCacheTest {
                 try (Block b = arena.allocate(128)) {
                     b.segment().fill((byte) 7);
                 }
-                try {
-                    release.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
+                stayAliveUntil(release);
             });
             ArenaFixture.awaitTrue(() -> promoted.get() != null, "the busy thread's allocations done");
             assertTrue(promoted.get(), "promoted after " + ThreadBinding.PROMOTE_AFTER + " magazine allocations");
@@ -312,9 +310,9 @@ class ThreadCacheTest {
     void promotedVirtualThreadsAreBoundedAndTheirPlacesReused() throws Exception {
         try (RdmaArena arena = fx.arena().build()) {
             int max = arena.threads.maxPromoted();
-            var release = new java.util.concurrent.CountDownLatch(1);
-            var busyDone = new java.util.concurrent.CountDownLatch(max + 2);
-            var promotedCount = new java.util.concurrent.atomic.AtomicInteger();
+            var release = new CountDownLatch(1);
+            var busyDone = new CountDownLatch(max + 2);
+            var promotedCount = new AtomicInteger();
             List<Thread> busy = new ArrayList<>();
             for (int t = 0; t < max + 2; t++) {
                 busy.add(Thread.ofVirtual().start(() -> {
@@ -325,11 +323,7 @@ class ThreadCacheTest {
                     } while (me.cache == null && me.magazineAllocations < ThreadBinding.PROMOTE_AFTER);
                     if (me.cache != null) promotedCount.incrementAndGet();
                     busyDone.countDown();
-                    try {
-                        release.await();
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
+                    stayAliveUntil(release);
                 }));
             }
             busyDone.await();
@@ -350,6 +344,15 @@ class ThreadCacheTest {
             arena.purge();
             assertEquals(0, arena.threadStates(), "every ended thread's cache flushed");
             assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    /** Keeps a busy test thread alive (and its cache registered) until the test lets it end. */
+    private static void stayAliveUntil(CountDownLatch release) {
+        try {
+            release.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
