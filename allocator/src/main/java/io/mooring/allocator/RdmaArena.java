@@ -194,14 +194,17 @@ public final class RdmaArena implements AutoCloseable {
      */
     public void flushThreadCaches() {
         threads.requestFlush();
-        threads.flushMagazines();
+        threads.honourMagazines();
         catchUpCallingThread();
         collector.collectAndRetry();
     }
 
     // ---- purging ---------------------------------------------------------------------------------------------
 
-    /** Releases every wholly free chunk beyond the retained amount now, whatever the decay time. */
+    /**
+     * Releases every wholly free chunk beyond the retained amount now, whatever the decay time, and asks thread caches
+     * to trim — give back the classes they left idle since the previous purge — at their owners' next calls.
+     */
     public void purge() {
         purge(false);
     }
@@ -211,6 +214,8 @@ public final class RdmaArena implements AutoCloseable {
     }
 
     private synchronized void purge(boolean expiredOnly) {
+        threads.requestTrim(); // thread caches give back their idle classes at their owners' next calls
+        threads.honourMagazines();
         collector.collectAndRetry();
         chunks.purge(shards, expiredOnly);
     }
@@ -354,7 +359,10 @@ public final class RdmaArena implements AutoCloseable {
             return this;
         }
 
-        /** How long a wholly free chunk stays registered before it is purged (default 10 s). */
+        /**
+         * How long a wholly free chunk stays registered before it is purged (default 10 s). Purges run every half
+         * decay, and trim the thread caches too (see {@link #threadCache}).
+         */
         public Builder decay(Duration d) {
             if (d.isNegative()) throw new IllegalArgumentException("decay must not be negative, was " + d);
             this.decay = d;
@@ -371,8 +379,9 @@ public final class RdmaArena implements AutoCloseable {
         /**
          * Bytes per class a platform thread keeps cached to start with (between 4 and 64 regions per small class;
          * default 32 KiB); a class the thread only allocates or only frees — one side of a hand-off — grows to 4
-         * times that, at most 64 regions, until the next {@link RdmaArena#flushThreadCaches()}. 0 turns thread
-         * caches off.
+         * times that, at most 64 regions. Each purge halves it again at the thread's next call, and gives back whole
+         * a class left idle since the previous purge (jemalloc's tcache GC): a thread keeps what it uses. 0 turns
+         * thread caches off.
          */
         public Builder threadCache(long bytesPerClass) {
             if (bytesPerClass < 0) throw new IllegalArgumentException("thread cache bytes must be >= 0, was " + bytesPerClass);

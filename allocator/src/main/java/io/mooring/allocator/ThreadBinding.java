@@ -31,9 +31,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       own, as a platform thread's, which spares it the magazine's CAS per call: at most two per carrier at once
  *       ({@link #maxPromoted}), each flushed by the collector's first pass after its thread ended, which frees its
  *       place for the next (a long-lived handler keeps one; a thread per request never reaches one).</li>
- *   <li><b>Flushes.</b> {@link #requestFlush()} bumps an epoch that owners honour at their next call
- *       ({@link #current}); {@link #retireCaches()} (the arena's close) makes every cache flush once more and never
- *       serve again.</li>
+ *   <li><b>Flushes and trims.</b> {@link #requestFlush()} and {@link #requestTrim()} bump an epoch that owners
+ *       honour at their next call ({@link #current}): a flush empties the cache, a trim gives back what it has not
+ *       needed lately ({@link ThreadCache#trim}); {@link #retireCaches()} (the arena's close) makes every cache
+ *       flush once more and never serve again. The magazines, whose users are many and brief, honour them at
+ *       once ({@link #honourMagazines}).</li>
  *   <li><b>Frees.</b> {@link #freeLocal} is the owner's free, into its cache; {@link #free} frees into the calling
  *       thread's cache whoever allocated the block (jemalloc's way), else into the block's shard;
  *       {@link #freeToShard} is the collector's.</li>
@@ -76,6 +78,8 @@ final class ThreadBinding {
     private final CacheCounters endedCaches = new CacheCounters();
     @SuppressWarnings("unused") // through EPOCH, and read as a volatile
     private volatile int epoch;
+    /** The flushes requested so far: an epoch bump is a flush if this changed with it, else a trim. */
+    private volatile int flushes;
     private volatile boolean retired;
 
     ThreadBinding(RdmaArena arena, Shard[] shards, long cacheBytesPerClass, long cacheMaxSize) {
@@ -146,6 +150,7 @@ final class ThreadBinding {
 
     private void register(Caller c, ThreadCache cache, int epoch) {
         cache.epoch = epoch;
+        cache.flushes = flushes;
         ownersWithCache.add(c);
     }
 
@@ -187,7 +192,13 @@ final class ThreadBinding {
     }
 
     /** Asks every cache to flush at its owner's next call. */
-    void requestFlush() {
+    synchronized void requestFlush() {
+        flushes++; // before the epoch: an owner that sees the new epoch sees this too
+        EPOCH.getAndAdd(this, 1);
+    }
+
+    /** Asks every cache to trim at its owner's next call (the decay purges do, see {@link ThreadCache#trim}). */
+    synchronized void requestTrim() {
         EPOCH.getAndAdd(this, 1);
     }
 
@@ -202,11 +213,14 @@ final class ThreadBinding {
         }
     }
 
-    /** Flushes the magazines now (their users are many and brief: nobody to wait for, as for a thread's cache). */
-    void flushMagazines() {
+    /**
+     * Makes the magazines honour the flush or trim just requested now: their users are many and brief, nobody to wait
+     * for as for a thread's cache.
+     */
+    void honourMagazines() {
         for (Magazine m : magazines) {
             m.hold();
-            if (current(m.cache) != null) m.cache.flushAll();
+            current(m.cache);
             m.letGo();
         }
     }
@@ -216,9 +230,9 @@ final class ThreadBinding {
     }
 
     /**
-     * The calling owner's cache, after honouring a flush requested since its last use; null once caches are retired:
-     * the cache is then flushed a last time by whoever retires it first (here, or the collector) and its epoch is
-     * left stale, so that the fast paths never touch it again.
+     * The calling owner's cache, after honouring a flush or trim requested since its last use; null once caches are
+     * retired: the cache is then flushed a last time by whoever retires it first (here, or the collector) and its
+     * epoch is left stale, so that the fast paths never touch it again.
      */
     ThreadCache current(ThreadCache cache) {
         if (cache != null) {
@@ -228,7 +242,13 @@ final class ThreadBinding {
                     cache.retire();
                     return null;
                 }
-                cache.flushAll();
+                int f = flushes; // after the epoch: at least as new as the requests that epoch announces
+                if (cache.flushes != f) {
+                    cache.flushAll();
+                    cache.flushes = f;
+                } else {
+                    cache.trim();
+                }
                 cache.epoch = e;
             }
         }

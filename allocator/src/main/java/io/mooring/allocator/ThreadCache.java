@@ -12,7 +12,8 @@ import java.util.Arrays;
  *
  * <p>Bounded per class: {@code bytesPerClass / size} entries to start with, between {@value #MIN_SLOTS} and
  * {@value #MAX_SLOTS} for small classes and at least one for large ones, growing up to {@value #GROWTH} times that
- * (at most {@value #MAX_SLOTS}) for a class the thread only allocates or only frees ({@link #refill}). A miss refills
+ * (at most {@value #MAX_SLOTS}) for a class the thread only allocates or only frees ({@link #refill}), and shrinking
+ * back as the decay purges {@linkplain #trim() trim} it. A miss refills
  * half of a small class's slots from the shard's bin in one locked step (one page run for a large class); a full
  * stack flushes half back the same way — each region to its own shard's bin or chunk: a thread that closes blocks
  * handed off to it keeps their regions here whoever allocated them (jemalloc's tcache does the same), so that is
@@ -75,6 +76,7 @@ final class ThreadCache {
         private long allocations; // handed out from here (hits and misses)
         @SuppressWarnings("unused") // through FREES
         private long frees;       // freed into here
+        long usedAtTrim;          // allocations + frees at the last trim: none since means the class lies idle
 
         Stack(int base, int max) {
             this.base = base;
@@ -104,6 +106,14 @@ final class ThreadCache {
         long frees() {
             return (long) FREES.getAcquire(this);
         }
+
+        /** Allocations and frees since the last trim (0: the class lay idle), counting anew from here. */
+        long useSinceLastTrim() {
+            long used = allocations() + frees();
+            long since = used - usedAtTrim;
+            usedAtTrim = used;
+            return since;
+        }
     }
 
     final Shard shard;
@@ -113,7 +123,8 @@ final class ThreadCache {
     private volatile long misses;                         // refills; written by the owner only
     @SuppressWarnings("unused") // through RETIRED
     private volatile boolean retired;
-    int epoch; // the arena's flush epoch this cache last honoured
+    int epoch;   // the arena's epoch this cache last honoured (see ThreadBinding#current)
+    int flushes; // the arena's flush requests this cache has honoured
 
     ThreadCache(Shard shard, long bytesPerClass, long maxSize) {
         this.shard = shard;
@@ -147,7 +158,7 @@ final class ThreadCache {
      * Refills an empty stack. A stack that misses the same way twice in a row — refills with no flush between, or
      * flushes with no refill — doubles its slots, up to {@value #GROWTH} times its base: one side of a hand-off (the
      * producer only allocates, the consumer only frees) then moves regions through the bin in batches that many times
-     * larger, a lock per batch. Every {@link #flushAll} takes the stack back to its base.
+     * larger, a lock per batch. Every {@link #flushAll} takes the stack back to its base, every {@link #trim} halfway.
      */
     private void refill(int c, Stack s) {
         misses = misses + 1; // the owner is the only writer
@@ -220,6 +231,23 @@ final class ThreadCache {
             Stack s = stacks[c];
             if (s.count > 0) flush(c, s.count);
             s.limit = s.base;
+        }
+    }
+
+    /**
+     * Gives back what the owner has not needed since the last trim (jemalloc's tcache GC, here on the decay purges'
+     * schedule): a class neither allocated nor freed since is flushed whole and goes back to its base; one in use that
+     * grew halves towards its base (it grows again if it still runs one way), flushing its oldest regions that no
+     * longer fit. Without it a thread that moved on from a class would keep its regions — and their chunks — for
+     * good.
+     */
+    void trim() {
+        for (int c = 0; c < CLASSES; c++) {
+            Stack s = stacks[c];
+            boolean idle = s.useSinceLastTrim() == 0;
+            s.limit = idle ? s.base : Math.max(s.base, s.limit / 2);
+            int excess = idle ? s.count : s.count - s.limit;
+            if (excess > 0) flush(c, excess);
         }
     }
 

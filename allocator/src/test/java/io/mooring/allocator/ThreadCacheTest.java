@@ -110,6 +110,58 @@ class ThreadCacheTest {
     }
 
     /**
+     * Each purge trims the caches at their owners' next calls: a class used since the previous trim halves its grown
+     * stack, one left idle is given back whole — so a thread that moved on to other sizes keeps none of the old.
+     */
+    @Test
+    void aPurgeHalvesAGrownClassThenGivesItBackOnceIdle() {
+        try (RdmaArena arena = fx.arena().decay(java.time.Duration.ofHours(1)).build()) { // only the purges here
+            int c = SizeClasses.indexOf(4096);
+            List<Block> blocks = new ArrayList<>();
+            for (int i = 0; i < 1000; i++) blocks.add(arena.allocate(4096));
+            blocks.forEach(Block::close);
+            ThreadCache cache = arena.threads.existingCaller().cache;
+            int base = 8;
+            assertEquals(ThreadCache.GROWTH * base, cache.slots(c));
+            long held = arena.stats().cachedRegions(); // of this class alone
+            assertTrue(held > 2 * base, "more than half of its grown stack after the frees: " + held);
+            arena.allocate(64).close(); // from now on the thread uses only 64 B
+            long small = arena.stats().cachedRegions() - held;
+
+            arena.purge();
+            assertEquals(held + small, arena.stats().cachedRegions(), "a trim waits for the owner's next call");
+            arena.allocate(64).close();
+            assertEquals(2 * base, cache.slots(c), "used since the last trim: halved");
+            assertEquals(2 * base + small, arena.stats().cachedRegions(), "the oldest beyond its new bound flushed");
+
+            arena.purge();
+            arena.allocate(64).close();
+            assertEquals(base, cache.slots(c), "idle since the last trim: back at its base");
+            assertEquals(small, arena.stats().cachedRegions(), "and given back whole; the class in use keeps its own");
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    /** The virtual threads' magazines are trimmed by the purge itself: their users are many, and need not come back. */
+    @Test
+    void aPurgeTrimsTheMagazinesAtOnce() throws Exception {
+        try (RdmaArena arena = fx.arena().decay(java.time.Duration.ofHours(1)).build()) {
+            Thread.ofVirtual().start(() -> {
+                List<Block> blocks = new ArrayList<>();
+                for (int i = 0; i < 100; i++) blocks.add(arena.allocate(4096));
+                blocks.forEach(Block::close);
+            }).join();
+            long held = arena.stats().cachedRegions();
+            int base = 8;
+            assertTrue(held > 2 * base, "the magazine's 4 KiB stack grew: " + held);
+            arena.purge();
+            assertEquals(2 * base, arena.stats().cachedRegions(), "used since the last trim: halved");
+            arena.purge();
+            assertEquals(0, arena.stats().cachedRegions(), "idle since the last purge");
+        }
+    }
+
+    /**
      * What a consumer's cache flushes goes whole to the producer's next refill, newest first — not region by region
      * through the slabs, which would hand out the lowest addresses first.
      */

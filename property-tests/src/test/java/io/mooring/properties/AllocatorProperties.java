@@ -28,7 +28,7 @@ import org.quicktheories.core.Gen;
 import org.quicktheories.generators.Generate;
 
 /**
- * Random allocate / close / double-close programs over random sizes and alignments on 1–4 platform or virtual
+ * Random allocate / close / double-close / purge programs over random sizes and alignments on 1–4 platform or virtual
  * threads (these share their shards' magazines; busy ones are first warmed up so that the program runs across their
  * promotion to a cache of their own), against a checked or unchecked arena on the soft provider. While
  * running: no two live blocks overlap, every block lies inside its registered region and carries its lkey,
@@ -41,7 +41,8 @@ class AllocatorProperties {
             131_073, 300_000};
     private static final long[] ALIGNMENTS = {1, 8, 64, 4096, 65536};
 
-    enum Op { ALLOCATE, CLOSE, DOUBLE_CLOSE }
+    /** PURGE also asks every thread cache to trim at its owner's next call, and trims the magazines at once. */
+    enum Op { ALLOCATE, CLOSE, DOUBLE_CLOSE, PURGE }
 
     /**
      * Which threads run the program. A busy virtual thread first makes {@value #WARM_UP} allocations of 64 B, a few
@@ -55,7 +56,8 @@ class AllocatorProperties {
     record Step(int thread, Op op, int a, int b) {}
 
     private static Gen<Step> steps() {
-        return Generate.range(0, 3).zip(Generate.pick(List.of(Op.ALLOCATE, Op.ALLOCATE, Op.CLOSE, Op.DOUBLE_CLOSE)),
+        var ops = List.of(Op.ALLOCATE, Op.ALLOCATE, Op.CLOSE, Op.DOUBLE_CLOSE, Op.PURGE);
+        return Generate.range(0, 3).zip(Generate.pick(ops),
                 Generate.range(0, 1000), Generate.range(0, 1000), Step::new);
     }
 
@@ -138,6 +140,7 @@ class AllocatorProperties {
                     close(b);
                     assertThrows(IllegalStateException.class, b::close, "second close of " + b);
                 }
+                case PURGE -> arena.purge();
             }
         }
 
