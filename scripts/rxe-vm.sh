@@ -8,7 +8,8 @@
 # kernel (unpacked into a cache, never installed) over the host's own root filesystem, shared read-only
 # with a tmpfs overlay, so the host's JDK, rdma-core and tools run unchanged inside. The project directory
 # (git top level of the current directory, else the current directory) and ~/.m2 are shared read-write at
-# the same paths; COMMAND runs in the current directory with the caller's environment plus MOORING_RXE=1.
+# the same paths; COMMAND runs in the current directory with the caller's environment plus MOORING_RXE=1 and
+# MOORING_RXE_ACCEL (the accelerator: tcg,thread=single, tcg or kvm).
 # The VM has no network: build and resolve dependencies on the host first (inside, use `mvn -o`).
 # It runs under TCG (KVM only where kvm_intel/kvm_amd is loaded), vCPUs in turn unless --mttcg: see the
 # comment at the accelerator choice below for why that is the safe default for Java.
@@ -288,7 +289,7 @@ write_control_share() {
       [[ $name =~ $ENV_DENY || ! -v $name ]] && continue
       printf 'export %s=%q\n' "$name" "${!name}"
     done < <(compgen -e)
-    printf 'export MOORING_RXE=1\n'
+    printf 'export MOORING_RXE=1 MOORING_RXE_ACCEL=%q\n' "$accel_name"
     printf 'cd -- %q || exit 125\n' "$cwd"
     printf 'exec'
     printf ' %q' "${command_argv[@]}"
@@ -408,8 +409,8 @@ main() {
   trap cleanup EXIT
   trap 'msg "interrupted"; exit 130' INT
   trap 'msg "terminated"; exit 143' TERM
-  write_control_share
   build_qemu_command
+  write_control_share
   run_vm
   if ((verbose)); then sed 's/^/rxe-vm console: /' "$run/console.log" >&2 || true; fi
 

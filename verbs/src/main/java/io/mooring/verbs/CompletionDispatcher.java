@@ -153,7 +153,8 @@ public final class CompletionDispatcher implements AutoCloseable {
      */
     void await(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException, TimeoutException {
         long start = System.nanoTime();
-        if (mode == Mode.EVENTS && running && !Thread.currentThread().isVirtual()) {
+        boolean mayPoll = mode == Mode.EVENTS && !Thread.currentThread().isVirtual();
+        if (mayPoll && running) {
             callerActive = start; // even if the CQ is taken now: this thread stands aside after its delivery
             if (poller.tryLock()) {
                 try {
@@ -169,11 +170,16 @@ public final class CompletionDispatcher implements AutoCloseable {
         if (left <= 0) throw new TimeoutException("not done within " + timeoutNanos + " ns");
         // Counted down once: by whoever completes f, as it does (from then on nobody needs to poll for this caller),
         // or by this caller when it stops waiting first — a timed-out wait must not keep this thread from standing
-        // aside for good.
+        // aside for good. A platform caller counts as active from then on: a blocking caller served here is likely
+        // to wait again at once, and must find this thread standing aside, not asleep in the CQ — else, where
+        // serving takes longer than the linger, every later wait would be served here too.
         waitingToBeServed.incrementAndGet();
         var counted = new AtomicBoolean(true);
         Runnable served = () -> {
-            if (counted.getAndSet(false)) waitingToBeServed.decrementAndGet();
+            if (counted.getAndSet(false)) {
+                if (mayPoll) callerActive = System.nanoTime();
+                waitingToBeServed.decrementAndGet();
+            }
         };
         f.whenComplete((v, e) -> served.run());
         if (napping) LockSupport.unpark(thread);
