@@ -76,7 +76,7 @@ abstract class CallerOwnerFields {
     // threads reach the cache only through ThreadBinding.ownersWithCache, which the promotion adds it to after.
     ThreadCache cache;
     Magazine magazine; // a virtual thread's shared cache until it is promoted (then cache is null)
-    int magazineAllocations; // the owner's allocations from its magazine, counted towards its promotion
+    int magazineAllocations; // the owner's allocations while it has a magazine, counted towards its promotion
 
     CallerOwnerFields(RdmaArena arena, Thread thread, Shard shard, ThreadCache cache, Magazine magazine) {
         this.arena = arena;

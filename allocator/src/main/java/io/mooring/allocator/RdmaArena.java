@@ -126,8 +126,7 @@ public final class RdmaArena implements AutoCloseable {
             } finally {
                 if (magazine != null) {
                     magazine.letGo();
-                    int n = ++caller.magazineAllocations;
-                    if ((n & (ThreadBinding.PROMOTE_AFTER - 1)) == 0) threads.promote(caller);
+                    threads.countTowardsPromotion(caller);
                 }
             }
         }
@@ -153,12 +152,17 @@ public final class RdmaArena implements AutoCloseable {
         resource.checkOpen();
         if (caller.hasMtFrees()) collector.collectOwn(caller);
         Arena scope = shared ? Arena.ofShared() : null; // a confined one comes with segment()
+        Block b;
         try {
-            return caller.shard.allocate(caller, size, alignment, scope);
+            b = caller.shard.allocate(caller, size, alignment, scope);
         } catch (RuntimeException | Error e) {
             if (scope != null) scope.close();
             throw e;
         }
+        // A virtual thread whose magazine others hold is busy too: it needs a cache of its own the most. (One that
+        // found a flush requested counted on the fast path already: once more per flush or purge is no harm.)
+        if (caller.magazine != null) threads.countTowardsPromotion(caller);
+        return b;
     }
 
     private void checkRequest(long size, long alignment) {

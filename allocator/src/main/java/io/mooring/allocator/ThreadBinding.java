@@ -27,8 +27,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  *       (see {@link #ownersWithCache()}) so that it is flushed when the thread ends or the arena closes. A virtual
  *       thread shares its shard's {@link Magazine} — a cache each would be unbounded in total — and leaves nothing
  *       behind when it ends: its Caller is reachable only from its ThreadLocal and its live blocks. A busy one —
- *       {@value #PROMOTE_AFTER} allocations from its magazine — is {@linkplain #promote promoted} to a cache of its
- *       own, as a platform thread's, which spares it the magazine's CAS per call: at most two per carrier at once
+ *       {@value #PROMOTE_AFTER} allocations, from the magazine or (held by others) from the shard — is
+ *       {@linkplain #promote promoted} to a cache of its own, as a platform thread's, which spares it the magazine's
+ *       CAS per call, and the shard's lock when the magazine is held: at most two per carrier at once
  *       ({@link #maxPromoted}), each flushed by the collector's first pass after its thread ended, which frees its
  *       place for the next (a long-lived handler keeps one; a thread per request never reaches one).</li>
  *   <li><b>Flushes and trims.</b> {@link #requestFlush()} and {@link #requestTrim()} bump an epoch that owners
@@ -44,7 +45,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class ThreadBinding {
     /** Platform threads found by thread id before falling back to the ThreadLocal (a power of two). */
     static final int SLOTS = 64;
-    /** A virtual thread's allocations from its magazine before it asks for a cache of its own (a power of two). */
+    /** A virtual thread's allocations before it asks for a cache of its own (a power of two). */
     static final int PROMOTE_AFTER = 4096;
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(Caller[].class);
     private static final VarHandle EPOCH;
@@ -152,6 +153,14 @@ final class ThreadBinding {
         cache.epoch = epoch;
         cache.flushes = flushes;
         ownersWithCache.add(c);
+    }
+
+    /**
+     * Counts an allocation of the calling virtual thread, from its magazine or (held by another) its shard, promoting
+     * it every {@value #PROMOTE_AFTER}. On the fast path: kept small, to be inlined.
+     */
+    void countTowardsPromotion(Caller c) {
+        if ((++c.magazineAllocations & (PROMOTE_AFTER - 1)) == 0) promote(c);
     }
 
     /**

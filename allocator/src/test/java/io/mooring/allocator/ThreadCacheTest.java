@@ -355,6 +355,37 @@ class ThreadCacheTest {
     }
 
     /**
+     * A virtual thread that always finds its magazine held by others allocates from the shard, under its lock — the
+     * busiest kind, which needs a cache of its own the most: those allocations count towards its promotion too.
+     */
+    @Test
+    void aVirtualThreadWhoseMagazineIsHeldIsPromotedToo() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            var magazine = new AtomicReference<Magazine>();
+            var held = new CountDownLatch(1);
+            var promoted = new AtomicReference<Boolean>();
+            Thread busy = Thread.ofVirtual().start(() -> {
+                arena.allocate(64).close();
+                magazine.set(arena.threads.existingCaller().magazine);
+                stayAliveUntil(held);
+                for (int i = 0; i < ThreadBinding.PROMOTE_AFTER; i++) arena.allocate(64).close();
+                Caller me = arena.threads.existingCaller();
+                promoted.set(me.magazine == null && me.cache != null);
+            });
+            ArenaFixture.awaitTrue(() -> magazine.get() != null, "the magazine in use");
+            int c = SizeClasses.indexOf(64);
+            long served = magazine.get().cache.allocations(c);
+            magazine.get().hold(); // by this thread, for the whole run
+            held.countDown();
+            busy.join();
+            magazine.get().letGo();
+            assertTrue(promoted.get(), "promoted after " + ThreadBinding.PROMOTE_AFTER + " allocations from the shard");
+            assertEquals(served, magazine.get().cache.allocations(c), "none served by the held magazine");
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
+    /**
      * At most {@code maxPromoted} virtual threads hold a cache of their own at once; an ended one's place goes to the
      * next busy thread after a collector pass, which the thread that found no place asked for.
      */
