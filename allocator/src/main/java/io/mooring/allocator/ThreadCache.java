@@ -13,11 +13,10 @@ import java.util.Arrays;
  * <p>Bounded per class: {@code bytesPerClass / size} entries to start with, between {@value #MIN_SLOTS} and
  * {@value #MAX_SLOTS} for small classes and at least one for large ones, growing up to {@value #GROWTH} times that
  * (at most {@value #MAX_SLOTS}) for a class the thread only allocates or only frees ({@link #refill}), and shrinking
- * back as the decay purges {@linkplain #trim() trim} it. A miss refills
- * half of a small class's slots from the shard's bin in one locked step (one page run for a large class); a full
- * stack flushes half back the same way — each region to its own shard's bin or chunk: a thread that closes blocks
- * handed off to it keeps their regions here whoever allocated them (jemalloc's tcache does the same), so that is
- * their way back.
+ * back as the decay purges {@linkplain #trim() trim} it. A miss refills half of a small class's slots from the
+ * shard's bin in one locked step (one page run for a large class); a full stack flushes half back the same way —
+ * each region to its own shard's bin or chunk: a thread that closes blocks handed off to it keeps their regions here
+ * whoever allocated them (jemalloc's tcache does the same), so that is their way back.
  *
  * <p>Only the owner touches it — except after the owner ended (then the collector flushes it; thread termination
  * makes its last writes visible), and once the arena closes: then it is {@linkplain #retire() retired} — flushed
