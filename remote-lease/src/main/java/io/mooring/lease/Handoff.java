@@ -64,9 +64,9 @@ final class Handoff<T> {
     CompletableFuture<T> take() {
         T item;
         synchronized (this) {
-            if (closed != null) return CompletableFuture.failedFuture(closed);
             item = items.poll();
             if (item == null) {
+                if (closed != null) return CompletableFuture.failedFuture(closed);
                 takers.removeIf(CompletableFuture::isDone);
                 if (takers.size() >= capacity) {
                     throw new FlowControlException(capacity + " callers already wait for " + what);
@@ -80,19 +80,37 @@ final class Handoff<T> {
         return CompletableFuture.completedFuture(item);
     }
 
-    /** Refuses everything from now on: waiting callers fail with {@code why}; returns the items nobody took. */
+    /**
+     * No more items come: waiting callers fail with {@code why}; the items queued are still taken, and after them every
+     * take fails with {@code why} — the end of a stream, after its data.
+     */
+    void finish(RuntimeException why) {
+        end(why, false);
+    }
+
+    /**
+     * Refuses everything from now on, also after {@link #finish}: waiting callers fail with {@code why} (or what
+     * finished it); returns the items nobody took.
+     */
     List<T> close(RuntimeException why) {
-        List<T> untaken;
+        return end(why, true);
+    }
+
+    private List<T> end(RuntimeException why, boolean dropItems) {
+        List<T> untaken = new ArrayList<>();
         List<CompletableFuture<T>> waiting;
+        RuntimeException reason;
         synchronized (this) {
-            if (closed != null) return List.of();
-            closed = why;
-            untaken = new ArrayList<>(items);
+            if (closed == null) closed = why;
+            reason = closed;
+            if (dropItems) {
+                untaken.addAll(items);
+                items.clear();
+            }
             waiting = new ArrayList<>(takers);
-            items.clear();
             takers.clear();
         }
-        waiting.forEach(f -> f.completeExceptionally(why));
+        waiting.forEach(f -> f.completeExceptionally(reason));
         return untaken;
     }
 }

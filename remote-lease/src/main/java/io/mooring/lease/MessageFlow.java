@@ -1,10 +1,13 @@
 package io.mooring.lease;
 
 import io.mooring.verbs.WorkCompletion;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
 /**
@@ -40,7 +43,10 @@ final class MessageFlow {
     private long returned; // credits returned to the peer
     private int taken;     // messages and notices the application took since the last CREDIT
     private int credits;   // what this side may still send to the peer
+    private long posted;   // messages and notices posted to the peer (counted with the credit they take)
     private boolean closed;
+    /** Messages and notices from the peer handed to the application's queues: what its goodbye is checked against. */
+    private final AtomicLong delivered = new AtomicLong();
 
     MessageFlow(RdmaSession session, int window, int peerWindow) {
         this.session = session;
@@ -59,11 +65,30 @@ final class MessageFlow {
     /** A message arrived (from the dispatcher); the application owns it once taken. */
     void received(InboundMessage m) {
         if (!admit() || !messages.offer(m)) m.close(); // past its credits, or the session ended
+        delivered.incrementAndGet();
     }
 
     /** A WRITE with immediate arrived (from the dispatcher): its data is in place. */
     void noticed(int immediate) {
         if (admit()) notices.offer(immediate);
+        delivered.incrementAndGet();
+    }
+
+    /**
+     * Waits, at most {@code bound}, until {@code sent} messages and notices have arrived: the count in the peer's
+     * goodbye, whose completions this side may not have polled yet. False if fewer came.
+     */
+    boolean awaitArrivals(long sent, Duration bound) {
+        long deadline = System.nanoTime() + bound.toNanos();
+        while (delivered.get() < sent) {
+            if (System.nanoTime() - deadline > 0) return false;
+            LockSupport.parkNanos(1_000_000);
+        }
+        return true;
+    }
+
+    long arrivals() {
+        return delivered.get();
     }
 
     /** Counts an arrival; false, and the session is lost, if the peer sent past its credits. */
@@ -113,6 +138,7 @@ final class MessageFlow {
                 return done;
             }
             credits--;
+            posted++;
         }
         return postWithCredit(post);
     }
@@ -122,9 +148,17 @@ final class MessageFlow {
         try {
             return post.get();
         } catch (RuntimeException e) {
-            credited(1);
+            refund();
             throw e;
         }
+    }
+
+    /** A credit taken for a post that was not made goes back, to the next waiting send if there is one. */
+    private void refund() {
+        synchronized (this) {
+            posted--;
+        }
+        credited(1);
     }
 
     /** The peer returned {@code n} credits: waiting sends go out. */
@@ -134,12 +168,13 @@ final class MessageFlow {
             credits += n;
             while (credits > 0 && !waitingForCredit.isEmpty()) {
                 credits--;
+                posted++;
                 ready.add(waitingForCredit.poll());
             }
         }
         for (WaitingSend w : ready) {
             if (w.done().isDone()) { // the caller gave up while it waited: the credit goes on
-                credited(1);
+                refund();
                 continue;
             }
             try {
@@ -155,18 +190,39 @@ final class MessageFlow {
 
     // ---- ending ----------------------------------------------------------------------------------------------
 
-    /** Fails whoever waits and frees what the application never took. */
-    void end(String reason) {
+    /**
+     * This side is done, or the session broke: fails whoever waits and frees what the application never took.
+     *
+     * @return how many messages and notices were posted to the peer: what this side's goodbye tells it to expect
+     */
+    long end(String reason) {
+        var lost = new SessionLostException(reason);
+        stopSending(lost);
+        messages.close(lost).forEach(InboundMessage::close);
+        notices.close(lost);
+        synchronized (this) {
+            return posted;
+        }
+    }
+
+    /**
+     * The peer ended the session cleanly, after every message it sent had arrived: those the application has not taken
+     * yet are still received — then {@code reason}, as for whoever waits now — until {@link #end} frees the rest.
+     */
+    void finish(String reason) {
+        var ended = new SessionLostException(reason);
+        stopSending(ended);
+        messages.finish(ended);
+        notices.finish(ended);
+    }
+
+    private void stopSending(SessionLostException why) {
         List<WaitingSend> waiting;
         synchronized (this) {
-            if (closed) return;
             closed = true;
             waiting = List.copyOf(waitingForCredit);
             waitingForCredit.clear();
         }
-        var lost = new SessionLostException(reason);
-        messages.close(lost).forEach(InboundMessage::close);
-        notices.close(lost);
-        waiting.forEach(w -> w.done().completeExceptionally(lost));
+        waiting.forEach(w -> w.done().completeExceptionally(why));
     }
 }

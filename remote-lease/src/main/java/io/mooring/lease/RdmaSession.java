@@ -69,8 +69,13 @@ public final class RdmaSession implements AutoCloseable {
     static final int MIN_RNR_TIMER = 26;
     /** Offers received and not yet taken by {@link #receiveOfferAsync()}, at most. */
     static final int OFFER_BACKLOG = 64;
-    /** How long a lost session waits for its QPs' requests to be flushed before destroying them. */
+    /**
+     * How long a closing or lost session waits for its QPs' requests to complete before destroying them, and how long
+     * a peer's goodbye waits for the messages it counts.
+     */
     private static final Duration FLUSH_WAIT = Duration.ofSeconds(5);
+    /** The goodbye a closing side writes on the bootstrap connection: the messages and notices it posted (a long). */
+    private static final int GOODBYE_BYTES = Long.BYTES;
     /** Bootstrap record: protocol version, the data QP's address, the message window and size this side takes. */
     private static final int RECORD_BYTES = 4 + QpInfo.BYTES + 4 + 4;
 
@@ -272,10 +277,11 @@ public final class RdmaSession implements AutoCloseable {
 
     /**
      * The next message from the peer, when it arrives; the caller owns it and closes it when done. Messages arrive in
-     * the order they were sent.
+     * the order they were sent. After the peer closed the session, what it sent before is still received, then the
+     * end; after a loss or this side's close, nothing more is.
      *
      * @throws FlowControlException if {@value MessageFlow#MAX_WAITING} receives already wait
-     * @throws SessionLostException if the session has ended
+     * @throws SessionLostException (the future's failure) once the session has ended and nothing is left to receive
      */
     public CompletableFuture<InboundMessage> receiveAsync() {
         return messages.receive();
@@ -289,7 +295,8 @@ public final class RdmaSession implements AutoCloseable {
     /**
      * Waits for the next message.
      *
-     * @throws SessionLostException once the session has ended (the peer left, or this side closed it)
+     * @throws SessionLostException once the session has ended (the peer left, or this side closed it) and nothing is
+     *                              left to receive
      */
     public InboundMessage receive() {
         return endpoint.await.join(messages.receive());
@@ -730,17 +737,40 @@ public final class RdmaSession implements AutoCloseable {
 
     // ---- failure and closing ---------------------------------------------------------------------------------
 
-    /** Blocks on the bootstrap connection: its end (the peer process died or closed) ends the session. */
+    /**
+     * Blocks on the bootstrap connection, which after the bootstrap carries one thing: the peer's goodbye when it
+     * closes — how many messages and notices it posted — and then its end. The goodbye orders the end after the data:
+     * the session ends once that many have arrived here, so none is lost to the race between the TCP connection and the
+     * data QP's completions. Its end without a goodbye (the peer process died, or its session broke) ends it at once.
+     */
     private void watchPeer() {
         try (InputStream in = socket.getInputStream()) {
-            while (in.read() >= 0) {
-                // the peer sends nothing more after the bootstrap; a read returns only at end of stream
+            byte[] goodbye = in.readNBytes(GOODBYE_BYTES);
+            if (goodbye.length == GOODBYE_BYTES) {
+                long sent = ByteBuffer.wrap(goodbye).getLong();
+                if (!messages.awaitArrivals(sent, FLUSH_WAIT)) {
+                    lost("the peer closed the session after " + sent + " messages, of which " + messages.arrivals()
+                            + " arrived in " + FLUSH_WAIT.toSeconds() + " s");
+                }
             }
             // A peer whose access failed closes its broken session: that is a loss (and its backoff), not an end.
-            if (!closing) checkQueuePairs();
+            checkQueuePairs();
             if (!closing) lost("the peer closed the session", Level.INFO);
         } catch (IOException e) {
             if (!closing) lost("the session's TCP connection broke: " + e.getMessage(), Level.WARNING);
+        }
+    }
+
+    /**
+     * Tells the peer this side closes, once what it posted has completed (a bounded wait): how many messages and
+     * notices to expect before the end (see {@link #watchPeer}).
+     */
+    private void sayGoodbye(long sent) {
+        awaitFlushed();
+        try {
+            socket.getOutputStream().write(ByteBuffer.allocate(GOODBYE_BYTES).putLong(sent).array());
+        } catch (IOException e) {
+            LOG.log(Level.DEBUG, "no goodbye to " + peerAddress + ": " + e.getMessage());
         }
     }
 
@@ -749,9 +779,9 @@ public final class RdmaSession implements AutoCloseable {
     }
 
     /**
-     * Ends the session from the peer's side; a peer closing it is ordinary (INFO: the session "ended"), anything else
-     * a failure (WARNING: it was "lost", and the peer waits before its next session is accepted). Never blocks: the
-     * caller may be the endpoint's dispatcher.
+     * Ends the session from the peer's side; a peer closing it is ordinary (INFO: the session "ended", and what it sent
+     * is still received), anything else a failure (WARNING: it was "lost", what arrived is dropped, and the peer waits
+     * before its next session is accepted). Never blocks: the caller may be the endpoint's dispatcher.
      */
     private synchronized void lost(String reason, Level level) {
         if (lostReason != null || closing) return;
@@ -764,7 +794,8 @@ public final class RdmaSession implements AutoCloseable {
         pending.values().forEach(f -> f.completeExceptionally(new SessionLostException(lostReason)));
         remote.values().forEach(RemoteSegment.State::revoked);
         remote.clear();
-        messages.end(lostReason);
+        if (level == Level.INFO) messages.finish(lostReason);
+        else messages.end(lostReason);
         offers.close(new SessionLostException(lostReason)).forEach(RemoteSegment::closeAsync);
         controlQp.moveToError();
         dataQp.moveToError(); // no invalidation can complete on it any more; the manager deallocates windows instead
@@ -776,9 +807,9 @@ public final class RdmaSession implements AutoCloseable {
     }
 
     /**
-     * Waits (a bounded while) until both QPs, in ERROR, have completed every request posted on them: so that what the
-     * application posted gets its own completion — the error that broke the session, or a flush — before the QPs are
-     * destroyed, instead of a "destroyed" failure.
+     * Waits (a bounded while) until both QPs have completed every request posted on them: so that what the application
+     * posted gets its own completion — success on a clean close; the error that broke the session, or a flush, on a
+     * lost one — before the QPs are destroyed, instead of a "destroyed" failure.
      */
     private void awaitFlushed() {
         long deadline = System.nanoTime() + FLUSH_WAIT.toNanos();
@@ -818,7 +849,11 @@ public final class RdmaSession implements AutoCloseable {
         return done;
     }
 
-    /** Revokes every lease granted to the peer, then tears the connection down. */
+    /**
+     * Revokes every lease granted to the peer, lets the sends under way finish (a bounded wait) and tells the peer how
+     * many to expect, so it receives every one before it learns of the end; then tears the connection down. Messages
+     * that arrived here and were never taken are freed.
+     */
     @Override
     public void close() {
         CompletionDispatcher.checkMayWait();
@@ -826,9 +861,12 @@ public final class RdmaSession implements AutoCloseable {
             if (closing) return;
             closing = true;
         }
-        ended.complete("session to " + peerAddress + " closed by this side");
+        String reason = "session to " + peerAddress + " closed by this side";
+        ended.complete(reason);
         if (lostReason == null) peer.endedCleanly();
         leases.close();
+        long sent = messages.end(reason); // and frees what the application never took
+        if (lostReason == null) sayGoodbye(sent);
         tearDown();
     }
 
@@ -845,7 +883,6 @@ public final class RdmaSession implements AutoCloseable {
             leases.close(); // after endAll: frees the pooled windows
             agent.stop();
             closeQuietly(socket);
-            messages.end("the session to " + peerAddress + " closed");
             offers.close(new SessionLostException("the session to " + peerAddress + " closed"))
                     .forEach(RemoteSegment::closeAsync);
             endpoint.unroute(controlQp, dataQp);

@@ -151,6 +151,23 @@ class HostilePeerTest {
     }
 
     /**
+     * A goodbye that counts messages the peer never sent ends its session as a loss once the wait for them runs out —
+     * neither a clean end, which would promise the application everything was received, nor a session left waiting.
+     */
+    @Test
+    void aGoodbyeCountingMessagesNeverSentLosesTheSession() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena));
+        var accepted = listener.accept();
+        try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
+            RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
+            peer.goodbye(3);
+            String why = owner.closed().get(30, TimeUnit.SECONDS);
+            assertTrue(why.contains(" lost: the peer closed the session after 3 messages, of which 0 arrived"), why);
+            assertThrows(SessionLostException.class, owner::receive);
+        }
+    }
+
+    /**
      * Promise 5: lease ends never wait on a peer, so a peer whose control messages are stuck delays no other peer's
      * lease: an honest 1 s lease ends on time while a wedged peer's REVOKEDs cannot be delivered.
      */

@@ -135,6 +135,11 @@ final class RawPeer implements AutoCloseable {
         send(out.asSlice(0, MessageCodec.encode(m, out)).toArray(ValueLayout.JAVA_BYTE));
     }
 
+    /** Writes a closing session's goodbye on the bootstrap connection: {@code sent} messages to expect. */
+    void goodbye(long sent) throws IOException {
+        socket.getOutputStream().write(ByteBuffer.allocate(Long.BYTES).putLong(sent).array());
+    }
+
     @Override
     public void close() throws IOException {
         socket.close();

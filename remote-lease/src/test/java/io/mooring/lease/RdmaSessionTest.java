@@ -17,6 +17,7 @@ import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
@@ -24,7 +25,9 @@ import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -309,6 +312,41 @@ class RdmaSessionTest {
         assertEquals(why, owner.lostReason());
         assertTrue(log.entries().stream().noneMatch(e -> e.message().contains(" lost: ")
                 || e.level().compareTo(System.Logger.Level.INFO) > 0), () -> "logged: " + log.entries());
+    }
+
+    /**
+     * A peer's close comes after what it sent, as a TCP FIN does: a WRITE with immediate it made and messages it posted
+     * just before closing — sends still on the wire, completions this side has not polled yet, and all of it not yet
+     * taken by the application here — are received after the session has ended, and only then does a receive fail.
+     */
+    @Test
+    void whatThePeerSentBeforeClosingIsReceivedAfterTheEnd() throws Exception {
+        try (RemoteSegment remote = requester.requestRemote(64, Duration.ofSeconds(30), RW);
+             Block src = message("noticed")) {
+            remote.writeWithImm(src, 0, 7);
+        }
+        List<Block> sent = new ArrayList<>();
+        List<CompletableFuture<WorkCompletion>> posted = new ArrayList<>();
+        for (int i = 0; i < 8; i++) { // the window is 16: none waits for a credit
+            Block b = message("message " + i);
+            sent.add(b);
+            posted.add(requester.sendAsync(b, (int) b.size()));
+        }
+        requester.close();
+        for (var p : posted) assertTrue(p.isDone() && !p.isCompletedExceptionally(), "close lets sends under way finish");
+        sent.forEach(Block::close);
+
+        String why = owner.closed().get(15, TimeUnit.SECONDS);
+        assertTrue(why.endsWith("ended: the peer closed the session"), why);
+        assertEquals(7, owner.receiveWriteImm(Duration.ofSeconds(1)));
+        for (int i = 0; i < 8; i++) {
+            try (InboundMessage m = owner.receive(Duration.ofSeconds(1))) {
+                assertEquals("message " + i, text(m));
+            }
+        }
+        var end = assertThrows(SessionLostException.class, () -> owner.receive(Duration.ofSeconds(1)));
+        assertEquals(why, end.getMessage());
+        assertThrows(SessionLostException.class, () -> owner.receiveWriteImm(Duration.ofSeconds(1)));
     }
 
     // ---- messages ---------------------------------------------------------------------------------------------
