@@ -14,6 +14,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 
@@ -46,6 +47,7 @@ public final class LogServer {
         final AtomicLong landed = new AtomicLong();
         final AtomicLong bytes = new AtomicLong();
         final AtomicLong damaged = new AtomicLong();
+        final AtomicBoolean counted = new AtomicBoolean();
         volatile long announced = -1;
 
         Writer(RdmaSession session, MemorySegment log, CountDownLatch finished) {
@@ -58,7 +60,8 @@ public final class LogServer {
         void serve() {
             session.receiveWriteImmAsync().thenAccept(offset -> {
                 check(Integer.toUnsignedLong(offset));
-                if (landed.incrementAndGet() == announced) finished.countDown();
+                landed.incrementAndGet();
+                countDownOnceAllLanded();
                 serve();
             });
         }
@@ -70,8 +73,13 @@ public final class LogServer {
                     // One queue pair delivers in the order the writer posted: every record's completion came first.
                     announced = m.hasImmediate() ? Integer.toUnsignedLong(m.immediate()) : landed.get();
                 }
-                if (landed.get() == announced) finished.countDown();
+                countDownOnceAllLanded();
             });
+        }
+
+        /** Both callbacks ask after their update, so one of them sees the last record and the count together. */
+        private void countDownOnceAllLanded() {
+            if (landed.get() == announced && counted.compareAndSet(false, true)) finished.countDown();
         }
 
         /** A record whose offset or length points outside the log counts as damaged too: writers are peers. */

@@ -13,6 +13,7 @@ import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
 import io.mooring.testing.CapturedLog;
+import io.mooring.testing.ThreadDump;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -76,7 +77,7 @@ class LogTest {
                     throw e;
                 }
                 long took = System.nanoTime() - started;
-                var landed = report.get(30, TimeUnit.SECONDS);
+                var landed = ThreadDump.awaitOrDump(report, Duration.ofSeconds(30), "the log server's report");
 
                 long appended = results.stream().mapToLong(LogWriter.Result::appended).sum();
                 int record = (LogServer.HEADER + payload + 7) & -8;
