@@ -80,6 +80,10 @@ final class Handoff<T> {
         return CompletableFuture.completedFuture(item);
     }
 
+    synchronized boolean isEmpty() {
+        return items.isEmpty();
+    }
+
     /**
      * No more items come: waiting callers fail with {@code why}; the items queued are still taken, and after them every
      * take fails with {@code why} — the end of a stream, after its data.

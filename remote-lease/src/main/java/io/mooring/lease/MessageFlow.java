@@ -91,6 +91,11 @@ final class MessageFlow {
         return delivered.get();
     }
 
+    /** Whether messages wait that the application has not taken (after a peer's end, until {@link #end}). */
+    boolean holdsUntaken() {
+        return !messages.isEmpty();
+    }
+
     /** Counts an arrival; false, and the session is lost, if the peer sent past its credits. */
     private boolean admit() {
         synchronized (this) {
@@ -110,14 +115,17 @@ final class MessageFlow {
 
     /** The application took a message or notice: the peer earns a credit, returned in batches. */
     private void took() {
-        int n;
+        int n = 0;
         synchronized (this) {
-            if (++taken < creditBatch) return;
-            n = taken;
-            taken = 0;
-            returned += n;
+            if (!closed) {
+                if (++taken < creditBatch) return;
+                n = taken;
+                taken = 0;
+                returned += n;
+            }
         }
-        session.grantCredits(n);
+        if (n > 0) session.grantCredits(n);
+        else if (!holdsUntaken()) session.endpoint().removed(session, false); // the last one kept after the end
     }
 
     // ---- sending ---------------------------------------------------------------------------------------------

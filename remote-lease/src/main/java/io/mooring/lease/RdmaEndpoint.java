@@ -82,6 +82,11 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final AtomicInteger sessionSlots = new AtomicInteger();
     private final Map<Integer, RdmaSession> byQpNumber = new ConcurrentHashMap<>();
     private final Set<RdmaSession> sessions = ConcurrentHashMap.newKeySet();
+    /**
+     * Sessions a peer ended that still hold messages the application has not taken, and that it has not closed: no
+     * longer served or counted, but closed with the endpoint, which frees those messages' blocks.
+     */
+    private final Set<RdmaSession> endedHoldingMessages = ConcurrentHashMap.newKeySet();
     private final Map<InetAddress, PeerAccount> peers = new ConcurrentHashMap<>();
     private final List<RdmaListener> listeners = new CopyOnWriteArrayList<>();
     private final ScheduledFuture<?> health;
@@ -305,8 +310,11 @@ public final class RdmaEndpoint implements AutoCloseable {
         for (QueuePair qp : qps) if (qp != null) byQpNumber.remove(qp.number());
     }
 
-    void removed(RdmaSession session) {
+    /** {@code session} ended; {@code holdsMessages}: it keeps messages nobody took, for the endpoint's close to free. */
+    void removed(RdmaSession session, boolean holdsMessages) {
         if (sessions.remove(session)) sessionSlots.decrementAndGet();
+        if (holdsMessages) endedHoldingMessages.add(session);
+        else endedHoldingMessages.remove(session);
     }
 
     private void onCompletion(WorkCompletion wc) {
@@ -383,6 +391,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         handshakes.acquireUninterruptibly(maxHandshakes);
         handshakes.release(maxHandshakes);
         sessions().forEach(RdmaSession::close);
+        List.copyOf(endedHoldingMessages).forEach(RdmaSession::close);
         receives.close();
         cq.close();
     }

@@ -868,6 +868,7 @@ public final class RdmaSession implements AutoCloseable {
         long sent = messages.end(reason); // and frees what the application never took
         if (lostReason == null) sayGoodbye(sent);
         tearDown();
+        endpoint.removed(this, false); // torn down before, after a peer's end: the endpoint may keep it for its messages
     }
 
     /**
@@ -890,7 +891,7 @@ public final class RdmaSession implements AutoCloseable {
             controlQp.close();
             dataQp.close();
             channel.close();
-            endpoint.removed(this);
+            endpoint.removed(this, !closing && messages.holdsUntaken());
         } finally {
             tornDown.complete(null);
         }

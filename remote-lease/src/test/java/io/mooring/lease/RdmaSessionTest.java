@@ -349,6 +349,25 @@ class RdmaSessionTest {
         assertThrows(SessionLostException.class, () -> owner.receiveWriteImm(Duration.ofSeconds(1)));
     }
 
+    /**
+     * What a peer sent before its end and the application never took — nor closed that session — is freed by the
+     * endpoint's close: the session left the endpoint's list when it ended, but not its blocks.
+     */
+    @Test
+    void messagesNobodyTookAfterAPeersEndAreFreedByTheEndpointsClose() throws Exception {
+        try (Block a = message("never taken"); Block b = message("nor this")) {
+            requester.send(a);
+            requester.send(b);
+        }
+        requester.close();
+        owner.closed().get(15, TimeUnit.SECONDS);
+        awaitTrue(() -> !ownerEndpoint.sessions().contains(owner)); // torn down by itself
+        ownerEndpoint.close();
+        ownerArena.flushThreadCaches();
+        assertEquals(0, ownerArena.stats().liveBlocks() - ownerArena.stats().uncollectedFrees(),
+                "both messages returned, with the endpoint's receives");
+    }
+
     // ---- messages ---------------------------------------------------------------------------------------------
 
     /** Writes {@code text} into a fresh block of the requester's. */
