@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
 
 /**
  * How the blocking forms wait for their async twins: through their completion queue, whose dispatcher lets a waiting
@@ -60,6 +61,26 @@ final class Await {
         } catch (CompletionException e) {
             if (e.getCause() instanceof RuntimeException r) throw r;
             throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    /**
+     * Checks {@code done} every millisecond until it holds or {@code bound} has passed, for what no future signals (a
+     * QP's outstanding requests, a peer's messages yet to be polled); an interrupt ends the wait early and is kept.
+     *
+     * @return whether {@code done} holds
+     */
+    static boolean polling(BooleanSupplier done, Duration bound) {
+        long deadline = System.nanoTime() + bound.toNanos();
+        try {
+            while (!done.getAsBoolean()) {
+                if (System.nanoTime() - deadline > 0) return false;
+                Thread.sleep(1);
+            }
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return done.getAsBoolean();
         }
     }
 }

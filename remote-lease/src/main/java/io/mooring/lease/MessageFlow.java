@@ -1,13 +1,11 @@
 package io.mooring.lease;
 
 import io.mooring.verbs.WorkCompletion;
-import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.LockSupport;
 import java.util.function.Supplier;
 
 /**
@@ -74,19 +72,7 @@ final class MessageFlow {
         delivered.incrementAndGet();
     }
 
-    /**
-     * Waits, at most {@code bound}, until {@code sent} messages and notices have arrived: the count in the peer's
-     * goodbye, whose completions this side may not have polled yet. False if fewer came.
-     */
-    boolean awaitArrivals(long sent, Duration bound) {
-        long deadline = System.nanoTime() + bound.toNanos();
-        while (delivered.get() < sent) {
-            if (System.nanoTime() - deadline > 0) return false;
-            LockSupport.parkNanos(1_000_000);
-        }
-        return true;
-    }
-
+    /** Messages and notices from the peer so far, handed to the application's queues (or refused, if past credits). */
     long arrivals() {
         return delivered.get();
     }

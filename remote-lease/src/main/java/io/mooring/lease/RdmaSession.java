@@ -748,7 +748,8 @@ public final class RdmaSession implements AutoCloseable {
             byte[] goodbye = in.readNBytes(GOODBYE_BYTES);
             if (goodbye.length == GOODBYE_BYTES) {
                 long sent = ByteBuffer.wrap(goodbye).getLong();
-                if (!messages.awaitArrivals(sent, FLUSH_WAIT)) {
+                // Its completions may not all be polled yet here: the TCP connection and the data QP race.
+                if (!Await.polling(() -> messages.arrivals() >= sent, FLUSH_WAIT)) {
                     lost("the peer closed the session after " + sent + " messages, of which " + messages.arrivals()
                             + " arrived in " + FLUSH_WAIT.toSeconds() + " s");
                 }
@@ -803,6 +804,8 @@ public final class RdmaSession implements AutoCloseable {
             leases.endAll(EndReason.SESSION_LOST);
             awaitFlushed();
             tearDown();
+            // Messages nobody took yet stay receivable: the endpoint keeps the session to free them if nobody does.
+            endpoint.removed(this, !closing && messages.holdsUntaken());
         });
     }
 
@@ -812,14 +815,7 @@ public final class RdmaSession implements AutoCloseable {
      * lost one — before the QPs are destroyed, instead of a "destroyed" failure.
      */
     private void awaitFlushed() {
-        long deadline = System.nanoTime() + FLUSH_WAIT.toNanos();
-        try {
-            while ((controlQp.outstandingSends() > 0 || dataQp.outstandingSends() > 0) && System.nanoTime() < deadline) {
-                Thread.sleep(1);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+        Await.polling(() -> controlQp.outstandingSends() == 0 && dataQp.outstandingSends() == 0, FLUSH_WAIT);
     }
 
     /** Why the session ended on the peer's side (it closed it, or the session broke), or null while it works. */
@@ -868,7 +864,7 @@ public final class RdmaSession implements AutoCloseable {
         long sent = messages.end(reason); // and frees what the application never took
         if (lostReason == null) sayGoodbye(sent);
         tearDown();
-        endpoint.removed(this, false); // torn down before, after a peer's end: the endpoint may keep it for its messages
+        endpoint.removed(this, false);
     }
 
     /**
@@ -891,7 +887,6 @@ public final class RdmaSession implements AutoCloseable {
             controlQp.close();
             dataQp.close();
             channel.close();
-            endpoint.removed(this, !closing && messages.holdsUntaken());
         } finally {
             tornDown.complete(null);
         }
