@@ -521,13 +521,18 @@ class RdmaSessionTest {
         assertEquals(null, owner.lostReason());
     }
 
-    /** A peer that posts sends past its credits (straight on the QP) breaks the protocol and loses its session. */
+    /**
+     * A peer that posts sends past its credits (straight on the QP) breaks the protocol and loses its session. The
+     * send past them may itself fail: the owner may end the session (its QP in ERROR) before that send is acknowledged.
+     */
     @Test
     void aPeerSendingPastItsCreditsLosesTheSession() throws Exception {
         try (Block b = requesterArena.allocateShared(8, 8)) {
-            for (int i = 0; i <= 16; i++) {
+            for (int i = 0; i < 16; i++) {
                 requester.queuePair().postAsync(WorkRequest.send(b.region(), b.regionOffset(), 8)).get(10, TimeUnit.SECONDS);
             }
+            var pastCredits = requester.queuePair().postAsync(WorkRequest.send(b.region(), b.regionOffset(), 8));
+            pastCredits.handle((wc, e) -> null).get(10, TimeUnit.SECONDS); // done either way before the block closes
         }
         String why = owner.closed().get(15, TimeUnit.SECONDS);
         assertTrue(why.contains("past its 16 credits"), why);
