@@ -19,6 +19,7 @@ final class PeerAccount {
     private int leases;          // guarded by this
     private long backoffNanos;   // guarded by this
     private long barredUntil;    // guarded by this; System.nanoTime()
+    private long failures;       // guarded by this: sessions lost (that barred the peer) so far
 
     PeerAccount(InetAddress address, long firstBackoffNanos) {
         this(address.getHostAddress(), firstBackoffNanos);
@@ -65,15 +66,25 @@ final class PeerAccount {
         if (firstBackoffNanos == 0) return;
         backoffNanos = backoffNanos == 0 ? firstBackoffNanos : Math.min(MAX_BACKOFF_NANOS, 2 * backoffNanos);
         barredUntil = System.nanoTime() + backoffNanos;
+        failures++;
     }
 
-    /** A session of this peer ended cleanly: its earlier failures are forgiven. */
-    synchronized void endedCleanly() {
-        backoffNanos = 0;
+    /** How many of this peer's sessions were lost so far: a session notes it when it is set up. */
+    synchronized long failures() {
+        return failures;
+    }
+
+    /**
+     * A session of this peer, set up when {@link #failures()} was {@code failuresAtStart}, ended cleanly: earlier
+     * failures are forgiven (the next one waits the first backoff again) — unless one came while it was open, or a
+     * peer would buy forgiveness for every wrong guess by closing a session it kept aside. A bar in force stays.
+     */
+    synchronized void endedCleanly(long failuresAtStart) {
+        if (failures == failuresAtStart) backoffNanos = 0;
     }
 
     /** How long the peer must still wait before a new session is accepted; 0 or less if it may connect now. */
     synchronized long barredForNanos() {
-        return backoffNanos == 0 ? 0 : barredUntil - System.nanoTime();
+        return failures == 0 ? 0 : barredUntil - System.nanoTime();
     }
 }

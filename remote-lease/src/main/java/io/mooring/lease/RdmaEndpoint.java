@@ -447,8 +447,8 @@ public final class RdmaEndpoint implements AutoCloseable {
 
         /**
          * How long a peer whose session was lost (an access error, a protocol violation, a broken connection) waits
-         * before its next session is accepted; the wait doubles with each further loss, up to 30 s, and a clean end
-         * forgets it (default 100 ms; zero: never wait).
+         * before its next session is accepted; the wait doubles with each further loss, up to 30 s, and the clean end
+         * of a session set up after the last loss forgets it (default 100 ms; zero: never wait).
          */
         public Builder failureBackoff(Duration backoff) {
             if (backoff.isNegative()) throw new IllegalArgumentException("failureBackoff must not be negative, was " + backoff);

@@ -84,6 +84,8 @@ public final class RdmaSession implements AutoCloseable {
     private final SocketAddress peerAddress;
     private final InetSocketAddress peerListener; // where this side connected to; null if it accepted
     private final PeerAccount peer;
+    /** The peer's lost sessions when this one was set up: only a clean end with none since forgives them. */
+    private final long peerFailuresAtStart;
     private final QueuePair controlQp;
     private final QueuePair dataQp;
     /** The session in the lifecycle graph, under its QPs: the parent of the remote segments the peer leased it. */
@@ -118,6 +120,7 @@ public final class RdmaSession implements AutoCloseable {
         this.peerListener = peerListener;
         this.peerAddress = socket.getRemoteSocketAddress();
         this.peer = peer;
+        this.peerFailuresAtStart = peer.failures();
         this.offers = new Handoff<>(OFFER_BACKLOG, "an offer", endpoint.cq()::newFuture, () -> { });
         QueuePair madeControl = null;
         QueuePair madeData = null;
@@ -788,7 +791,7 @@ public final class RdmaSession implements AutoCloseable {
         if (lostReason != null || closing) return;
         lostReason = "session to " + peerAddress + (level == Level.INFO ? " ended: " : " lost: ") + reason;
         leases.stopGranting(); // first: whoever learns of the loss finds the manager refusing
-        if (level == Level.INFO) peer.endedCleanly();
+        if (level == Level.INFO) peer.endedCleanly(peerFailuresAtStart);
         else peer.failed();
         ended.complete(lostReason);
         LOG.log(level, lostReason + "; revoking every lease granted to the peer");
@@ -859,7 +862,7 @@ public final class RdmaSession implements AutoCloseable {
         }
         String reason = "session to " + peerAddress + " closed by this side";
         ended.complete(reason);
-        if (lostReason == null) peer.endedCleanly();
+        if (lostReason == null) peer.endedCleanly(peerFailuresAtStart);
         leases.close();
         long sent = messages.end(reason); // and frees what the application never took
         if (lostReason == null) sayGoodbye(sent);

@@ -228,14 +228,7 @@ class HostilePeerTest {
         var accepted = listener.accept();
         RdmaSession requester = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
         RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
-        RemoteSegment lease = requester.requestRemote(64, Duration.ofSeconds(30), RW);
-        try (Block src = peerArena.allocateShared(8, 8)) {
-            var guess = requester.queuePair().postAsync(io.mooring.verbs.WorkRequest.write(src.region(),
-                    src.regionOffset(), 8).remote(lease.address() + 64, lease.rkey()));
-            var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> guess.get(10, TimeUnit.SECONDS));
-            assertEquals(io.mooring.verbs.WcStatus.REM_ACCESS_ERR,
-                    ((io.mooring.verbs.WorkCompletionException) failed.getCause()).status());
-        }
+        RemoteSegment lease = guessPastALease(requester);
         requester.close(); // at once, as a guessing peer would: its closing the connection is no clean end
         String why = owner.closed().get(10, TimeUnit.SECONDS);
         assertTrue(why.contains(" lost: "), why);
@@ -252,6 +245,45 @@ class HostilePeerTest {
         peer.connect(listener.address()).get(10, TimeUnit.SECONDS).close();
         again.get(10, TimeUnit.SECONDS).close();
         lease.close();
+    }
+
+    /**
+     * A guessing peer keeps a second, honest session open and closes it cleanly right after each failed guess: that
+     * clean end must not lift the bar the failure imposed (nor forgive the failure), or every wrong guess would cost
+     * one reconnect instead of a growing wait.
+     */
+    @Test
+    void aCleanEndOfASessionOpenBeforeAFailureForgivesNothing() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ofMillis(800)));
+        RdmaEndpoint peer = peerEndpoint();
+        var cover = listener.accept();
+        RdmaSession honest = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        cover.get(10, TimeUnit.SECONDS);
+        var accepted = listener.accept();
+        RdmaSession guesser = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
+        RemoteSegment lease = guessPastALease(guesser);
+        guesser.close();
+        assertTrue(owner.closed().get(10, TimeUnit.SECONDS).contains(" lost: "));
+        honest.close(); // a clean end, of a session set up before the failure
+        awaitTrue(() -> ownerEndpoint.sessions().isEmpty(), "the honest session to end at the owner");
+        var barred = assertThrows(java.util.concurrent.ExecutionException.class,
+                () -> peer.connect(listener.address()).get(10, TimeUnit.SECONDS), "the bar still holds");
+        assertInstanceOf(java.io.IOException.class, barred.getCause(), "refused at once: " + barred.getCause());
+        lease.close();
+    }
+
+    /** Leases 64 bytes over {@code requester} and WRITEs just past them with the raw QP, as a key guess would. */
+    private RemoteSegment guessPastALease(RdmaSession requester) throws Exception {
+        RemoteSegment lease = requester.requestRemote(64, Duration.ofSeconds(30), RW);
+        try (Block src = peerArena.allocateShared(8, 8)) {
+            var guess = requester.queuePair().postAsync(io.mooring.verbs.WorkRequest.write(src.region(),
+                    src.regionOffset(), 8).remote(lease.address() + 64, lease.rkey()));
+            var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> guess.get(10, TimeUnit.SECONDS));
+            assertEquals(io.mooring.verbs.WcStatus.REM_ACCESS_ERR,
+                    ((io.mooring.verbs.WorkCompletionException) failed.getCause()).status());
+        }
+        return lease;
     }
 
     private static void awaitTrue(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
