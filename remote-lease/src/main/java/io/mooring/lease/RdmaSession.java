@@ -106,6 +106,8 @@ public final class RdmaSession implements AutoCloseable {
     private volatile boolean closing;
     private final AtomicBoolean tearingDown = new AtomicBoolean();
     private final CompletableFuture<Void> tornDown = new CompletableFuture<>();
+    /** Completes when the first {@link #close()} returns: a concurrent one waits for it. */
+    private final CompletableFuture<Void> closedHere = new CompletableFuture<>();
 
     /**
      * Sets the session up over a connected {@code socket}, which it then owns. Every step that can fail — a peer
@@ -851,23 +853,33 @@ public final class RdmaSession implements AutoCloseable {
     /**
      * Revokes every lease granted to the peer, lets the sends under way finish (a bounded wait) and tells the peer how
      * many to expect, so it receives every one before it learns of the end; then tears the connection down. Messages
-     * that arrived here and were never taken are freed.
+     * that arrived here and were never taken are freed. A close while another thread closes the session returns once
+     * that close is done.
      */
     @Override
     public void close() {
         CompletionDispatcher.checkMayWait();
+        boolean first;
         synchronized (this) {
-            if (closing) return;
+            first = !closing;
             closing = true;
         }
-        String reason = "session to " + peerAddress + " closed by this side";
-        ended.complete(reason);
-        if (lostReason == null) peer.endedCleanly(peerFailuresAtStart);
-        leases.close();
-        long sent = messages.end(reason); // and frees what the application never took
-        if (lostReason == null) sayGoodbye(sent);
-        tearDown();
-        endpoint.removed(this, false);
+        if (!first) { // another thread closes it: return once it is done (the endpoint's close frees what is shared next)
+            if (!agent.isAgentThread()) closedHere.join(); // the closer stops the agent and waits for it
+            return;
+        }
+        try {
+            String reason = "session to " + peerAddress + " closed by this side";
+            ended.complete(reason);
+            if (lostReason == null) peer.endedCleanly(peerFailuresAtStart);
+            leases.close();
+            long sent = messages.end(reason); // and frees what the application never took
+            if (lostReason == null) sayGoodbye(sent);
+            tearDown();
+            endpoint.removed(this, false);
+        } finally {
+            closedHere.complete(null);
+        }
     }
 
     /**

@@ -368,6 +368,21 @@ class RdmaSessionTest {
                 "both messages returned, with the endpoint's receives");
     }
 
+    /**
+     * The endpoint's close while the application closes a session on another thread: it returns once that session is
+     * torn down too, with every block back — not with the session's QPs still on the shared receive queue, whose
+     * blocks could then never be given back.
+     */
+    @Test
+    void closingTheEndpointWaitsForASessionClosingOnAnotherThread() throws Exception {
+        Thread closing = Thread.ofVirtual().start(owner::close);
+        owner.closed().get(10, TimeUnit.SECONDS); // its close has begun
+        ownerEndpoint.close();
+        ownerArena.flushThreadCaches();
+        assertEquals(0, ownerArena.stats().liveBlocks() - ownerArena.stats().uncollectedFrees(), log.entries()::toString);
+        closing.join();
+    }
+
     // ---- messages ---------------------------------------------------------------------------------------------
 
     /** Writes {@code text} into a fresh block of the requester's. */
