@@ -111,7 +111,7 @@ final class MessageFlow {
             }
         }
         if (n > 0) session.grantCredits(n);
-        else if (!holdsUntaken()) session.endpoint().removed(session, false); // the last one kept after the end
+        else if (!holdsUntaken()) session.endpoint().messagesTaken(session); // the last one kept after the end
     }
 
     // ---- sending ---------------------------------------------------------------------------------------------

@@ -317,6 +317,14 @@ public final class RdmaEndpoint implements AutoCloseable {
         else endedHoldingMessages.remove(session);
     }
 
+    /**
+     * The application took the last message {@code session} kept after its peer's end: the endpoint's close has none
+     * of them to free. The session stays among those served until its end has torn it down ({@link #removed}).
+     */
+    void messagesTaken(RdmaSession session) {
+        endedHoldingMessages.remove(session);
+    }
+
     private void onCompletion(WorkCompletion wc) {
         RdmaSession session = byQpNumber.get(wc.qpNumber());
         if (session != null) session.onCompletion(wc);

@@ -369,6 +369,48 @@ class RdmaSessionTest {
     }
 
     /**
+     * The application takes the last message a peer sent before its end while the session still ends (here its leases
+     * wait for an owner request on a leased block), then closes the endpoint: that close still waits for the session,
+     * and every block comes back — none is left on a receive queue the session's QP kept alive.
+     */
+    @Test
+    void takingTheLastMessageAfterAPeersEndLeavesTheSessionToTheEndpointsClose() throws Exception {
+        ProtectionDomain pd = pdOf(ownerArena);
+        var cq = pd.context().createCompletionQueue(16);
+        cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {});
+        var spare = pd.createQueuePair(cq, cq, io.mooring.verbs.QpCapabilities.DEFAULT);
+        var other = pd.createQueuePair(cq, cq, io.mooring.verbs.QpCapabilities.DEFAULT);
+        spare.connect(other.info());
+        other.connect(spare.info());
+        Block leased = ownerArena.allocateShared(64, 8);
+        Lease lease = owner.leases().grant(leased, Duration.ofMinutes(1), RW);
+        var draining = lease.postAsync(spare, io.mooring.verbs.ReceiveRequest.into(leased.region(),
+                leased.regionOffset(), 64)); // the lease's end waits for it
+        try (Block a = message("the last")) {
+            requester.send(a);
+        }
+        requester.close();
+        owner.closed().get(15, TimeUnit.SECONDS);
+        owner.receive(Duration.ofSeconds(10)).close();
+        Thread.ofVirtual().start(() -> {
+            try {
+                Thread.sleep(300);
+            } catch (InterruptedException e) {
+                return;
+            }
+            spare.moveToError(); // flushes the receive: the lease, then the session, end
+        });
+        ownerEndpoint.close();
+        assertTrue(draining.isDone(), "the endpoint's close returned before the session it served had ended");
+        leased.close();
+        spare.close();
+        other.close();
+        cq.close();
+        ownerArena.flushThreadCaches();
+        assertEquals(0, ownerArena.stats().liveBlocks() - ownerArena.stats().uncollectedFrees(), log.entries()::toString);
+    }
+
+    /**
      * The endpoint's close while the application closes a session on another thread: it returns once that session is
      * torn down too, with every block back — not with the session's QPs still on the shared receive queue, whose
      * blocks could then never be given back.
