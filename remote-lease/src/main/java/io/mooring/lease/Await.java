@@ -42,18 +42,20 @@ final class Await {
         }
     }
 
-    /** Waits for {@code f} at most {@code timeout}; cancels it if the wait ends first. */
+    /**
+     * Waits for {@code f} at most {@code timeout}; cancels it if the wait ends first. If {@code f} completes between
+     * the wait's end and the cancel, its outcome is returned (or thrown) after all: it may hold what only this caller
+     * can take (a received message, a sent message's completion).
+     */
     <T> T within(CompletableFuture<T> f, Duration timeout) throws TimeoutException {
         if (!f.isDone()) {
             try {
                 cq.await(f, timeout.toNanos());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                f.cancel(false);
-                throw new IllegalStateException("interrupted while waiting for the peer", e);
+                if (f.cancel(false)) throw new IllegalStateException("interrupted while waiting for the peer", e);
             } catch (TimeoutException e) {
-                f.cancel(false);
-                throw e;
+                if (f.cancel(false)) throw e;
             }
         }
         try {

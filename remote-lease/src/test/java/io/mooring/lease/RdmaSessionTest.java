@@ -369,6 +369,35 @@ class RdmaSessionTest {
     }
 
     /**
+     * A receive whose wait runs out just as its message arrives: the caller gets either the message or a timeout
+     * after which the message is still there for the next receive — never a timeout with the message gone.
+     */
+    @Test
+    void aReceiveTimingOutAsItsMessageArrivesLosesNothing() throws Exception {
+        int total = 5000; // about one in a thousand was lost
+        var sender = Thread.ofVirtual().start(() -> {
+            try (Block a = message("m")) {
+                for (int i = 0; i < total; i++) requester.send(a);
+            }
+        });
+        int received = 0;
+        long timeouts = 0;
+        var random = new java.util.Random(7);
+        while (received < total) {
+            boolean sending = sender.isAlive(); // once all are sent, what is missing is lost, or comes within a second
+            try {
+                owner.receive(sending ? Duration.ofNanos(1_000 + random.nextInt(100_000)) : Duration.ofSeconds(1)).close();
+                received++;
+            } catch (TimeoutException e) {
+                timeouts++;
+                if (!sending) break;
+            }
+        }
+        sender.join();
+        assertEquals(total, received, timeouts + " timed out");
+    }
+
+    /**
      * The application takes the last message a peer sent before its end while the session still ends (here its leases
      * wait for an owner request on a leased block), then closes the endpoint: that close still waits for the session,
      * and every block comes back — none is left on a receive queue the session's QP kept alive.
