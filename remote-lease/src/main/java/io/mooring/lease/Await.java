@@ -48,16 +48,29 @@ final class Await {
      * can take (a received message, a sent message's completion).
      */
     <T> T within(CompletableFuture<T> f, Duration timeout) throws TimeoutException {
+        return within(f, timeout, () -> true);
+    }
+
+    /**
+     * {@link #within(CompletableFuture, Duration)} for work that may be under way when the wait ends: then
+     * {@code withdraw} says whether it could still be called off (it was not started, and now never is) — else the
+     * work holds the caller's memory until it completes, so this waits for that, without bound (its own timeouts end
+     * it), instead of throwing.
+     */
+    <T> T within(CompletableFuture<T> f, Duration timeout, BooleanSupplier withdraw) throws TimeoutException {
         if (!f.isDone()) {
             try {
                 cq.await(f, timeout.toNanos());
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                if (f.cancel(false)) throw new IllegalStateException("interrupted while waiting for the peer", e);
+                if (withdraw.getAsBoolean() && f.cancel(false)) {
+                    throw new IllegalStateException("interrupted while waiting for the peer", e);
+                }
             } catch (TimeoutException e) {
-                if (f.cancel(false)) throw e;
+                if (withdraw.getAsBoolean() && f.cancel(false)) throw e;
             }
         }
+        if (!f.isDone()) join(f); // under way, and not to be abandoned: its outcome is read below
         try {
             return f.join();
         } catch (CompletionException e) {

@@ -137,6 +137,14 @@ final class MessageFlow {
         return postWithCredit(post);
     }
 
+    /**
+     * Takes a send that still waits for credit off the queue, so that it is never posted: false if it is not waiting
+     * (it was posted, or is being posted now — then its block is in use until it completes).
+     */
+    synchronized boolean withdraw(CompletableFuture<WorkCompletion> done) {
+        return waitingForCredit.removeIf(w -> w.done() == done);
+    }
+
     /** Posts with a credit in hand; a post that is refused gives the credit back. */
     private CompletableFuture<WorkCompletion> postWithCredit(Supplier<CompletableFuture<WorkCompletion>> post) {
         try {

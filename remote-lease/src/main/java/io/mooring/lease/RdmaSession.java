@@ -253,14 +253,17 @@ public final class RdmaSession implements AutoCloseable {
         return sendAsync(message, length, true, immediate);
     }
 
-    /** Sends the whole block and waits until it is sent (see {@link #sendAsync}), at most the request timeout. */
+    /**
+     * Sends the whole block and waits until it is sent (see {@link #sendAsync}). It waits at most the request timeout
+     * for a credit, then throws {@link FlowControlException} and the message is not sent; once posted, it is waited for.
+     */
     public void send(Block message) {
-        await(sendAsync(message, messageLength(message)), "a send");
+        awaitSent(sendAsync(message, messageLength(message)));
     }
 
     /** {@link #send(Block)} with an immediate value. */
     public void sendWithImm(Block message, int immediate) {
-        await(sendWithImmAsync(message, messageLength(message), immediate), "a send");
+        awaitSent(sendWithImmAsync(message, messageLength(message), immediate));
     }
 
     private static int messageLength(Block message) {
@@ -493,11 +496,15 @@ public final class RdmaSession implements AutoCloseable {
         });
     }
 
-    private <T> T await(CompletableFuture<T> f, String what) {
+    /**
+     * Waits for a send at most the request timeout. One still waiting for credit then is withdrawn — never posted, its
+     * block the caller's again; one already posted reads the block until its completion, so that is waited for.
+     */
+    private void awaitSent(CompletableFuture<WorkCompletion> sent) {
         try {
-            return endpoint.await.within(f, endpoint.requestTimeout());
-        } catch (TimeoutException e) { // the send, cancelled by the wait, gives its credit on to the next
-            throw new FlowControlException(what + " to " + peerAddress + " waited " + endpoint.requestTimeout()
+            endpoint.await.within(sent, endpoint.requestTimeout(), () -> messages.withdraw(sent));
+        } catch (TimeoutException e) {
+            throw new FlowControlException("a send to " + peerAddress + " waited " + endpoint.requestTimeout()
                     + " for the peer's credit: the peer takes no messages");
         }
     }

@@ -398,6 +398,47 @@ class RdmaSessionTest {
     }
 
     /**
+     * A send that waited for credit and gave up (its wait ran out) was not sent: the peer receives exactly the messages
+     * whose sends returned, never one whose send threw — the caller may reuse that block at once.
+     */
+    @Test
+    void aSendThatGaveUpWaitingForCreditIsNotSentAfterAll() throws Exception {
+        RdmaEndpoint impatient = RdmaEndpoint.builder(pdOf(requesterArena), requesterArena)
+                .requestTimeout(Duration.ofMillis(2)).build();
+        try (impatient; var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            var accepted = listener.accept();
+            RdmaSession sending = impatient.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            RdmaSession receiving = accepted.get(30, TimeUnit.SECONDS);
+            int[] sent = new int[1];
+            var sender = Thread.ofVirtual().start(() -> {
+                try (Block a = message("m")) {
+                    for (int i = 0; i < 3000; i++) {
+                        try {
+                            sending.send(a);
+                            sent[0]++;
+                        } catch (FlowControlException e) {
+                            // gave up: not sent
+                        }
+                    }
+                }
+            });
+            var random = new java.util.Random(11);
+            int received = 0;
+            while (true) {
+                try {
+                    receiving.receive(Duration.ofSeconds(sender.isAlive() ? 10 : 1)).close();
+                    received++;
+                } catch (TimeoutException e) {
+                    break;
+                }
+                if (random.nextInt(8) == 0) Thread.sleep(random.nextInt(4));
+            }
+            sender.join();
+            assertEquals(sent[0], received);
+        }
+    }
+
+    /**
      * The application takes the last message a peer sent before its end while the session still ends (here its leases
      * wait for an owner request on a leased block), then closes the endpoint: that close still waits for the session,
      * and every block comes back — none is left on a receive queue the session's QP kept alive.
