@@ -7,6 +7,9 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -26,7 +29,7 @@ public final class RdmaListener implements AutoCloseable {
     private final RdmaEndpoint endpoint;
     private final ServerSocket server;
     private final Thread acceptor;
-    private final Handoff<RdmaSession> ready = new Handoff<>(BACKLOG, "a session");
+    private final Handoff<RdmaSession> ready = new Handoff<>(BACKLOG, "a session", Acceptance::new, () -> { });
     private final AtomicLong refused = new AtomicLong();
 
     RdmaListener(RdmaEndpoint endpoint, ServerSocket server) {
@@ -44,9 +47,40 @@ public final class RdmaListener implements AutoCloseable {
         return (InetSocketAddress) server.getLocalSocketAddress();
     }
 
-    /** The next peer's session, once its handshake is done. */
+    /**
+     * The next peer's session, once its handshake is done. A timed {@code get} on the future that runs out gives up
+     * its place (the future is cancelled), so polling {@code accept().get(timeout)} loses no session to an abandoned
+     * poll; a caller that stops waiting otherwise cancels the future.
+     *
+     * @throws FlowControlException if {@value #BACKLOG} calls already wait
+     */
     public CompletableFuture<RdmaSession> accept() {
         return ready.take();
+    }
+
+    /**
+     * The future of an {@link #accept()} made before its session: a timed get that runs out cancels it, so the next
+     * session goes to a caller still waiting, and the abandoned poll does not count against {@link #BACKLOG}.
+     */
+    private static final class Acceptance extends CompletableFuture<RdmaSession> {
+        @Override
+        public RdmaSession get(long timeout, TimeUnit unit)
+                throws InterruptedException, ExecutionException, TimeoutException {
+            try {
+                return super.get(timeout, unit);
+            } catch (TimeoutException e) {
+                if (cancel(false)) throw e;
+            } catch (InterruptedException e) {
+                if (cancel(false)) throw e;
+                Thread.currentThread().interrupt();
+            }
+            return super.get(); // completed meanwhile: the session is this caller's
+        }
+
+        @Override
+        public <U> CompletableFuture<U> newIncompleteFuture() {
+            return new CompletableFuture<>();
+        }
     }
 
     /** Connections closed without a session: barred, failed handshakes, or past the backlog. */

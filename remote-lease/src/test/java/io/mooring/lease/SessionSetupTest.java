@@ -136,6 +136,27 @@ class SessionSetupTest {
     }
 
     /**
+     * An application that polls {@code accept()} with a timed {@code get} (to check a stop flag between polls) gets
+     * the next session from its next poll — not a timeout while the session went to an earlier, abandoned poll — and
+     * may poll as often as it likes.
+     */
+    @Test
+    void pollingAcceptWithATimeoutLosesNoSession() throws Exception {
+        try (var listener = endpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+             var requester = RdmaEndpoint.builder(pd, arena).isolation(Isolation.WINDOW).build()) {
+            for (int i = 0; i < 2 * RdmaListener.BACKLOG; i++) {
+                assertThrows(java.util.concurrent.TimeoutException.class,
+                        () -> listener.accept().get(1, TimeUnit.MILLISECONDS));
+            }
+            try (RdmaSession s = requester.connect(listener.address()).get(10, TimeUnit.SECONDS);
+                 RdmaSession o = listener.accept().get(10, TimeUnit.SECONDS)) {
+                assertEquals(null, o.lostReason());
+                assertEquals(null, s.lostReason());
+            }
+        }
+    }
+
+    /**
      * A handshake in progress already has its QPs on the endpoint's shared receive queue: closing the endpoint breaks it
      * off and waits until it has freed them, so the queue and its receive blocks go with the endpoint (they stayed, and
      * the blocks were never given back, when the close did not wait).
