@@ -251,6 +251,8 @@ public final class RdmaEndpoint implements AutoCloseable {
                         + handshakeTimeout);
             }
             sessions.add(session);
+            // A peer may end the session before it is listed (it hangs up at once): that end's unlisting found nothing.
+            if (session.isTornDown()) unlist(session);
             if (closed) session.close();
             done = true;
             return session;
@@ -312,9 +314,14 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     /** {@code session} ended; {@code holdsMessages}: it keeps messages nobody took, for the endpoint's close to free. */
     void removed(RdmaSession session, boolean holdsMessages) {
-        if (sessions.remove(session)) sessionSlots.decrementAndGet();
+        unlist(session);
         if (holdsMessages) endedHoldingMessages.add(session);
         else endedHoldingMessages.remove(session);
+    }
+
+    /** Gives the session's slot back, once: whichever of its end and its handshake comes last does it. */
+    private void unlist(RdmaSession session) {
+        if (sessions.remove(session)) sessionSlots.decrementAndGet();
     }
 
     /**

@@ -914,6 +914,11 @@ public final class RdmaSession implements AutoCloseable {
         }
     }
 
+    /** Whether the session's end has freed what it made: its unlisting from the endpoint comes after. */
+    boolean isTornDown() {
+        return tornDown.isDone();
+    }
+
     @Override
     public String toString() {
         return "RdmaSession[" + peerAddress + (lostReason != null ? ", lost" : closing ? ", closed" : "") + "]";
