@@ -336,7 +336,10 @@ public final class RdmaArena implements AutoCloseable {
             return this;
         }
 
-        /** Requests of at least this many bytes get a chunk of their own (default: half the chunk size). */
+        /**
+         * Requests of at least this many bytes get a chunk of their own (default: half the chunk size). At most the
+         * chunk size (checked by {@link #build()}): smaller requests are page runs of a chunk.
+         */
         public Builder hugeThreshold(long bytes) {
             if (bytes <= SizeClasses.SMALL_MAX) {
                 throw new IllegalArgumentException("huge threshold must exceed " + SizeClasses.SMALL_MAX + ", was " + bytes);
@@ -398,8 +401,16 @@ public final class RdmaArena implements AutoCloseable {
             return this;
         }
 
-        /** @throws IllegalCallerException naming the flag to add, if this JVM denies Mooring native access */
+        /**
+         * @throws IllegalArgumentException if the huge threshold exceeds the chunk size
+         * @throws IllegalCallerException   naming the flag to add, if this JVM denies Mooring native access
+         */
         public RdmaArena build() {
+            // Below the threshold a request is a page run of one chunk: past the chunk size it would fit none.
+            if (hugeThreshold > chunkSize) {
+                throw new IllegalArgumentException("huge threshold " + hugeThreshold + " exceeds the chunk size "
+                        + chunkSize + ": smaller requests are cut from a chunk, so none may be larger than one");
+            }
             NativeAccess.require();
             return new RdmaArena(this);
         }

@@ -344,6 +344,26 @@ class RdmaArenaTest {
         assertThrows(IllegalArgumentException.class, () -> fx.arena().shards(0));
     }
 
+    /**
+     * A request below the huge threshold is cut from a chunk as a page run, so a threshold above the chunk size left
+     * requests that fit no chunk: the arena mapped a new chunk anyway and handed out a block a page before it, outside
+     * every registered region. Such a threshold is refused, whichever setting comes first; up to the chunk size, every
+     * large request lies inside its region.
+     */
+    @Test
+    void aHugeThresholdAboveTheChunkSizeIsRefused() {
+        var above = assertThrows(IllegalArgumentException.class, () -> fx.arena().hugeThreshold(2 << 20).build());
+        assertTrue(above.getMessage().contains("exceeds the chunk size"), above.getMessage());
+        assertThrows(IllegalArgumentException.class,
+                () -> RdmaArena.builder(fx.pd).hugeThreshold(4 << 20).chunkSize(1 << 20).build());
+        try (RdmaArena arena = fx.arena().hugeThreshold(1 << 20).build();
+             Block b = arena.allocate((1 << 20) - 1, 1 << 20)) {
+            assertEquals(0, arena.stats().hugeAllocations(), "a page run, not a chunk of its own");
+            assertTrue(b.regionOffset() >= 0 && b.regionOffset() + b.size() <= b.region().length(),
+                    () -> b + " lies outside " + b.region());
+        }
+    }
+
     /** The locked-memory limit (played by the soft provider) refuses a new chunk: typed, hinted, nothing leaked. */
     @Test
     void aRefusedRegistrationLeavesTheArenaUsableAndLeaksNothing() {
