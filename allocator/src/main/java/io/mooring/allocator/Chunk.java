@@ -116,9 +116,13 @@ final class Chunk {
         return (int) ((address - base) >>> SizeClasses.LOG2_PAGE);
     }
 
-    /** Deregisters the region and unmaps the memory, each as soon as nothing holds it. */
+    /**
+     * Deregisters the region and unmaps the memory, each as soon as nothing holds it — whatever the graph's policy: a
+     * posted request's pin (or a lease ending under the region) is a temporary hold, which STRICT defers as DEFERRED
+     * does, but a plain close of the mapping would refuse under STRICT while its region waits, and leave it mapped.
+     */
     void release() {
-        region.close();
-        memory.close();
+        region.resource().closeTree();
+        memory.closeTree();
     }
 }

@@ -274,10 +274,18 @@ public final class RdmaArena implements AutoCloseable {
      * without a live or uncollected block is deregistered and unmapped (or is as soon as the graph lets it: a
      * posted work request holds its region); the others go with their last block. Blocks closed by other threads
      * after this are still collected (see {@link Block}).
+     *
+     * <p>Under STRICT a chunk still held by a posted work request (one naming a block closed before it completed)
+     * keeps the arena's place in the graph open, as any child waiting for its pins does: this throws the graph's
+     * {@link io.mooring.lifecycle.ResourceBusyException} naming it, and a later call closes it once the request
+     * completed. Meanwhile caches stay retired, and each chunk is released as soon as it is wholly free.
      */
     @Override
     public synchronized void close() {
-        if (chunks.isClosing()) return;
+        if (chunks.isClosing()) {
+            resource.close(); // idempotent; under STRICT a retry, once the chunks that held it up are gone
+            return;
+        }
         collector.collect(); // blocks closed elsewhere that are free to go are not live: free them before counting
         if (resource.graph().policy() == ClosePolicy.STRICT) {
             ArenaStats s = stats();
@@ -289,8 +297,8 @@ public final class RdmaArena implements AutoCloseable {
         catchUpCallingThread();
         boolean ownerBusy = collector.collect(); // the caches of owners between calls come back now, before the chunks go
         chunks.releaseEmpty(shards);
+        if (ownerBusy) collector.schedule(); // before a STRICT refusal: the busy owners' caches still go
         resource.close();
-        if (ownerBusy) collector.schedule();
     }
 
     /** Per-thread entries held now: threads with a cache, owners with blocks waiting on their mt-free list. */
