@@ -182,10 +182,34 @@ final class MtFreeCollector {
      * simply tried again later.
      */
     static boolean isBetweenCalls(Caller owner) {
-        for (StackTraceElement frame : owner.thread.getStackTrace()) { // innermost first
-            if (ALLOCATOR_CLASSES.contains(frame.getClassName())) return isRunningPinsOnClose(frame);
+        StackTraceElement[] frames = owner.thread.getStackTrace(); // innermost first
+        for (int i = 0; i < frames.length; i++) {
+            if (!ALLOCATOR_CLASSES.contains(frames[i].getClassName())) continue;
+            if (isRunningPinsOnClose(frames[i])) return true;
+            int pin = pinAwaitingAnOwner(frames, i);
+            if (pin < 0) return false;
+            i = pin; // and what called that pin: user code, an onClose, or the allocator
         }
         return true;
+    }
+
+    /**
+     * If the allocator frames from {@code i} on are a pin waiting for another block's owner ({@code Block.pin} in
+     * {@link #awaitBetweenCalls}, maybe walking that owner's stack), the index of the {@code Block.pin} frame, else -1.
+     * Such a thread does nothing to its own blocks or cache until the wait ends, so it counts as between calls if what
+     * called the pin does: otherwise two threads pinning each other's blocks at once would each wait for the other for
+     * ever.
+     */
+    private static int pinAwaitingAnOwner(StackTraceElement[] frames, int i) {
+        String self = MtFreeCollector.class.getName();
+        while (i < frames.length && frames[i].getClassName().equals(self)
+                && !frames[i].getMethodName().equals("awaitBetweenCalls")) {
+            i++; // the walk itself: isBetweenCalls and the helpers it calls
+        }
+        boolean awaiting = i + 1 < frames.length && frames[i].getClassName().equals(self)
+                && frames[i + 1].getClassName().equals(Block.class.getName())
+                && frames[i + 1].getMethodName().equals("pin");
+        return awaiting ? i + 1 : -1;
     }
 
     /**

@@ -95,6 +95,44 @@ class BlockPinTest {
         }
     }
 
+    /**
+     * Two threads pinning each other's blocks at once: each pin waits for the other block's owner to be between calls,
+     * and each owner was inside the allocator — waiting in its own pin — so both waited for ever (at once, here). A
+     * thread waiting for an owner in a pin does nothing to its own blocks or cache until the wait ends: it is between
+     * calls.
+     */
+    @Test
+    void threadsPinningEachOthersBlocksAtOnceDoNotWaitForEachOther() throws Exception {
+        try (RdmaArena arena = fx.arena().build()) {
+            Block[] blocks = new Block[2];
+            var allocated = new CountDownLatch(2);
+            AtomicInteger pins = new AtomicInteger();
+            Thread[] pinners = new Thread[2];
+            for (int i = 0; i < 2; i++) {
+                int me = i;
+                pinners[i] = Thread.ofPlatform().start(() -> {
+                    blocks[me] = arena.allocate(64);
+                    allocated.countDown();
+                    try {
+                        allocated.await();
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                    for (int n = 0; n < 2000; n++) {
+                        blocks[1 - me].pin(null).close();
+                        pins.incrementAndGet();
+                    }
+                });
+            }
+            for (Thread t : pinners) t.join(TimeUnit.SECONDS.toMillis(20));
+            assertFalse(pinners[0].isAlive() || pinners[1].isAlive(), "pinners waiting for each other after "
+                    + pins.get() + " pins");
+            assertEquals(4000, pins.get());
+            for (Block b : blocks) b.close(); // mt frees: the owners have ended
+            assertEquals(0, arena.stats().liveBlocks());
+        }
+    }
+
     @Test
     void aPinReleasedBeforeTheCloseIsNotToldAndHoldsNothing() {
         try (RdmaArena arena = fx.arena().build()) {
