@@ -526,7 +526,9 @@ public final class RegistrationCache implements AutoCloseable {
     /**
      * Closes the cache: unused regions are deregistered now, regions in use when their last registration closes
      * (the graph's DEFERRED policy); acquiring afterwards throws. Under STRICT, open registrations make this throw
-     * and the cache stays open. Idempotent.
+     * and the cache stays open; a region a posted work request still holds (its registration closed too early) makes
+     * this throw the graph's {@link io.mooring.lifecycle.ResourceBusyException} once the cache is closed for
+     * acquiring, and a later call completes the close after the request. Idempotent.
      *
      * @throws IllegalStateException  under STRICT while registrations are open
      * @throws DestroyFailedException if a deregistration failed
@@ -536,16 +538,19 @@ public final class RegistrationCache implements AutoCloseable {
         List<CachedRegion> drop = new ArrayList<>();
         lock.lock();
         try {
-            if (closed) return;
-            long inUse = liveCount.sum() - cachedCount.sum();
-            if (resource.graph().policy() == ClosePolicy.STRICT && (inUse > 0 || !pending.isEmpty())) {
-                throw new IllegalStateException("cannot close " + name + " (policy STRICT): " + inUse
-                        + " regions have open registrations; close them first");
+            // Once closed, only the resource's close is left to retry: under STRICT it refuses until the regions that
+            // posted requests still held are deregistered.
+            if (!closed) {
+                long inUse = liveCount.sum() - cachedCount.sum();
+                if (resource.graph().policy() == ClosePolicy.STRICT && (inUse > 0 || !pending.isEmpty())) {
+                    throw new IllegalStateException("cannot close " + name + " (policy STRICT): " + inUse
+                            + " regions have open registrations; close them first");
+                }
+                closed = true;
+                withdraw(index.all(), drop);
+                drop.addAll(superseded);
+                superseded.clear();
             }
-            closed = true;
-            withdraw(index.all(), drop);
-            drop.addAll(superseded);
-            superseded.clear();
         } finally {
             lock.unlock();
         }

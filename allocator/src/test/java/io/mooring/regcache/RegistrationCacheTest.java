@@ -9,17 +9,24 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import io.mooring.lifecycle.ClosePolicy;
+import io.mooring.lifecycle.ResourceBusyException;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceInfo;
 import io.mooring.lifecycle.ResourceListener;
 import io.mooring.lifecycle.ResourceState;
 import io.mooring.verbs.Access;
+import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.MemoryRegion;
+import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.ReceiveRequest;
+import io.mooring.verbs.WorkCompletion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -496,6 +503,38 @@ class RegistrationCacheTest {
             reg.close();
             cache.close();
             assertEquals(ResourceState.DESTROYED, cache.resource().state());
+        }
+    }
+
+    /**
+     * Under STRICT a region whose registration was closed while a posted request still named it waits for that
+     * request: the cache's close refused with the graph's ResourceBusyException (its region is a child), but had
+     * marked the cache closed first, so every later close returned at once and the cache's place in the graph never
+     * closed. A later close now closes it once the request completed.
+     */
+    @Test
+    void underStrictACloseRefusedForAPostedRequestSucceedsOnceItCompleted() throws Exception {
+        try (var strict = new PdFixture(ClosePolicy.STRICT)) {
+            CompletionQueue cq = strict.context.createCompletionQueue(4);
+            QueuePair a = strict.pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
+            QueuePair b = strict.pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
+            a.connect(b.info());
+            b.connect(a.info());
+            RegistrationCache cache = RegistrationCache.builder(strict.pd).build();
+            MemorySegment buf = pages(1);
+            try (Registration reg = cache.acquire(buf)) {
+                b.post(ReceiveRequest.into(reg.region(), reg.offset(), 64));
+            } // closed before its receive completed
+            assertThrows(ResourceBusyException.class, cache::close);
+            assertThrows(ResourceClosedException.class, () -> cache.acquire(buf), "closed for acquiring");
+            b.moveToError();
+            WorkCompletion[] wc = {new WorkCompletion()};
+            assertEquals(1, cq.poll(wc, Duration.ofSeconds(10)));
+            cache.close();
+            assertEquals(ResourceState.DESTROYED, cache.resource().state());
+            a.close();
+            b.close();
+            cq.close();
         }
     }
 
