@@ -8,6 +8,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Function;
 
 /**
  * A reliable-connected queue pair ({@code struct ibv_qp}). Created in RESET; {@link #connect} takes it through
@@ -156,10 +157,16 @@ public final class QueuePair extends VerbsObject {
                 .trafficClass(options.trafficClass()).serviceLevel(options.serviceLevel()));
     }
 
-    /** RTR → RTS: ready to send, from the PSN {@link #info(ConnectOptions)} gave the peer. */
+    /**
+     * RTR → RTS: ready to send, from the PSN {@link #info(ConnectOptions)} gave the peer. From SQD (after
+     * {@link #drainSendQueue}) or RTS it resumes sending where the QP stopped: the send PSN and the retry attributes
+     * stay as the connection set them (a NIC takes none of them in those transitions, and a PSN set back to the
+     * first one would make the peer take every later request for a retransmission, acknowledged and dropped).
+     */
     public void readyToSend(ConnectOptions options) {
         options.requireSupportedBy(pd.context());
-        modify(new QpAttributes().state(QpState.RTS).sendPsn(sendPsn(options)).timeout(options.timeout())
+        var toRts = new QpAttributes().state(QpState.RTS);
+        modify(now -> now != QpState.RTR ? toRts : toRts.sendPsn(sendPsn(options)).timeout(options.timeout())
                 .retryCount(options.retryCount()).rnrRetry(options.rnrRetry()).maxRdAtomic(options.maxRdAtomic()));
     }
 
@@ -215,11 +222,17 @@ public final class QueuePair extends VerbsObject {
      * locks so that every post sees the state before or after it ({@link #requireAccepts}).
      */
     private void modify(QpAttributes a) {
+        modify(now -> a);
+    }
+
+    /** {@link #modify(QpAttributes)} with the attributes that the transition from the current state takes. */
+    private void modify(Function<QpState, QpAttributes> attributesFrom) {
         resource.checkOpen();
         synchronized (modifyLock) {
             lock(queues);
             try {
                 QpState now = ops.state();
+                QpAttributes a = attributesFrom.apply(now);
                 if (!now.canMoveTo(a.state())) {
                     throw new QpStateException("ibv_modify_qp", toString(), now, "moving to " + a.state());
                 }

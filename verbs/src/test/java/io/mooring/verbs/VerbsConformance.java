@@ -908,6 +908,26 @@ abstract class VerbsConformance {
         assertAWriteLands();
     }
 
+    /**
+     * A drained send queue resumes where it stopped: readyToSend from SQD set the send PSN back to the connection's
+     * first, so the peer took every later request for a retransmission, acknowledged it and dropped it — the writes
+     * succeeded without landing.
+     */
+    @Test
+    void aDrainedQpResumesFromItsPsnAndItsWritesLand() {
+        assertAWriteLands();
+        int next = a.qp.query().sendPsn();
+        a.qp.drainSendQueue();
+        assertEquals(QpState.SQD, a.qp.state());
+        a.qp.readyToSend(FAST);
+        assertEquals(QpState.RTS, a.qp.state());
+        assertEquals(next, a.qp.query().sendPsn(), "resumed from the next PSN");
+        assertAWriteLands();
+        a.qp.readyToSend(FAST); // RTS -> RTS leaves the PSN alone too
+        assertEquals((next + 1) & QpAttributes.MAX_PSN, a.qp.query().sendPsn());
+        assertAWriteLands();
+    }
+
     /** A chosen PSN goes to the peer in QpInfo and is where sending starts; sequences wrap at 24 bits. */
     @Test
     void aChosenPsnIsHandedToThePeerAndSequencesWrapAt24Bits() {
