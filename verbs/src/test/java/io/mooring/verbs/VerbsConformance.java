@@ -193,6 +193,29 @@ abstract class VerbsConformance {
         assertEquals(-1, src.segment().mismatch(dst.segment()));
     }
 
+    /**
+     * A zero-length WRITE or READ reaches no memory, so its rkey is not checked (IBTA C9-88; rxe's check_rkey): a
+     * WRITE with immediate of no bytes is a notification that names no region. It was refused as a remote access
+     * error, failing both QPs.
+     */
+    @Test
+    void zeroLengthWritesAndReadsNeedNoRkey() {
+        b.qp.post(new ReceiveRequest().wrId(77));
+        a.qp.post(new WorkRequest().opcode(Opcode.RDMA_WRITE).immediate(7).wrId(1));
+        assertEquals(1, a.expect(WcStatus.SUCCESS).wrId());
+        WorkCompletion wc = b.expect(WcStatus.SUCCESS);
+        assertEquals(77, wc.wrId());
+        assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, wc.opcode());
+        assertEquals(7, wc.immediate());
+        assertEquals(0, wc.byteLength());
+        a.qp.post(new WorkRequest().opcode(Opcode.RDMA_WRITE).wrId(2));
+        assertEquals(2, a.expect(WcStatus.SUCCESS).wrId());
+        a.qp.post(new WorkRequest().opcode(Opcode.RDMA_READ).wrId(3));
+        assertEquals(3, a.expect(WcStatus.SUCCESS).wrId());
+        assertEquals(QpState.RTS, b.qp.state());
+        assertAWriteLands();
+    }
+
     @Test
     void inlineSendsCopyAtPostTime() {
         MemoryRegion out = a.open(32, 0x33);

@@ -177,6 +177,7 @@ final class Responder {
     /** Copies the bytes read into the request's buffer; from a region without a lambda, the data path's case. */
     private Wire.Response remoteRead(Wire.Request r) {
         int right = Access.REMOTE_READ.bit();
+        if (r.length() == 0) return (qp.access & right) != 0 ? Wire.Response.ACK : accessError(); // see remoteWrite
         byte[] into = r.payload();
         boolean done = (qp.access & right) != 0 && qp.device.keys.region(r.rkey()) instanceof SoftMr mr
                 ? reaches(mr, r.rkey(), r.remoteAddress(), r.length(), right)
@@ -232,6 +233,9 @@ final class Responder {
     /** {@link #remoteAccess} of a WRITE's payload; into a region without a lambda, the data path's common case. */
     private boolean remoteWrite(Wire.Request r) {
         int right = Access.REMOTE_WRITE.bit();
+        // A zero-length WRITE or READ reaches no memory, so it names no key to check (IBTA C9-88, rxe's check_rkey);
+        // the QP's own rights still apply
+        if (r.length() == 0) return (qp.access & right) != 0;
         if ((qp.access & right) != 0 && qp.device.keys.region(r.rkey()) instanceof SoftMr mr) {
             return reaches(mr, r.rkey(), r.remoteAddress(), r.length(), right)
                     && mr.copyIn(r.remoteAddress(), r.payload(), 0, r.length());
