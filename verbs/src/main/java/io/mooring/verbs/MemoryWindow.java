@@ -27,6 +27,7 @@ public final class MemoryWindow extends VerbsObject {
     static final class State {
         private final Map<Integer, State> boundByRkey;
         private int rkey;              // guarded by this
+        private int postedRkey;        // guarded by this: the key the last bind posted carries
         private MemoryRegion boundTo;  // guarded by this; pinned while bound
         private QueuePair boundThrough; // guarded by this; pinned while a type 2 binding lasts, else null
 
@@ -36,6 +37,18 @@ public final class MemoryWindow extends VerbsObject {
 
         synchronized void initialKey(int key) {
             rkey = key;
+            postedRkey = key;
+        }
+
+        /**
+         * The key the next bind carries: the last posted one's with the low 8 "key" bits incremented
+         * ({@code ibv_inc_rkey}), as {@code ibv_bind_mw} updates {@code mw->rkey} when it posts. Taken from the last
+         * completed bind instead, two binds posted before the first completed carried one key, and the key of the
+         * first binding reached the second's range.
+         */
+        synchronized int nextRkey() {
+            postedRkey = (postedRkey & 0xffff_ff00) | ((postedRkey + 1) & 0xff);
+            return postedRkey;
         }
 
         synchronized int rkey() {
@@ -108,11 +121,9 @@ public final class MemoryWindow extends VerbsObject {
         return state.isBound();
     }
 
-    /** The key the next type 2 bind will carry: the same index with the low 8 "key" bits incremented
-     * ({@code ibv_inc_rkey}). */
+    /** The key the next bind will carry ({@link State#nextRkey()}); each call hands out a new one. */
     int nextRkey() {
-        int key = state.rkey();
-        return (key & 0xffff_ff00) | ((key + 1) & 0xff);
+        return state.nextRkey();
     }
 
     MwOps ops() {

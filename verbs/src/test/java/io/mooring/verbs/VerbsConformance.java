@@ -546,6 +546,28 @@ abstract class VerbsConformance {
     }
 
     /**
+     * Binds of a window posted back to back carry different keys, as {@code ibv_bind_mw} gives each the next one when
+     * it posts: the key of the first binding, handed to a peer, must not reach the range of the second. Both took the
+     * key after the last completed bind, so they carried the same one.
+     */
+    @Test
+    void aType1WindowReboundBeforeItsBindCompletedGetsANewKey() {
+        MemoryRegion region = b.open(256, 0);
+        MemoryWindow window = b.pd.allocateWindow(MwType.TYPE_1);
+        b.qp.post(WorkRequest.bind(window, region, 0, 64, EnumSet.of(Access.REMOTE_WRITE)).wrId(1));
+        b.qp.post(WorkRequest.bind(window, region, 128, 64, EnumSet.of(Access.REMOTE_WRITE)).wrId(2));
+        assertEquals(1, b.expect(WcStatus.SUCCESS).wrId());
+        int first = window.rkey();
+        assertEquals(2, b.expect(WcStatus.SUCCESS).wrId());
+        int second = window.rkey();
+        assertNotEquals(first, second, "each bind gives the window a new key");
+        MemoryRegion src = a.open(64, 0x21);
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(region.address() + 128, first));
+        a.expect(WcStatus.REM_ACCESS_ERR); // the first binding's key reaches nothing any more
+        assertUnchanged(region, 0);
+    }
+
+    /**
      * A bound window keeps its region registered (ibv_dereg_mr would say EBUSY) and, type 2, the QP it was bound
      * through (rxe's destroy would wait for the window's reference, then warn): the graph defers both closes.
      */
