@@ -49,9 +49,10 @@ public final class CompletionQueue extends VerbsObject {
      * Moves up to {@code into.length} completions into the caller's instances; returns how many. Never blocks.
      *
      * @throws IllegalStateException if a dispatcher polls this CQ
+     * @throws IllegalArgumentException if an element of {@code into} is null (nothing is taken then)
      */
     public int poll(WorkCompletion[] into) {
-        checkPollable();
+        checkPollable(into);
         return router.poll(into);
     }
 
@@ -61,14 +62,24 @@ public final class CompletionQueue extends VerbsObject {
      * (completions that complete futures do not end the wait).
      */
     public int poll(WorkCompletion[] into, Duration timeout) throws InterruptedException {
-        checkPollable();
+        checkPollable(into);
         return router.pollWaiting(into, timeout.toNanos());
     }
 
-    private void checkPollable() {
+    /**
+     * Refuses a poll before it takes anything: a completion taken for an empty slot of {@code into} would be retired
+     * and lost.
+     */
+    private void checkPollable(WorkCompletion[] into) {
         resource.checkOpen();
         if (dispatcher.running != null) {
             throw new IllegalStateException(this + " is polled by its dispatcher; stop it before polling by hand");
+        }
+        for (int i = 0; i < into.length; i++) {
+            if (into[i] == null) {
+                throw new IllegalArgumentException("into[" + i + "] is null: a poll fills the caller's WorkCompletion"
+                        + " instances; fill the array with them once and reuse it");
+            }
         }
     }
 

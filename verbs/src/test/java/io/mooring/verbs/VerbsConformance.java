@@ -661,6 +661,25 @@ abstract class VerbsConformance {
     }
 
     /**
+     * A poll into an array with an empty slot is refused before it takes anything. It took the completion, retired its
+     * request and then failed with a NullPointerException: the completion was lost.
+     */
+    @Test
+    void aPollIntoAnArrayWithoutInstancesIsRefusedAndLosesNothing() {
+        MemoryRegion src = a.open(8, 1);
+        MemoryRegion dst = b.open(8, 0);
+        a.qp.post(WorkRequest.write(src, 0, 8).remote(dst.address(), dst.rkey()).wrId(5));
+        long deadline = System.nanoTime() + Endpoint.WAIT.toNanos();
+        while (dst.segment().get(ValueLayout.JAVA_BYTE, 0) != 1 && System.nanoTime() < deadline) Thread.onSpinWait();
+        WorkCompletion[] empty = new WorkCompletion[2];
+        var e = assertThrows(IllegalArgumentException.class, () -> a.cq.poll(empty));
+        assertTrue(e.getMessage().contains("into[0] is null"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> a.cq.poll(empty, Duration.ofMillis(10)));
+        assertEquals(5, a.expect(WcStatus.SUCCESS).wrId(), "the completion is still there");
+        assertEquals(0, a.qp.outstandingSends());
+    }
+
+    /**
      * A completion event raised for a CQ armed by an earlier timed poll, whose completion was then taken by a
      * plain poll, is stale: a later timed poll that finds it must still wait out its timeout (it returned 0
      * at once, and the remote-lease isolation probe failed on that).
