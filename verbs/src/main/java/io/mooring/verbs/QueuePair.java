@@ -322,6 +322,10 @@ public final class QueuePair extends VerbsObject {
             throw new IllegalArgumentException(sgl.count() + " scatter/gather entries exceed maxSendSge "
                     + capabilities.maxSendSge() + " of " + this);
         }
+        if (wr.opcode() == Opcode.BIND_MW && wr.window() == null) {
+            throw new IllegalArgumentException("a BIND_MW request names no window and region: build it with"
+                    + " WorkRequest.bind(window, region, offset, length, access), not opcode(BIND_MW)");
+        }
         if (wr.isInline() && sgl.totalLength() > capabilities.maxInlineData()) {
             throw new IllegalArgumentException(sgl.totalLength() + " inline bytes exceed maxInlineData "
                     + capabilities.maxInlineData() + " of " + this);

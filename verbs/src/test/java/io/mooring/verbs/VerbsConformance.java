@@ -598,6 +598,15 @@ abstract class VerbsConformance {
         assertEquals(ResourceState.DESTROYED, region.resource().state());
     }
 
+    /** A BIND_MW request made with opcode() instead of WorkRequest.bind failed with a NullPointerException. */
+    @Test
+    void aBindWithoutItsWindowIsRefusedNamingWhatIsMissing() {
+        var e = assertThrows(IllegalArgumentException.class, () -> b.qp.post(new WorkRequest().opcode(Opcode.BIND_MW)));
+        assertTrue(e.getMessage().contains("WorkRequest.bind"), e.getMessage());
+        assertEquals(0, b.qp.outstandingSends(), "a refused bind leaves nothing behind");
+        assertEquals(QpState.RTS, b.qp.state());
+    }
+
     @Test
     void aWindowIsDeallocatedOnlyAfterItsOutstandingBind() {
         MemoryRegion region = b.open(64, 0);
