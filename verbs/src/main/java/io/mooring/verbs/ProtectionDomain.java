@@ -33,6 +33,7 @@ public final class ProtectionDomain extends VerbsObject {
      *
      * @throws IllegalArgumentException if the segment is on the heap (the GC moves it), empty, larger than the
      *                                  device's max MR size, or the rights are inconsistent
+     * @throws IllegalStateException    if the segment's arena is closed (its memory is freed)
      * @throws VerbsException           if the device refuses (e.g. ENOMEM: the locked-memory limit)
      */
     public MemoryRegion register(MemorySegment segment, Set<Access> access) {
@@ -52,6 +53,11 @@ public final class ProtectionDomain extends VerbsObject {
         if (!segment.isNative()) {
             throw new IllegalArgumentException("cannot register a heap segment (" + segment.byteSize() + " bytes): the"
                     + " garbage collector moves heap memory; allocate it with an Arena or Mooring's RdmaArena");
+        }
+        if (!segment.scope().isAlive()) {
+            throw new IllegalStateException("cannot register " + segment.byteSize() + " bytes at 0x"
+                    + Long.toHexString(segment.address()) + ": its arena is closed, so the memory is freed and the NIC"
+                    + " would reach whatever is allocated there next; register memory while its arena is open");
         }
         long max = context.device().attributes().maxMrSize();
         if (segment.byteSize() == 0 || segment.byteSize() > max) {

@@ -1129,6 +1129,21 @@ abstract class VerbsConformance {
         assertEquals(Set.of(), Set.copyOf(graph.failures()));
     }
 
+    /**
+     * Memory whose arena is closed is freed: registered, a NIC would reach whatever is allocated there next. It was
+     * registered (the soft NIC then failed every access; a real one writes into the freed memory).
+     */
+    @Test
+    void memoryOfAClosedArenaIsRefusedWhenRegistered() {
+        Arena closed = Arena.ofConfined();
+        MemorySegment freed = closed.allocate(64, 64);
+        closed.close();
+        var e = assertThrows(IllegalStateException.class, () -> a.pd.register(freed, EnumSet.of(Access.REMOTE_READ)));
+        assertTrue(e.getMessage().contains("arena is closed"), e.getMessage());
+        assertEquals(Set.of(), Set.copyOf(graph.failures()));
+        assertEquals(ResourceState.OPEN, a.pd.resource().state());
+    }
+
     static void assertUnchanged(MemoryRegion mr, int fill) {
         byte[] expected = new byte[(int) mr.length()];
         java.util.Arrays.fill(expected, (byte) fill);
