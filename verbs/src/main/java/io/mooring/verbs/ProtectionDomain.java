@@ -32,7 +32,8 @@ public final class ProtectionDomain extends VerbsObject {
      * Registers native memory for RDMA ({@code ibv_reg_mr}). Lengths are 64-bit.
      *
      * @throws IllegalArgumentException if the segment is on the heap (the GC moves it), empty, larger than the
-     *                                  device's max MR size, or the rights are inconsistent
+     *                                  device's max MR size, read-only with LOCAL_WRITE (and so with remote write
+     *                                  or atomic rights), or the rights are inconsistent
      * @throws IllegalStateException    if the segment's arena is closed (its memory is freed)
      * @throws VerbsException           if the device refuses (e.g. ENOMEM: the locked-memory limit)
      */
@@ -65,6 +66,11 @@ public final class ProtectionDomain extends VerbsObject {
                     + " holds 1 to " + max + " bytes on " + context.device());
         }
         Access.requireConsistent(access, "a memory region");
+        if (segment.isReadOnly() && access.contains(Access.LOCAL_WRITE)) {
+            throw new IllegalArgumentException("cannot register a read-only segment of " + segment.byteSize()
+                    + " bytes with " + access + ": LOCAL_WRITE lets the NIC write it (ibv_reg_mr fails with EFAULT on"
+                    + " read-only memory); register it for reading only (REMOTE_READ, no write rights)");
+        }
         int mask = Access.mask(access);
         var made = Attach.make("mr", () -> ops.register(segment, mask),
                 mr -> "addr=0x" + Long.toHexString(segment.address()) + " len=" + segment.byteSize()

@@ -1144,6 +1144,28 @@ abstract class VerbsConformance {
         assertEquals(ResourceState.OPEN, a.pd.resource().state());
     }
 
+    /**
+     * A read-only segment cannot take the writes LOCAL_WRITE (and so remote write and atomic rights) lets the NIC make:
+     * ibv_reg_mr fails with EFAULT on read-only memory. It was registered, and the soft NIC's write into a read-only
+     * mapped file then crashed the JVM (SIGSEGV). Registered for reading, it serves READs.
+     */
+    @Test
+    void aReadOnlySegmentIsRegisteredForReadingOnly() {
+        MemorySegment memory = arena.allocate(64, 64);
+        memory.fill((byte) 0x3c);
+        MemorySegment readOnly = memory.asReadOnly();
+        var e = assertThrows(IllegalArgumentException.class,
+                () -> b.pd.register(readOnly, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE)));
+        assertTrue(e.getMessage().contains("read-only"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> b.pd.register(readOnly, EnumSet.of(Access.LOCAL_WRITE)));
+
+        MemoryRegion readable = b.pd.register(readOnly, EnumSet.of(Access.REMOTE_READ));
+        MemoryRegion into = a.open(64, 0);
+        a.qp.post(WorkRequest.read(into, 0, 64).remote(readable.address(), readable.rkey()));
+        a.expect(WcStatus.SUCCESS);
+        assertEquals(-1, into.segment().mismatch(memory));
+    }
+
     static void assertUnchanged(MemoryRegion mr, int fill) {
         byte[] expected = new byte[(int) mr.length()];
         java.util.Arrays.fill(expected, (byte) fill);
