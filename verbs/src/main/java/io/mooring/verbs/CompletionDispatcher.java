@@ -224,11 +224,16 @@ public final class CompletionDispatcher implements AutoCloseable {
         for (int i = 0; i < n; i++) deliver(batch[i].copy());
     }
 
+    /**
+     * Whatever the handler throws, Errors included (an assertion, a stack overflow), is logged and goes no further, as
+     * Netty's event loop does with its tasks: every future on the CQ depends on this thread, and a waiting caller that
+     * delivers for it must not get another's failure.
+     */
     private void deliver(WorkCompletion wc) {
         try {
             handler.accept(wc);
-        } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "completion handler of " + router.name + " threw on " + wc + "; ignored", e);
+        } catch (Throwable e) {
+            LOG.log(Level.ERROR, "completion handler of " + router.name + " threw on " + wc + "; ignored", e);
         }
     }
 

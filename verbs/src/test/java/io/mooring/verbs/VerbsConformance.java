@@ -748,6 +748,29 @@ abstract class VerbsConformance {
         assertThrows(IllegalStateException.class, () -> a.cq.poll(new WorkCompletion[1]));
     }
 
+    /**
+     * A handler that throws an Error (an assertion in application code, a stack overflow) stops nothing: the rest of
+     * the CQ's completions — and every future on it — depend on the thread that delivers. Before, the Error killed the
+     * dispatcher's thread, or came out of an unrelated caller's wait that delivered it (here the write's get).
+     */
+    @Test
+    void aHandlerThatThrowsAnErrorStopsNoDispatcher() throws Exception {
+        List<WorkCompletion> handled = new CopyOnWriteArrayList<>();
+        a.cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {
+            if (wc.wrId() == 1) throw new AssertionError("the application's handler failed on " + wc);
+            handled.add(wc);
+        });
+        MemoryRegion src = a.open(64, 0x31);
+        MemoryRegion dst = b.open(64, 0);
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()).wrId(1));
+        a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()).wrId(2));
+        var write = a.qp.postAsync(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()).wrId(3));
+        assertEquals(WcStatus.SUCCESS, write.get(10, java.util.concurrent.TimeUnit.SECONDS).status());
+        long deadline = System.nanoTime() + Endpoint.WAIT.toNanos();
+        while (handled.isEmpty() && System.nanoTime() < deadline) Thread.sleep(1);
+        assertEquals(List.of(2L), handled.stream().map(WorkCompletion::wrId).toList());
+    }
+
     @Test
     void aWaitingPlatformThreadPollsForItsOwnCompletions() throws Exception {
         List<WorkCompletion> others = new CopyOnWriteArrayList<>();
