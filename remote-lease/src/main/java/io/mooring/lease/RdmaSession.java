@@ -101,6 +101,7 @@ public final class RdmaSession implements AutoCloseable {
     private final AtomicLong requestIds = new AtomicLong();
     private final AtomicInteger malformed = new AtomicInteger();
     private final AtomicLong leakedSegments = new AtomicLong();
+    private final AtomicLong offersReleased = new AtomicLong();
     private volatile String lostReason;
     private final CompletableFuture<String> ended = new CompletableFuture<>();
     private volatile boolean closing;
@@ -380,7 +381,8 @@ public final class RdmaSession implements AutoCloseable {
     /**
      * The next lease the peer offers, as a segment this side may use until the lease ends (async-rdma's
      * {@code receive_remote_mr}). Offers nobody takes wait in a queue of {@value #OFFER_BACKLOG}; past it they are
-     * released at once.
+     * released at once, by a RELEASE that waits for no answer (so a peer offering faster than the application takes
+     * costs nothing that stays).
      */
     public CompletableFuture<RemoteSegment> receiveOfferAsync() {
         return offers.take();
@@ -396,9 +398,13 @@ public final class RdmaSession implements AutoCloseable {
         remote.put(o.leaseId(), state);
         var segment = new RemoteSegment(this, state, o.address(), o.length(), o.rkey(), Access.of(o.access()));
         if (!offers.offer(segment)) {
-            LOG.log(Level.WARNING, "an offer of lease " + o.leaseId() + " from " + peerAddress + " found "
-                    + OFFER_BACKLOG + " offers untaken; released");
-            segment.closeAsync();
+            // Released without waiting for the answer: a peer offering faster than the application takes must not
+            // fill the table of unanswered requests (a timer each), nor the log — one warning per session.
+            long n = offersReleased.incrementAndGet();
+            LOG.log(n == 1 ? Level.WARNING : Level.DEBUG, "an offer of lease " + o.leaseId() + " from " + peerAddress
+                    + " found " + OFFER_BACKLOG + " offers untaken; released"
+                    + (n == 1 ? " (further ones are released without a warning)" : ""));
+            segment.discard();
         }
     }
 
@@ -514,6 +520,11 @@ public final class RdmaSession implements AutoCloseable {
         return new LeaseRefusedException(ErrorCodes.INVALID_REQUEST, "peer answered " + answer);
     }
 
+    /** Requests of this side's still waiting for the peer's answer (tests). */
+    int pendingRequests() {
+        return pending.size();
+    }
+
     int controlQpNumber() {
         return controlQp.number();
     }
@@ -537,8 +548,9 @@ public final class RdmaSession implements AutoCloseable {
     }
 
     /**
-     * Releases a lease of the peer's: from {@link RemoteSegment#close()} (waiting for the acknowledgement) or from its
-     * Cleaner. A lease the owner already ended (expired, revoked) counts as released.
+     * Releases a lease of the peer's: from {@link RemoteSegment#close()} (waiting for the acknowledgement), or — not
+     * waiting: no entry in the table of unanswered requests, no timer — from its Cleaner or for an offer past the
+     * backlog. A lease the owner already ended (expired, revoked) counts as released.
      */
     CompletableFuture<Void> release(long leaseId, boolean wait) {
         // Gone from the map: the owner revoked it (REVOKED), and ends it on its own; a RELEASE would only cost it an
@@ -546,7 +558,7 @@ public final class RdmaSession implements AutoCloseable {
         if (remote.remove(leaseId) == null || lostReason != null || closing) return CompletableFuture.completedFuture(null);
         var release = new Message.Release(requestIds.incrementAndGet(), leaseId);
         if (!wait) {
-            channel.send(release);
+            reply(release); // a peer that leaves our control messages untaken loses the session, as for any reply
             return CompletableFuture.completedFuture(null);
         }
         return call(release).thenAccept(answer -> {
@@ -809,7 +821,7 @@ public final class RdmaSession implements AutoCloseable {
         remote.clear();
         if (level == Level.INFO) messages.finish(lostReason);
         else messages.end(lostReason);
-        offers.close(new SessionLostException(lostReason)).forEach(RemoteSegment::closeAsync);
+        offers.close(new SessionLostException(lostReason)).forEach(RemoteSegment::discard);
         controlQp.moveToError();
         dataQp.moveToError(); // no invalidation can complete on it any more; the manager deallocates windows instead
         Thread.ofVirtual().name("mooring-session-end-" + peerAddress).start(() -> {
@@ -903,7 +915,7 @@ public final class RdmaSession implements AutoCloseable {
             agent.stop();
             closeQuietly(socket);
             offers.close(new SessionLostException("the session to " + peerAddress + " closed"))
-                    .forEach(RemoteSegment::closeAsync);
+                    .forEach(RemoteSegment::discard);
             endpoint.unroute(controlQp, dataQp);
             resource.closeTree(); // the segments still open: their lease ended with the session
             controlQp.close();

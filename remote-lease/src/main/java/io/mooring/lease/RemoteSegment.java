@@ -268,6 +268,19 @@ public final class RemoteSegment implements AutoCloseable {
         }
     }
 
+    /**
+     * Releases the lease without waiting for the owner's answer (an offer this side had no room for): like the
+     * Cleaner's release, it leaves nothing waiting for a peer that may never answer.
+     */
+    void discard() {
+        if (state.closed.getAndSet(true)) return;
+        try {
+            session.release(state.leaseId, false);
+        } finally {
+            resource.close();
+        }
+    }
+
     @Override
     public String toString() {
         return "RemoteSegment[lease " + state.leaseId + ", " + length + " bytes, " + access + "]";

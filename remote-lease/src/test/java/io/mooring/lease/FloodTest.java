@@ -1,0 +1,97 @@
+package io.mooring.lease;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.testing.CapturedLog;
+import io.mooring.verbs.Access;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.RdmaDevices;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+/**
+ * A hostile peer that floods this side with control messages: nothing it sends may make this side's tables, timers or
+ * logs grow with the number of messages — only with what the limits allow at once.
+ */
+@Timeout(120)
+class FloodTest {
+    private static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE);
+
+    @RegisterExtension
+    final CapturedLog log = new CapturedLog(RdmaSession.class.getPackageName());
+
+    private final ResourceGraph graph = ResourceGraph.builder().name("flood").build();
+    private final ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+    private final ProtectionDomain peerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+    private final RdmaArena ownerArena = RdmaArena.builder(ownerPd).chunkSize(1 << 20).shards(1)
+            .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
+    private final List<AutoCloseable> closeLast = new ArrayList<>();
+
+    @AfterEach
+    void teardown() throws Exception {
+        for (AutoCloseable c : closeLast.reversed()) c.close();
+        ownerArena.close();
+        graph.close();
+        assertEquals(0, graph.liveCount(), graph::dump);
+    }
+
+    private RdmaListener listen(RdmaEndpoint.Builder builder) throws Exception {
+        RdmaEndpoint endpoint = builder.build();
+        closeLast.add(endpoint);
+        RdmaListener listener = endpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        closeLast.add(listener);
+        return listener;
+    }
+
+    /**
+     * Offers nobody takes, past the backlog of 64, are released — and a release nobody acknowledges must not wait in
+     * the table of unanswered requests (with a timer each) for the request timeout: that table would grow with the
+     * peer's send rate times the timeout.
+     */
+    @Test
+    void offersPastTheBacklogLeaveNoUnansweredRequests() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).requestTimeout(Duration.ofMinutes(1)));
+        var accepted = listener.accept();
+        try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
+            RdmaSession session = accepted.get(10, TimeUnit.SECONDS);
+            int extra = 200;
+            for (int i = 1; i <= RdmaSession.OFFER_BACKLOG + extra; i++) {
+                peer.send(new Message.Offer(i, i, 0x1000L * i, 64, 0x100 + i, Access.mask(RW),
+                        Duration.ofMinutes(1).toNanos()));
+            }
+            // Every offer past the backlog was released: the peer got a RELEASE for each, and never answers them.
+            List<Message> releases = new ArrayList<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+            while (releases.size() < extra && System.nanoTime() < deadline) {
+                peer.everything(Duration.ofMillis(50)).stream().filter(m -> m instanceof Message.Release)
+                        .forEach(releases::add);
+            }
+            assertEquals(extra, releases.size(), "a RELEASE per offer past the backlog");
+            assertEquals(0, session.pendingRequests(), "releases of untaken offers wait for no answer");
+            assertEquals(null, session.lostReason());
+            long warnings = log.entries().stream().filter(e -> e.level() == System.Logger.Level.WARNING
+                    && e.message().contains("offers untaken")).count();
+            assertEquals(1, warnings, "one warning per session, not one per offer");
+            // The backlog is intact: the first 64 offers are still there to take.
+            for (int i = 1; i <= RdmaSession.OFFER_BACKLOG; i++) {
+                RemoteSegment s = session.receiveOffer(Duration.ofSeconds(5));
+                assertEquals(i, s.leaseId());
+                s.closeAsync();
+            }
+            assertTrue(session.receiveOfferAsync().isDone() == false, "nothing past the backlog was kept");
+        }
+    }
+}
