@@ -26,8 +26,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
@@ -51,8 +50,17 @@ import java.util.function.Consumer;
  */
 public final class LeaseManager implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LeaseManager.class.getName());
-    private static final ScheduledExecutorService TIMER = Executors.newSingleThreadScheduledExecutor(
+    /**
+     * Expiries, revocations after a closed block's grace, slow-end warnings. A cancelled task leaves the queue at once:
+     * every RENEW and every early end cancels one, and a cancelled task left queued would hold its lease until its
+     * original deadline — a peer renewing in a loop would grow the queue by its rate times the longest grant.
+     */
+    private static final ScheduledThreadPoolExecutor TIMER = new ScheduledThreadPoolExecutor(1,
             Thread.ofPlatform().daemon().name("mooring-lease-timer").factory());
+
+    static {
+        TIMER.setRemoveOnCancelPolicy(true);
+    }
     private static final Duration COMPLETION_WAIT = Duration.ofSeconds(10);
 
     /** Binds one window makes before it is replaced: 255 keys in a row differ (8 key bits; see {@link #pool}). */
@@ -99,6 +107,11 @@ public final class LeaseManager implements AutoCloseable {
      */
     public static LeaseManager create(QueuePair qp, LeaseLimits limits, Isolation isolation) {
         return new LeaseManager(qp, limits, isolation, new PeerAccount("the peer of " + qp, 0));
+    }
+
+    /** Tasks in the lease timer's queue, of every manager (tests). */
+    static int timerTasks() {
+        return TIMER.getQueue().size();
     }
 
     public Isolation isolation() {

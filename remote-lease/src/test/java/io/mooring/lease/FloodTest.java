@@ -94,4 +94,45 @@ class FloodTest {
             assertTrue(session.receiveOfferAsync().isDone() == false, "nothing past the backlog was kept");
         }
     }
+
+    /**
+     * A RENEW moves the lease's expiry, and a RELEASE ends it before it: each cancels a timer task. Cancelled tasks must
+     * leave the timer's queue — else each stays, holding its lease, until its original deadline (up to the longest
+     * grant), and a peer renewing or requesting and releasing in a loop grows the queue by its rate times that. The
+     * same for the handshake watchdog, cancelled by every handshake that finishes in time.
+     */
+    @Test
+    void renewsAndReleasesLeaveNoCancelledTimersBehind() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ZERO));
+        int timersBefore = LeaseManager.timerTasks();
+        var accepted = listener.accept();
+        try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
+            RdmaSession session = accepted.get(10, TimeUnit.SECONDS);
+            long minute = Duration.ofMinutes(1).toNanos();
+            long id = 0;
+            peer.send(new Message.Request(++id, 64, 8, Access.mask(RW), minute));
+            long lease = ((Message.Grant) peer.nextAnswer("the first request")).leaseId();
+            for (int i = 0; i < 300; i++) {
+                peer.send(new Message.Renew(++id, lease, minute));
+                assertTrue(peer.nextAnswer("renew " + i) instanceof Message.Renewed);
+            }
+            for (int i = 0; i < 100; i++) {
+                peer.send(new Message.Request(++id, 64, 8, Access.mask(RW), minute));
+                long other = ((Message.Grant) peer.nextAnswer("request " + i)).leaseId();
+                peer.send(new Message.Release(++id, other));
+                assertTrue(peer.nextAnswer("release " + i) instanceof Message.ReleaseAck);
+            }
+            int grown = LeaseManager.timerTasks() - timersBefore;
+            assertTrue(grown <= 1, "the timer holds " + grown + " more tasks for the one live lease");
+            assertEquals(null, session.lostReason());
+        }
+        int watchdogBefore = RdmaEndpoint.watchdogTasks();
+        for (int i = 0; i < 10; i++) {
+            var next = listener.accept();
+            new RawPeer(peerPd, listener.address()).close();
+            next.get(10, TimeUnit.SECONDS).close();
+        }
+        int grown = RdmaEndpoint.watchdogTasks() - watchdogBefore;
+        assertTrue(grown <= 0, "the watchdog holds " + grown + " more tasks after 10 handshakes that finished");
+    }
 }
