@@ -67,6 +67,11 @@ public final class RdmaSession implements AutoCloseable {
      * honest session nothing; the verbs default (0.64 ms) ended it after 4 ms.
      */
     static final int MIN_RNR_TIMER = 26;
+    /**
+     * This side's control requests (REQUEST, RENEW, RELEASE) waiting for the peer's answer, at most: a peer that takes
+     * them and never answers would otherwise hold each for the request timeout, however many the application makes.
+     */
+    static final int MAX_PENDING = 1024;
     /** Offers received and not yet taken by {@link #receiveOfferAsync()}, at most. */
     static final int OFFER_BACKLOG = 64;
     /**
@@ -429,12 +434,16 @@ public final class RdmaSession implements AutoCloseable {
      *
      * @throws LeaseRefusedException with the peer's reason
      * @throws SessionLostException  if the session is gone
+     * @throws FlowControlException  if {@value #MAX_PENDING} requests already wait for the peer's answer
      */
     public RemoteSegment requestRemote(long size, Duration duration, Set<Access> access) {
         return endpoint.await.join(requestRemoteAsync(size, duration, access));
     }
 
-    /** {@link #requestRemote(long, Duration, Set)} without waiting: the future fails with the same exceptions. */
+    /**
+     * {@link #requestRemote(long, Duration, Set)} without waiting: the future fails with the same exceptions, but
+     * {@link SessionLostException} and {@link FlowControlException} are thrown at once, nothing sent.
+     */
     public CompletableFuture<RemoteSegment> requestRemoteAsync(long size, Duration duration, Set<Access> access) {
         return requestRemote(size, 8, duration, access);
     }
@@ -445,6 +454,7 @@ public final class RdmaSession implements AutoCloseable {
      * @throws IllegalArgumentException if the layout is empty or needs an alignment above 4096 (a page)
      * @throws LeaseRefusedException    with the peer's reason
      * @throws SessionLostException     if the session is gone
+     * @throws FlowControlException     if {@value #MAX_PENDING} requests already wait for the peer's answer
      */
     public RemoteSegment requestRemote(MemoryLayout layout, Duration duration, Set<Access> access) {
         if (layout.byteSize() <= 0 || layout.byteAlignment() > MAX_ALIGNMENT) {
@@ -478,9 +488,17 @@ public final class RdmaSession implements AutoCloseable {
         });
     }
 
-    /** Sends a control request; the future completes with its answer, or fails after the request timeout. */
+    /**
+     * Sends a control request; the future completes with its answer, or fails after the request timeout.
+     *
+     * @throws FlowControlException if {@value #MAX_PENDING} requests already wait for the peer's answer
+     */
     CompletableFuture<Message> call(Message request) {
         checkUsable();
+        if (pending.size() >= MAX_PENDING) { // a check, not a reservation: concurrent callers may pass it together
+            throw new FlowControlException(MAX_PENDING + " control requests already wait for the peer's answer (each"
+                    + " at most " + endpoint.requestTimeout() + "): " + peerAddress + " answers none of them");
+        }
         CompletableFuture<Message> answer = endpoint.cq().newFuture();
         pending.put(request.requestId(), answer);
         channel.send(request).exceptionally(e -> {
@@ -557,11 +575,19 @@ public final class RdmaSession implements AutoCloseable {
         // invalidation and an answer on the path of whatever made it revoke (a stored value replaced, say).
         if (remote.remove(leaseId) == null || lostReason != null || closing) return CompletableFuture.completedFuture(null);
         var release = new Message.Release(requestIds.incrementAndGet(), leaseId);
-        if (!wait) {
+        CompletableFuture<Message> answered = null;
+        if (wait) {
+            try {
+                answered = call(release);
+            } catch (FlowControlException e) { // the peer answers nothing: released all the same, not waited for
+                LOG.log(Level.DEBUG, "releasing lease " + leaseId + " without waiting: " + e.getMessage());
+            }
+        }
+        if (answered == null) {
             reply(release); // a peer that leaves our control messages untaken loses the session, as for any reply
             return CompletableFuture.completedFuture(null);
         }
-        return call(release).thenAccept(answer -> {
+        return answered.thenAccept(answer -> {
             boolean alreadyEnded = answer instanceof Message.Error e && e.code() == ErrorCodes.UNKNOWN_LEASE;
             if (!(answer instanceof Message.ReleaseAck) && !alreadyEnded) throw refusal(answer);
         });

@@ -97,12 +97,16 @@ public final class RemoteSegment implements AutoCloseable {
      * limits); the local deadline moves accordingly, again a margin before the owner's.
      *
      * @throws LeaseRefusedException with the owner's reason
+     * @throws FlowControlException  if {@value RdmaSession#MAX_PENDING} requests already wait for the owner's answer
      */
     public void renew(Duration duration) {
         session.endpoint().await.join(renewAsync(duration));
     }
 
-    /** {@link #renew} without waiting: the future fails with the same exceptions. */
+    /**
+     * {@link #renew} without waiting: the future fails with the same exceptions; {@link FlowControlException} (too many
+     * requests wait for the owner's answer) is thrown at once.
+     */
     public CompletableFuture<Void> renewAsync(Duration duration) {
         if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
         return session.renew(state, duration, System.nanoTime());
@@ -252,7 +256,11 @@ public final class RemoteSegment implements AutoCloseable {
         return (int) block.size();
     }
 
-    /** Releases the lease and waits for the owner's acknowledgement (access is revoked then). Idempotent. */
+    /**
+     * Releases the lease and waits for the owner's acknowledgement (access is revoked then) — unless
+     * {@value RdmaSession#MAX_PENDING} requests of the session already wait for the owner's answer: then the RELEASE
+     * goes out without waiting, as a dropped segment's does. Idempotent.
+     */
     @Override
     public void close() {
         session.endpoint().await.join(closeAsync());

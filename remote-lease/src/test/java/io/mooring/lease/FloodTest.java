@@ -135,4 +135,36 @@ class FloodTest {
         int grown = RdmaEndpoint.watchdogTasks() - watchdogBefore;
         assertTrue(grown <= 0, "the watchdog holds " + grown + " more tasks after 10 handshakes that finished");
     }
+
+    /**
+     * A peer that takes this side's requests and never answers them: each waits the request timeout, so the table of
+     * unanswered requests must be bounded by a count — past it a request is refused at once (back-pressure), not
+     * added.
+     */
+    @Test
+    void unansweredRequestsAreBoundedAndTheNextIsRefused() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).requestTimeout(Duration.ofMinutes(1)));
+        var accepted = listener.accept();
+        try (RawPeer silent = new RawPeer(peerPd, listener.address())) {
+            RdmaSession session = accepted.get(10, TimeUnit.SECONDS);
+            int asked = 0;
+            FlowControlException refused = null;
+            while (refused == null && asked < RdmaSession.MAX_PENDING + 64) {
+                for (int i = 0; i < 8 && refused == null; i++) {
+                    try {
+                        session.requestRemoteAsync(64, Duration.ofSeconds(30), RW);
+                        asked++;
+                    } catch (FlowControlException e) {
+                        refused = e;
+                    }
+                }
+                silent.everything(Duration.ofMillis(5)); // takes the REQUESTs (reposting its receives), answers none
+            }
+            assertTrue(refused != null, asked + " requests wait for answers and none was refused");
+            assertEquals(RdmaSession.MAX_PENDING, asked);
+            assertEquals(RdmaSession.MAX_PENDING, session.pendingRequests());
+            assertTrue(refused.getMessage().contains("wait for the peer's answer"), refused.getMessage());
+            assertEquals(null, session.lostReason(), "refusing a request is back-pressure, not a loss");
+        }
+    }
 }
