@@ -20,6 +20,8 @@ final class PeerAccount {
     private long backoffNanos;   // guarded by this
     private long barredUntil;    // guarded by this; System.nanoTime()
     private long failures;       // guarded by this: sessions lost (that barred the peer) so far
+    private int sessions;        // guarded by this: sessions set up or being set up that hold the account
+    private boolean forgotten;   // guarded by this: the endpoint dropped it; a fresh account takes its place
 
     PeerAccount(InetAddress address, long firstBackoffNanos) {
         this(address.getHostAddress(), firstBackoffNanos);
@@ -81,6 +83,28 @@ final class PeerAccount {
      */
     synchronized void endedCleanly(long failuresAtStart) {
         if (failures == failuresAtStart) backoffNanos = 0;
+    }
+
+    /** A session of the peer's is being set up: it holds the account until {@link #leave()}; false if forgotten. */
+    synchronized boolean enter() {
+        if (forgotten) return false;
+        sessions++;
+        return true;
+    }
+
+    synchronized void leave() {
+        sessions--;
+    }
+
+    /**
+     * Marks the account forgotten if it holds nothing — no session, no lease — and its last loss's bar ended at least
+     * {@link #MAX_BACKOFF_NANOS} ago: forgetting it then costs a guessing peer no wait it would not have paid anyway
+     * (its wait never grows past that bound), and the endpoint keeps no account per address that ever connected.
+     */
+    synchronized boolean forget(long nowNanos) {
+        if (sessions > 0 || leases > 0 || failures > 0 && nowNanos - barredUntil < MAX_BACKOFF_NANOS) return false;
+        forgotten = true;
+        return true;
     }
 
     /** How long the peer must still wait before a new session is accepted; 0 or less if it may connect now. */

@@ -140,8 +140,10 @@ public final class RdmaEndpoint implements AutoCloseable {
         this.receives = made;
         // A data QP takes its receives from the shared queue, so no flushed receive of its own reports that it broke (a
         // remote access error moves it to ERROR without a completion on the owner's side): its state is checked.
-        this.health = WATCHDOG.scheduleWithFixedDelay(() -> sessions.forEach(RdmaSession::checkQueuePairs),
-                HEALTH_CHECK.toMillis(), HEALTH_CHECK.toMillis(), TimeUnit.MILLISECONDS);
+        this.health = WATCHDOG.scheduleWithFixedDelay(() -> {
+            sessions.forEach(RdmaSession::checkQueuePairs);
+            forgetIdlePeers();
+        }, HEALTH_CHECK.toMillis(), HEALTH_CHECK.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** Checked here, not at the first grant, where a missing right would fail on the NIC and end the session. */
@@ -241,11 +243,11 @@ public final class RdmaEndpoint implements AutoCloseable {
      * out, so a peer dripping bytes cannot stretch it) and registers the session.
      */
     RdmaSession handshake(Socket socket, InetSocketAddress listener) throws IOException {
-        PeerAccount peer = account(socket.getInetAddress());
         if (!takeSessionSlot()) {
             RdmaSession.closeQuietly(socket);
             throw new IOException("the endpoint already serves " + maxSessions + " sessions, its limit");
         }
+        PeerAccount peer = enter(socket.getInetAddress()); // left by unlist, or below if no session is listed
         boolean done = false;
         ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> RdmaSession.closeQuietly(socket),
                 handshakeTimeout.toNanos(), TimeUnit.NANOSECONDS);
@@ -274,7 +276,10 @@ public final class RdmaEndpoint implements AutoCloseable {
         } finally {
             handshaking.remove(socket);
             watchdog.cancel(false);
-            if (!done) sessionSlots.decrementAndGet();
+            if (!done) {
+                sessionSlots.decrementAndGet();
+                peer.leave();
+            }
         }
     }
 
@@ -287,8 +292,33 @@ public final class RdmaEndpoint implements AutoCloseable {
         return true;
     }
 
-    PeerAccount account(InetAddress address) {
-        return peers.computeIfAbsent(address, a -> new PeerAccount(a, failureBackoff.toNanos()));
+    /** The account of the peer at {@code address}, held for a session until it is unlisted ({@link PeerAccount#leave}). */
+    private PeerAccount enter(InetAddress address) {
+        while (true) {
+            PeerAccount a = peers.computeIfAbsent(address, x -> new PeerAccount(x, failureBackoff.toNanos()));
+            if (a.enter()) return a;
+            peers.remove(address, a); // forgotten meanwhile: a fresh one takes its place
+        }
+    }
+
+    /** How long the peer at {@code address} must still wait before a session is accepted (0 or less: none). */
+    long barredForNanos(InetAddress address) {
+        PeerAccount a = peers.get(address);
+        return a == null ? 0 : a.barredForNanos();
+    }
+
+    /**
+     * Forgets the accounts of peers that hold nothing and whose last loss is long enough ago (see
+     * {@link PeerAccount#forget}): one is kept per address, and addresses (an IPv6 prefix) are plenty.
+     */
+    private void forgetIdlePeers() {
+        long now = System.nanoTime();
+        peers.values().removeIf(a -> a.forget(now));
+    }
+
+    /** Peers the endpoint keeps an account of (tests). */
+    int peerAccounts() {
+        return peers.size();
     }
 
     /** The sessions open now. */
@@ -330,7 +360,10 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     /** Gives the session's slot back, once: whichever of its end and its handshake comes last does it. */
     private void unlist(RdmaSession session) {
-        if (sessions.remove(session)) sessionSlots.decrementAndGet();
+        if (sessions.remove(session)) {
+            sessionSlots.decrementAndGet();
+            session.peer().leave();
+        }
     }
 
     /**

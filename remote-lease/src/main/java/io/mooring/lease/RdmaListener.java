@@ -97,7 +97,7 @@ public final class RdmaListener implements AutoCloseable {
                 if (!server.isClosed()) LOG.log(Level.WARNING, "accepting on " + address() + " failed", e);
                 continue;
             }
-            long barred = endpoint.account(socket.getInetAddress()).barredForNanos();
+            long barred = endpoint.barredForNanos(socket.getInetAddress()); // makes no account: a bare connect costs none
             if (barred > 0) {
                 refuse(socket, "its last session was lost; barred for " + barred / 1_000_000 + " ms more");
             } else if (!endpoint.startHandshake()) {

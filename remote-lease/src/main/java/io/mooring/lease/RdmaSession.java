@@ -538,6 +538,11 @@ public final class RdmaSession implements AutoCloseable {
         return new LeaseRefusedException(ErrorCodes.INVALID_REQUEST, "peer answered " + answer);
     }
 
+    /** The account of the peer's address, which the session holds until the endpoint unlists it. */
+    PeerAccount peer() {
+        return peer;
+    }
+
     /** Requests of this side's still waiting for the peer's answer (tests). */
     int pendingRequests() {
         return pending.size();

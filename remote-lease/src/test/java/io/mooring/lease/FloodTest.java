@@ -39,6 +39,15 @@ class FloodTest {
     private final RdmaArena ownerArena = RdmaArena.builder(ownerPd).chunkSize(1 << 20).shards(1)
             .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
     private final List<AutoCloseable> closeLast = new ArrayList<>();
+    private RdmaEndpoint endpoint;
+
+    /** A raw peer's session: the peer sends what it likes, {@code session} is this side's. */
+    private record Raw(RawPeer peer, RdmaSession session) implements AutoCloseable {
+        @Override
+        public void close() throws java.io.IOException {
+            peer.close();
+        }
+    }
 
     @AfterEach
     void teardown() throws Exception {
@@ -49,11 +58,22 @@ class FloodTest {
     }
 
     private RdmaListener listen(RdmaEndpoint.Builder builder) throws Exception {
-        RdmaEndpoint endpoint = builder.build();
+        endpoint = builder.build();
         closeLast.add(endpoint);
         RdmaListener listener = endpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
         closeLast.add(listener);
         return listener;
+    }
+
+    private Raw rawSession(RdmaListener listener) throws Exception {
+        var accepted = listener.accept();
+        RawPeer peer = new RawPeer(peerPd, listener.address());
+        try {
+            return new Raw(peer, accepted.get(10, TimeUnit.SECONDS));
+        } catch (Exception e) {
+            peer.close();
+            throw e;
+        }
     }
 
     /**
@@ -64,9 +84,9 @@ class FloodTest {
     @Test
     void offersPastTheBacklogLeaveNoUnansweredRequests() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).requestTimeout(Duration.ofMinutes(1)));
-        var accepted = listener.accept();
-        try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
-            RdmaSession session = accepted.get(10, TimeUnit.SECONDS);
+        try (Raw raw = rawSession(listener)) {
+            RawPeer peer = raw.peer();
+            RdmaSession session = raw.session();
             int extra = 200;
             for (int i = 1; i <= RdmaSession.OFFER_BACKLOG + extra; i++) {
                 peer.send(new Message.Offer(i, i, 0x1000L * i, 64, 0x100 + i, Access.mask(RW),
@@ -105,9 +125,9 @@ class FloodTest {
     void renewsAndReleasesLeaveNoCancelledTimersBehind() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ZERO));
         int timersBefore = LeaseManager.timerTasks();
-        var accepted = listener.accept();
-        try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
-            RdmaSession session = accepted.get(10, TimeUnit.SECONDS);
+        try (Raw raw = rawSession(listener)) {
+            RawPeer peer = raw.peer();
+            RdmaSession session = raw.session();
             long minute = Duration.ofMinutes(1).toNanos();
             long id = 0;
             peer.send(new Message.Request(++id, 64, 8, Access.mask(RW), minute));
@@ -144,9 +164,9 @@ class FloodTest {
     @Test
     void unansweredRequestsAreBoundedAndTheNextIsRefused() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).requestTimeout(Duration.ofMinutes(1)));
-        var accepted = listener.accept();
-        try (RawPeer silent = new RawPeer(peerPd, listener.address())) {
-            RdmaSession session = accepted.get(10, TimeUnit.SECONDS);
+        try (Raw raw = rawSession(listener)) {
+            RawPeer silent = raw.peer();
+            RdmaSession session = raw.session();
             int asked = 0;
             FlowControlException refused = null;
             while (refused == null && asked < RdmaSession.MAX_PENDING + 64) {
@@ -165,6 +185,31 @@ class FloodTest {
             assertEquals(RdmaSession.MAX_PENDING, session.pendingRequests());
             assertTrue(refused.getMessage().contains("wait for the peer's answer"), refused.getMessage());
             assertEquals(null, session.lostReason(), "refusing a request is back-pressure, not a loss");
+        }
+    }
+
+    /**
+     * Connections from many addresses (a peer owning an IPv6 prefix has plenty): the endpoint keeps an account per
+     * address while it holds something there — a session, a lease, a recent loss — and not for every address that
+     * ever connected.
+     */
+    @Test
+    void accountsOfPeersThatHoldNothingAreForgotten() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena));
+        try (Raw held = rawSession(listener)) { // from 127.0.0.1: its session holds its account
+            int addresses = 50;
+            for (int i = 0; i < addresses; i++) {
+                try (var socket = new java.net.Socket()) { // connects and hangs up: its handshake fails
+                    socket.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[] {127, 0, 1, (byte) (i + 1)}), 0));
+                    socket.connect(listener.address(), 10_000);
+                }
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (listener.refused() < addresses && System.nanoTime() < deadline) Thread.sleep(10);
+            assertEquals(addresses, listener.refused());
+            Thread.sleep(3 * RdmaEndpoint.HEALTH_CHECK.toMillis());
+            assertEquals(1, endpoint.peerAccounts(), "accounts kept: the live session's only");
+            assertEquals(null, held.session().lostReason());
         }
     }
 }
