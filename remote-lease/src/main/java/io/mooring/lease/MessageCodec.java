@@ -25,7 +25,8 @@ import java.nio.charset.StandardCharsets;
  * ERROR        code:u32  messageLength:u32  message:utf8[messageLength ≤ 200]                 (8 + n)
  * </pre>
  * {@link #decode} accepts exactly this and nothing else: wrong magic, version, type or length, a truncated or
- * oversized frame, non-zero reserved fields, unknown access bits and non-positive sizes or durations are
+ * oversized frame, non-zero reserved fields, unknown access bits, non-positive sizes or durations and a credit
+ * above 2^31 - 1 are
  * {@link MalformedMessageException}s naming the fault — never any other exception.
  */
 final class MessageCodec {
@@ -248,8 +249,12 @@ final class MessageCodec {
                     positive(requestId, "duration", body.get(U64, OFFER_DURATION_NANOS)));
             case CREDIT -> {
                 if (body.get(U32, CREDIT_RESERVED) != 0) throw new MalformedMessageException(requestId, "reserved bits set");
-                yield new Message.Credit(requestId, (int) positive(requestId, "credit",
-                        Integer.toUnsignedLong(body.get(U32, CREDIT_MESSAGES))));
+                long credit = positive(requestId, "credit", Integer.toUnsignedLong(body.get(U32, CREDIT_MESSAGES)));
+                if (credit > Integer.MAX_VALUE) {
+                    throw new MalformedMessageException(requestId, "a credit of " + credit + " messages exceeds "
+                            + Integer.MAX_VALUE);
+                }
+                yield new Message.Credit(requestId, (int) credit);
             }
         };
     }

@@ -32,6 +32,8 @@ final class MessageFlow {
     private final RdmaSession session;
     private final int window;
     private final int creditBatch;
+    /** The messages the peer takes ahead of returning credit: this side's credits never exceed it. */
+    private final int peerWindow;
     private final Handoff<InboundMessage> messages;
     private final Handoff<Integer> notices;
 
@@ -51,6 +53,7 @@ final class MessageFlow {
         this.window = window;
         this.creditBatch = Math.max(1, window / 2);
         this.credits = peerWindow;
+        this.peerWindow = peerWindow;
         // Never more than the window is queued (arrivals past the credits end the session); the rest bounds takers.
         int capacity = Math.max(MAX_WAITING, window);
         var cq = session.endpoint().cq();
@@ -163,8 +166,22 @@ final class MessageFlow {
         credited(1);
     }
 
-    /** The peer returned {@code n} credits: waiting sends go out. */
-    void credited(int n) {
+    /**
+     * The peer returned {@code n} credits (a CREDIT): waiting sends go out. An honest peer returns one per message it
+     * took, so this side's credits never exceed the window the peer offered; past it the peer breaks the protocol (and
+     * would overflow the count), and loses the session.
+     */
+    void creditedByPeer(int n) {
+        boolean excess;
+        synchronized (this) {
+            excess = (long) credits + n > peerWindow;
+        }
+        if (excess) session.pastWindow(n, peerWindow);
+        else credited(n);
+    }
+
+    /** {@code n} credits came back (from the peer, or a refund): waiting sends go out. */
+    private void credited(int n) {
         List<WaitingSend> ready = new ArrayList<>();
         synchronized (this) {
             credits += n;

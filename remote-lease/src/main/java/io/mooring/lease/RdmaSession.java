@@ -340,6 +340,12 @@ public final class RdmaSession implements AutoCloseable {
         lost("the peer sent past its " + window + " credits");
     }
 
+    /** The peer returned credits for messages this side never sent: it breaks the protocol and loses the session. */
+    void pastWindow(int credits, int window) {
+        lost("the peer returned " + credits + " credits, more than this side's messages it has not credited yet (its"
+                + " window is " + window + ")");
+    }
+
     /** The application took {@code n} messages: tell the peer it may send that many more. */
     void grantCredits(int n) {
         if (lostReason == null && !closing) reply(new Message.Credit(requestIds.incrementAndGet(), n));
@@ -683,7 +689,7 @@ public final class RdmaSession implements AutoCloseable {
                     RemoteSegment.State s = remote.remove(r.leaseId());
                     if (s != null) s.revoked();
                 }
-                case Message.Credit c -> messages.credited(c.messages());
+                case Message.Credit c -> messages.creditedByPeer(c.messages());
                 case Message.Offer o -> offered(o);
                 case Message.Grant g -> answer(g);
                 case Message.Renewed r -> answer(r);

@@ -48,8 +48,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * that does the bootstrap itself and SENDs whatever bytes it likes). The test decodes each frame with
  * {@link MessageCodec} to know what the agent must do: a malformed frame gets ERROR(MALFORMED) with the request
  * id that could be read, and the 17th in a session ends the session with a logged reason; a REQUEST gets GRANT
- * or a clear ERROR; RENEW and RELEASE get their answer or ERROR; anything else gets no answer at all; a SEND
- * larger than the receive buffers breaks the QP, which ends the session. After every lost session the owner must
+ * or a clear ERROR; RENEW and RELEASE get their answer or ERROR; a CREDIT (for messages the owner never sent) ends the
+ * session; anything else gets no answer at all; a SEND larger than the receive buffers breaks the QP, which ends the
+ * session. After every lost session the owner must
  * have revoked every lease of it; at the end every lease must have ended once, the owner's arena must hold no
  * block, and the agent must never have failed on an input.
  *
@@ -104,9 +105,12 @@ class AgentFuzzTest {
                         String at = "input " + input + " (" + (decoded != null ? decoded : fault.getMessage()) + ")";
                         boolean oversized = frame.length > MessageCodec.MAX_MESSAGE;
                         boolean last = fault != null && ++malformed > RdmaSession.MALFORMED_LIMIT;
+                        // The owner sends the raw peer no messages, so any credit returned is for nothing it sent.
+                        boolean credit = decoded instanceof Message.Credit;
                         peer.send(frame);
-                        if (oversized || last) {
-                            seen.merge(oversized ? "dropped: oversized SEND" : "dropped: too many malformed", 1, Integer::sum);
+                        if (oversized || last || credit) {
+                            seen.merge(oversized ? "dropped: oversized SEND" : last ? "dropped: too many malformed"
+                                    : "dropped: credit for messages never sent", 1, Integer::sum);
                             awaitTrue(() -> owner.lostReason() != null, "the session to end after " + at);
                             awaitTrue(() -> owner.leases().stats().active() == 0, "every lease revoked after " + at);
                             lost = true;

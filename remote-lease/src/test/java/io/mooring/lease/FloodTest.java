@@ -212,4 +212,18 @@ class FloodTest {
             assertEquals(null, held.session().lostReason());
         }
     }
+
+    /**
+     * A peer returns credits for messages this side never sent: never an honest peer (it returns one per message it
+     * took), and a count that would overflow this side's — so it loses the session, naming why.
+     */
+    @Test
+    void creditsBeyondWhatWasSentLoseTheSession() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena));
+        try (Raw raw = rawSession(listener)) {
+            raw.peer().send(new Message.Credit(1, Integer.MAX_VALUE));
+            String why = raw.session().closed().get(10, TimeUnit.SECONDS);
+            assertTrue(why.contains(" lost: the peer returned 2147483647 credits"), why);
+        }
+    }
 }

@@ -67,6 +67,14 @@ class MessageCodecTest {
         assertFault(mutate(n, 39, (byte) 3), "alignment 3 is not a power of two");
     }
 
+    /** A CREDIT's count is a u32 on the wire: one of 2^31 or more is no int credit count, not a negative one. */
+    @Test
+    void aCreditTooLargeForAnIntIsMalformed() throws Exception {
+        int n = MessageCodec.encode(new Message.Credit(7, Integer.MAX_VALUE), buf);
+        assertEquals(Integer.MAX_VALUE, ((Message.Credit) MessageCodec.decode(buf.asSlice(0, n))).messages());
+        assertFault(mutate(n, 24, (byte) 0x80), "a credit of 2164260863 messages exceeds");
+    }
+
     private MemorySegment mutate(int n, int offset, byte value) {
         MemorySegment copy = Arena.ofAuto().allocate(n);
         copy.copyFrom(buf.asSlice(0, n));
