@@ -65,10 +65,14 @@ public interface ArenaStats {
     /** Free small regions and page runs held in thread caches now. */
     long cachedRegions();
 
-    /** Blocks in use now, of every kind. */
+    /**
+     * Blocks in use now, of every kind. Never below zero: frees read after the allocations may count blocks allocated
+     * and freed during the snapshot on two threads (a hand-off), and a count below zero is no bound on anything.
+     */
     default long liveBlocks() {
-        return classes().stream().mapToLong(ClassStats::live).sum() + largeAllocations() - largeFrees()
-                + hugeAllocations() - hugeFrees();
+        long live = largeAllocations() - largeFrees() + hugeAllocations() - hugeFrees();
+        for (ClassStats c : classes()) live += c.allocations() - c.frees();
+        return Math.max(0, live);
     }
 
     /** Registered bytes per byte of live blocks: the memory overhead (1.0 is perfect). */
@@ -90,9 +94,12 @@ public interface ArenaStats {
         /** Slabs currently holding its regions. */
         long slabs();
 
-        /** Regions in use now. */
+        /**
+         * Regions in use now; never below zero (see {@link ArenaStats#liveBlocks()}). A lower bound per class only
+         * once the arena is quiet: a region one cache counts under this class may be freed under another's count.
+         */
         default long live() {
-            return allocations() - frees();
+            return Math.max(0, allocations() - frees());
         }
     }
 }

@@ -230,8 +230,7 @@ public final class RdmaArena implements AutoCloseable {
      * A snapshot of the counters, taken while allocation goes on. Every allocation counter is read before any free
      * counter, and owners publish their counts with release stores: a block counted freed was counted allocated
      * too, unless both happened during the snapshot. So live counts never exceed what was live at some moment
-     * during the snapshot (calls in flight can only make them lower, never below zero) — which a STRICT
-     * {@link #close()} relies on.
+     * during the snapshot (calls in flight can only make them lower) — which a STRICT {@link #close()} relies on.
      */
     public ArenaStats stats() {
         synchronized (collector.lock()) {
@@ -241,7 +240,6 @@ public final class RdmaArena implements AutoCloseable {
             for (Shard shard : shards) shard.countAllocations(s);
             threads.countFrees(caches, s);
             for (Shard shard : shards) shard.countFrees(s);
-            s.capFreesAtAllocations();
             threads.countHeld(caches, s);
             for (Shard shard : shards) shard.countMemory(s);
             chunks.count(s);

@@ -50,17 +50,6 @@ final class StatsSnapshot implements ArenaStats {
         else largeFrees += n;
     }
 
-    /**
-     * Caps each kind's frees at its allocations, once every count is in: frees read after the allocations can include
-     * blocks allocated and freed meanwhile (on two threads), and a live count below zero is no bound on anything.
-     * Capped, the frees lag like any total, and live counts stay between zero and what was live.
-     */
-    void capFreesAtAllocations() {
-        for (Counts c : classes) c.frees = Math.min(c.frees, c.allocations);
-        largeFrees = Math.min(largeFrees, largeAllocations);
-        hugeFrees = Math.min(hugeFrees, hugeAllocations);
-    }
-
     void addSlabs(int c, long n) {
         classes[c].slabs += n;
     }

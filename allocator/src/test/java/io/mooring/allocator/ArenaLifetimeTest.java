@@ -266,7 +266,6 @@ class ArenaLifetimeTest {
                 for (int i = 0; i < 5_000; i++) {
                     ArenaStats s = arena.stats();
                     lowest = Math.min(lowest, s.liveBlocks());
-                    lowest = Math.min(lowest, s.largeAllocations() - s.largeFrees());
                     for (ArenaStats.ClassStats c : s.classes()) lowest = Math.min(lowest, c.live());
                 }
             } finally {
