@@ -351,27 +351,38 @@ public final class RdmaEndpoint implements AutoCloseable {
         for (QueuePair qp : qps) if (qp != null) byQpNumber.remove(qp.number());
     }
 
-    /** {@code session} ended; {@code holdsMessages}: it keeps messages nobody took, for the endpoint's close to free. */
+    /**
+     * {@code session} ended. One that keeps messages of its peer's nobody took yet ({@code holdsMessages}) keeps its
+     * slot — and the peer's account — until they are taken or it is closed (the endpoint's close frees them at the
+     * latest): the slots bound the receive blocks a peer can make this side hold, which would otherwise grow by a
+     * window each time it connects, sends and hangs up while the application takes nothing.
+     */
     void removed(RdmaSession session, boolean holdsMessages) {
-        unlist(session);
-        if (holdsMessages) endedHoldingMessages.add(session);
-        else endedHoldingMessages.remove(session);
-    }
-
-    /** Gives the session's slot back, once: whichever of its end and its handshake comes last does it. */
-    private void unlist(RdmaSession session) {
-        if (sessions.remove(session)) {
-            sessionSlots.decrementAndGet();
-            session.peer().leave();
+        if (holdsMessages && sessions.remove(session)) {
+            endedHoldingMessages.add(session);
+            if (!session.holdsUntakenMessages()) messagesTaken(session); // the last one was taken meanwhile
+        } else {
+            unlist(session);
+            messagesTaken(session);
         }
     }
 
+    /** Gives the slot of a listed session back, once: whichever of its end and its handshake comes last does it. */
+    private void unlist(RdmaSession session) {
+        if (sessions.remove(session)) freeSlot(session);
+    }
+
     /**
-     * The application took the last message {@code session} kept after its peer's end: the endpoint's close has none
-     * of them to free. The session stays among those served until its end has torn it down ({@link #removed}).
+     * The application took the last message {@code session} kept after its peer's end, or closed it: its slot is free.
+     * A session that still ends is not kept here yet; its end's {@link #removed} decides.
      */
     void messagesTaken(RdmaSession session) {
-        endedHoldingMessages.remove(session);
+        if (endedHoldingMessages.remove(session)) freeSlot(session);
+    }
+
+    private void freeSlot(RdmaSession session) {
+        sessionSlots.decrementAndGet();
+        session.peer().leave();
     }
 
     private void onCompletion(WorkCompletion wc) {
@@ -542,7 +553,10 @@ public final class RdmaEndpoint implements AutoCloseable {
             return this;
         }
 
-        /** Sessions served at once (default 256); more are refused at their handshake. */
+        /**
+         * Sessions served at once (default 256); more are refused at their handshake. A session its peer ended counts
+         * until the application has taken the messages it left, or closed it.
+         */
         public Builder maxSessions(int sessions) {
             if (sessions < 1) throw new IllegalArgumentException("maxSessions must be positive, was " + sessions);
             this.maxSessions = sessions;

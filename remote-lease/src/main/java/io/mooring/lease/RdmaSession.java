@@ -866,7 +866,7 @@ public final class RdmaSession implements AutoCloseable {
             awaitFlushed();
             tearDown();
             // Messages nobody took yet stay receivable: the endpoint keeps the session to free them if nobody does.
-            endpoint.removed(this, !closing && messages.holdsUntaken());
+            endpoint.removed(this, !closing && holdsUntakenMessages());
         });
     }
 
@@ -961,6 +961,11 @@ public final class RdmaSession implements AutoCloseable {
         } finally {
             tornDown.complete(null);
         }
+    }
+
+    /** Whether messages the peer sent before its end wait for the application to take them. */
+    boolean holdsUntakenMessages() {
+        return messages.holdsUntaken();
     }
 
     /** Whether the session's end has freed what it made: its unlisting from the endpoint comes after. */

@@ -30,6 +30,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
@@ -366,6 +367,39 @@ class RdmaSessionTest {
         ownerArena.flushThreadCaches();
         assertEquals(0, ownerArena.stats().liveBlocks() - ownerArena.stats().uncollectedFrees(),
                 "both messages returned, with the endpoint's receives");
+    }
+
+    /**
+     * A session its peer ended keeps its slot while the messages it left wait to be taken: the slots bound the receive
+     * blocks a peer can make this side hold. Before, the slot was free at the end, and a peer that connected, sent a
+     * window and hung up, again and again, grew them by a window each time while the application took nothing.
+     */
+    @Test
+    void aSessionEndedWithMessagesUntakenKeepsItsSlotUntilTheyAreTaken() throws Exception {
+        try (var oneSession = RdmaEndpoint.builder(pdOf(ownerArena), ownerArena).maxSessions(1).build();
+             var listener = oneSession.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            var accepted = listener.accept();
+            try (RdmaSession sender = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+                 Block a = message("left behind")) {
+                sender.send(a);
+                sender.send(a);
+            }
+            RdmaSession ended = accepted.get(30, TimeUnit.SECONDS);
+            ended.closed().get(15, TimeUnit.SECONDS);
+            awaitTrue(() -> oneSession.sessions().isEmpty()); // torn down by itself, its messages kept
+
+            var refused = assertThrows(ExecutionException.class,
+                    () -> requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS));
+            assertTrue(listener.refused() > 0, "refused at the listener: " + refused.getCause());
+
+            ended.receive(Duration.ofSeconds(5)).close();
+            ended.receive(Duration.ofSeconds(5)).close();
+            var next = listener.accept();
+            try (RdmaSession again = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS)) {
+                assertEquals(null, next.get(30, TimeUnit.SECONDS).lostReason(), "its slot was free again");
+                assertEquals(null, again.lostReason());
+            }
+        }
     }
 
     /**
