@@ -53,11 +53,11 @@ public final class Lease implements AutoCloseable {
     private Resource resource;
     /**
      * {@link #EXPOSED}, {@link #ENDING}, {@link #REVOKING}, {@link #REVOKED}, {@link #GRANTED} if it was exposed
-     * before any end (whoever sees the first two set starts the revocation), and {@link #TOLD} once the peer was told
-     * of the end.
+     * before any end (whoever sees the first two set starts the revocation), {@link #TOLD} once the peer was to be told
+     * of the end, and {@link #ANNOUNCED} once it was sent the lease.
      */
     private final AtomicInteger phase = new AtomicInteger();
-    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8, GRANTED = 16, TOLD = 32;
+    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8, GRANTED = 16, TOLD = 32, ANNOUNCED = 64;
     private volatile EndReason endReason;
     private final CompletableFuture<EndReason> ended = new CompletableFuture<>();
     private volatile long deadlineNanos;
@@ -241,9 +241,18 @@ public final class Lease implements AutoCloseable {
         return endReason;
     }
 
-    /** True the first time only: the peer is told of the end once, however many ways it learns of it. */
+    /**
+     * True the first time only, and only once the peer was sent the lease ({@link #announced()}): the peer is told of
+     * the end once, however many ways it learns of it, and never before the lease itself — a notice it could not match
+     * would be dropped. A notice that comes first is held until the announcement.
+     */
     boolean tell() {
-        return (phase.getAndUpdate(p -> p | TOLD) & TOLD) == 0;
+        return (phase.getAndUpdate(p -> p | TOLD) & (TOLD | ANNOUNCED)) == ANNOUNCED;
+    }
+
+    /** The peer was sent the lease (an offer or a grant); true if a notice of its end came first and is due now. */
+    boolean announced() {
+        return (phase.getAndUpdate(p -> p | ANNOUNCED) & TOLD) != 0;
     }
 
     /** It was handed to the caller of grant (not ended by a failed grant). */

@@ -385,6 +385,7 @@ public final class RdmaSession implements AutoCloseable {
             announceRevocation(lease);
             reply(new Message.Offer(requestIds.incrementAndGet(), lease.id(), lease.address(), lease.length(),
                     lease.rkey(), Access.mask(access), duration.toNanos()));
+            announced(lease);
             return lease;
         });
     }
@@ -431,6 +432,17 @@ public final class RdmaSession implements AutoCloseable {
 
     private void tellEnd(Lease lease, EndReason reason) {
         if (lease.tell()) reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
+    }
+
+    /**
+     * The offer or grant of {@code lease} is sent: a notice of its end held meanwhile goes now (its block was closed,
+     * or it expired, while the key was bound — after the offer, or the peer would drop the notice and use the lease).
+     */
+    private void announced(Lease lease) {
+        if (lease.announced()) {
+            EndReason reason = lease.endReason() == EndReason.EXPIRED ? EndReason.EXPIRED : EndReason.OWNER_CLOSED;
+            reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
+        }
     }
 
     // ---- requester -------------------------------------------------------------------------------------------
@@ -755,6 +767,7 @@ public final class RdmaSession implements AutoCloseable {
         }
         announceRevocation(lease);
         reply(new Message.Grant(r.requestId(), lease.id(), lease.address(), lease.length(), lease.rkey(), r.durationNanos()));
+        announced(lease);
     }
 
     private void renew(Message.Renew r) {

@@ -824,6 +824,28 @@ class RdmaSessionTest {
     }
 
     /**
+     * A value closed while its offer is being made — a server replacing a value another client just asked for — ends
+     * that offer too, and the peer learns it after the offer, never before: a notice of a lease it does not know yet
+     * would be dropped, the segment would look usable, and its READ after the grace would fail on the NIC and end the
+     * whole session.
+     */
+    @Test
+    void aValueClosedWhileItsOfferIsMadeIsRevokedAfterTheOfferArrives() throws Exception {
+        for (int i = 0; i < 20; i++) {
+            Block value = ownerArena.allocateShared(64, 8);
+            CompletableFuture<Lease> offered = owner.offerAsync(value, 0, 64, Duration.ofSeconds(30),
+                    EnumSet.of(Access.REMOTE_READ));
+            value.close(); // while the key is bound, most often
+            if (offered.handle((lease, refused) -> refused != null).get(10, TimeUnit.SECONDS)) continue;
+            RemoteSegment segment = requester.receiveOffer(Duration.ofSeconds(10));
+            awaitTrue(() -> !segment.isUsable());
+            segment.close();
+        }
+        assertEquals(null, requester.lostReason());
+        assertEquals(null, owner.lostReason());
+    }
+
+    /**
      * A server written on the async forms runs where its messages arrive, on the endpoint's dispatcher: a request's
      * callback offers a value ({@code offerAsync} binds the key without waiting for the dispatcher it runs on) and the
      * peer reads it. A blocking call in such a callback would wait for itself: it is refused, naming the way out.
