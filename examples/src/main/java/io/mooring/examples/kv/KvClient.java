@@ -48,21 +48,23 @@ public final class KvClient implements AutoCloseable {
 
     /** The value of {@code key}, or null if there is none. */
     public byte[] get(String key) throws Exception {
-        Cached c = leased.get(key);
-        if (c != null && c.value().isUsable()) {
-            try {
-                c.value().read(c.local(), 0); // the common case: one READ
-                return c.local().segment().toArray(ValueLayout.JAVA_BYTE);
-            } catch (IllegalStateException revoked) { // the server replaced the value meanwhile: ask again
+        while (true) {
+            Cached c = leased.get(key);
+            if (c == null) {
+                if (call(2 + encode(Kv.GET, key)) == Kv.MISSING) return null;
+                RemoteSegment value = session.receiveOffer(WAIT);
+                c = new Cached(value, session.endpoint().arena().allocate(value.length()));
+                leased.put(key, c);
             }
+            if (c.value().isUsable()) {
+                try {
+                    c.value().read(c.local(), 0); // the common case: one READ
+                    return c.local().segment().toArray(ValueLayout.JAVA_BYTE);
+                } catch (IllegalStateException revoked) { // replaced meanwhile, even right after the offer
+                }
+            }
+            forget(key); // and ask again
         }
-        forget(key);
-        if (call(2 + encode(Kv.GET, key)) == Kv.MISSING) return null;
-        RemoteSegment value = session.receiveOffer(WAIT);
-        c = new Cached(value, session.endpoint().arena().allocate(value.length()));
-        leased.put(key, c);
-        value.read(c.local(), 0);
-        return c.local().segment().toArray(ValueLayout.JAVA_BYTE);
     }
 
     private int encode(byte op, String key) {

@@ -9,17 +9,24 @@ import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
 import io.mooring.testing.CapturedLog;
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The cache's promises through its own API: a GET returns the last PUT; a value once offered is read again without
- * asking; another client's PUT revokes the old value's lease, after which a GET returns the new value; nothing is left
- * in the server's arena at the end.
+ * asking; another client's PUT revokes the old value's lease, after which a GET returns the new value; many clients at
+ * once only ever read whole values; nothing is left in the server's arena at the end.
  */
 class KvTest {
     /** The sessions' INFO lines (peers closing, refusals) are expected; kept out of the build output. */
@@ -30,47 +37,123 @@ class KvTest {
         return s.getBytes(StandardCharsets.UTF_8);
     }
 
+    /**
+     * A server serving {@code sessions} clients on a virtual thread, and an endpoint on another device for the clients;
+     * its close checks that every stored value and buffer went back to the server's arena.
+     */
+    private static final class Cache implements AutoCloseable {
+        final Kv.Memory serverMemory = Kv.open("soft:soft0");
+        final Kv.Memory clientMemory = Kv.open("soft:soft0");
+        final KvServer server = new KvServer();
+        final RdmaEndpoint serverEndpoint = RdmaEndpoint.builder(serverMemory.pd(), serverMemory.arena()).build();
+        final RdmaEndpoint clientEndpoint = RdmaEndpoint.builder(clientMemory.pd(), clientMemory.arena()).build();
+        final RdmaListener listener;
+        final Thread serving;
+
+        Cache(int sessions) throws IOException {
+            listener = serverEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            serving = Thread.ofVirtual().start(() -> {
+                try {
+                    server.serve(listener, sessions);
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+        }
+
+        RdmaSession connect() throws Exception {
+            return clientEndpoint.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        }
+
+        long leasesGranted() {
+            return serverEndpoint.sessions().stream().mapToLong(s -> s.leases().stats().granted()).sum();
+        }
+
+        @Override
+        public void close() {
+            try {
+                serving.join(10_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            server.clear();
+            listener.close();
+            clientEndpoint.close();
+            serverEndpoint.close();
+            serverMemory.arena().flushThreadCaches();
+            long live = serverMemory.arena().stats().liveBlocks();
+            clientMemory.close();
+            serverMemory.close();
+            assertEquals(0, live, "stored values and buffers all returned");
+        }
+    }
+
     @Test
     void getsReturnTheLastPutAndAReplacedValueIsRevokedFromEveryClient() throws Exception {
-        try (var serverMemory = Kv.open("soft:soft0"); var clientMemory = Kv.open("soft:soft0")) {
-            var server = new KvServer();
-            try (var serverEndpoint = RdmaEndpoint.builder(serverMemory.pd(), serverMemory.arena()).build();
-                 RdmaListener listener = serverEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-                 var clientEndpoint = RdmaEndpoint.builder(clientMemory.pd(), clientMemory.arena()).build()) {
-                var serving = Thread.ofVirtual().start(() -> {
-                    try {
-                        server.serve(listener, 2);
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
-                    }
-                });
-                try (RdmaSession s1 = clientEndpoint.connect(listener.address()).get(10, TimeUnit.SECONDS);
-                     RdmaSession s2 = clientEndpoint.connect(listener.address()).get(10, TimeUnit.SECONDS);
-                     var alice = new KvClient(s1); var bob = new KvClient(s2)) {
-                    assertNull(alice.get("k"), "no value yet");
-                    alice.put("k", bytes("first"));
-                    assertArrayEquals(bytes("first"), alice.get("k"));
-                    long offered = serverEndpoint.sessions().stream().mapToLong(s -> s.leases().stats().granted()).sum();
-                    assertArrayEquals(bytes("first"), alice.get("k"));
-                    assertEquals(offered, serverEndpoint.sessions().stream()
-                            .mapToLong(s -> s.leases().stats().granted()).sum(), "read again through the same lease");
+        try (var cache = new Cache(2)) {
+            try (RdmaSession s1 = cache.connect(); RdmaSession s2 = cache.connect();
+                 var alice = new KvClient(s1); var bob = new KvClient(s2)) {
+                assertNull(alice.get("k"), "no value yet");
+                alice.put("k", bytes("first"));
+                assertArrayEquals(bytes("first"), alice.get("k"));
+                long offered = cache.leasesGranted();
+                assertArrayEquals(bytes("first"), alice.get("k"));
+                assertEquals(offered, cache.leasesGranted(), "read again through the same lease");
 
-                    bob.put("k", bytes("second value")); // the server closes the old block: alice's lease ends
-                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                    byte[] seen;
-                    do {
-                        seen = alice.get("k");
-                        assertTrue(new String(seen, StandardCharsets.UTF_8).matches("first|second value"),
-                                "a GET returns an old or the new value, never reused memory");
-                    } while (!new String(seen, StandardCharsets.UTF_8).equals("second value") && System.nanoTime() < deadline);
-                    assertArrayEquals(bytes("second value"), seen, "the revocation reached alice");
-                    assertEquals(null, s1.lostReason());
-                }
-                serving.join(10_000);
-                server.clear();
+                bob.put("k", bytes("second value")); // the server closes the old block: alice's lease ends
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                byte[] seen;
+                do {
+                    seen = alice.get("k");
+                    assertTrue(new String(seen, StandardCharsets.UTF_8).matches("first|second value"),
+                            "a GET returns an old or the new value, never reused memory");
+                } while (!new String(seen, StandardCharsets.UTF_8).equals("second value") && System.nanoTime() < deadline);
+                assertArrayEquals(bytes("second value"), seen, "the revocation reached alice");
+                assertEquals(null, s1.lostReason());
             }
-            serverMemory.arena().flushThreadCaches();
-            assertEquals(0, serverMemory.arena().stats().liveBlocks(), "stored values and buffers all returned");
         }
+    }
+
+    /**
+     * Clients on virtual threads PUT and GET the same few keys at once: a value may be replaced — its lease revoked —
+     * between the offer a GET asked for and the READ of it, and that GET asks again; every GET returns some whole PUT.
+     */
+    @Test
+    void manyClientsOnTheSameKeysReadOnlyWholeValues() throws Exception {
+        int clients = 6;
+        try (var cache = new Cache(clients)) {
+            List<Future<?>> running = new ArrayList<>();
+            try (var threads = Executors.newVirtualThreadPerTaskExecutor()) {
+                for (int c = 0; c < clients; c++) {
+                    var random = new SplittableRandom(c);
+                    running.add(threads.submit(() -> {
+                        try (RdmaSession session = cache.connect(); var client = new KvClient(session)) {
+                            for (int i = 0; i < 2_000; i++) {
+                                String key = "key-" + random.nextInt(4);
+                                if (random.nextInt(100) < 30) client.put(key, wholeValue(random.nextLong()));
+                                else assertWhole(key, client.get(key));
+                            }
+                        }
+                        return null;
+                    }));
+                }
+            }
+            for (var r : running) r.get();
+        }
+    }
+
+    /** 8 to 800 bytes: a token repeated, as many times as the token says. */
+    private static byte[] wholeValue(long token) {
+        var value = ByteBuffer.allocate(Long.BYTES * (1 + Math.floorMod(token, 100)));
+        while (value.hasRemaining()) value.putLong(token);
+        return value.array();
+    }
+
+    private static void assertWhole(String key, byte[] value) {
+        if (value == null) return;
+        var longs = ByteBuffer.wrap(value).asLongBuffer();
+        long token = longs.get(0);
+        assertEquals(wholeValue(token).length, value.length, key + ": a value's length");
+        while (longs.hasRemaining()) assertEquals(token, longs.get(), key + ": a value's bytes");
     }
 }
