@@ -24,6 +24,8 @@ public final class Kv {
     static final byte GET = 2;
     static final byte OK = 0;
     static final byte MISSING = 1;
+    /** The server leases this host no more values now (a per-peer limit): give some back and ask again. */
+    static final byte BUSY = 2;
 
     private Kv() {}
 

@@ -48,10 +48,20 @@ public final class KvClient implements AutoCloseable {
 
     /** The value of {@code key}, or null if there is none. */
     public byte[] get(String key) throws Exception {
+        long deadline = System.nanoTime() + WAIT.toNanos();
         while (true) {
             Cached c = leased.get(key);
             if (c == null) {
-                if (call(2 + encode(Kv.GET, key)) == Kv.MISSING) return null;
+                byte status = call(2 + encode(Kv.GET, key));
+                if (status == Kv.MISSING) return null;
+                if (status == Kv.BUSY) { // this host holds all the leases the server grants it: give ours back
+                    if (System.nanoTime() - deadline > 0) {
+                        throw new IllegalStateException("GET " + key + ": the server leased this host nothing for " + WAIT);
+                    }
+                    forgetAll();
+                    Thread.sleep(1); // leases of replaced values count until they have ended
+                    continue;
+                }
                 RemoteSegment value = session.receiveOffer(WAIT);
                 c = new Cached(value, session.endpoint().arena().allocate(value.length()));
                 leased.put(key, c);
@@ -93,9 +103,13 @@ public final class KvClient implements AutoCloseable {
         }
     }
 
+    private void forgetAll() {
+        List.copyOf(leased.keySet()).forEach(this::forget);
+    }
+
     @Override
     public void close() {
-        List.copyOf(leased.keySet()).forEach(this::forget);
+        forgetAll();
         request.close();
     }
 

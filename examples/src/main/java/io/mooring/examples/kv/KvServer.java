@@ -89,7 +89,7 @@ public final class KvServer {
         Block block = value.message().block();
         return session.offerAsync(block, value.offset(), value.length(), LEASE, EnumSet.of(Access.REMOTE_READ))
                 .handle((lease, refused) -> refused == null ? CompletableFuture.completedFuture(Kv.OK)
-                        : block.isOpen() ? CompletableFuture.<Byte>failedFuture(refused) // a limit, not a new value
+                        : block.isOpen() ? CompletableFuture.completedFuture(Kv.BUSY) // a limit, not a new value
                         : offer(session, key))
                 .thenCompose(status -> status);
     }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.lease.LeaseLimits;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
@@ -45,12 +46,17 @@ class KvTest {
         final Kv.Memory serverMemory = Kv.open("soft:soft0");
         final Kv.Memory clientMemory = Kv.open("soft:soft0");
         final KvServer server = new KvServer();
-        final RdmaEndpoint serverEndpoint = RdmaEndpoint.builder(serverMemory.pd(), serverMemory.arena()).build();
+        final RdmaEndpoint serverEndpoint;
         final RdmaEndpoint clientEndpoint = RdmaEndpoint.builder(clientMemory.pd(), clientMemory.arena()).build();
         final RdmaListener listener;
         final Thread serving;
 
         Cache(int sessions) throws IOException {
+            this(sessions, LeaseLimits.DEFAULT);
+        }
+
+        Cache(int sessions, LeaseLimits limits) throws IOException {
+            serverEndpoint = RdmaEndpoint.builder(serverMemory.pd(), serverMemory.arena()).limits(limits).build();
             listener = serverEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
             serving = Thread.ofVirtual().start(() -> {
                 try {
@@ -139,6 +145,23 @@ class KvTest {
                 }
             }
             for (var r : running) r.get();
+        }
+    }
+
+    /**
+     * A client reading more keys than the server leases one host (1,024 by default; 8 here) gets them all: the server
+     * answers BUSY instead of ending the session, and the client gives its leases back and asks again.
+     */
+    @Test
+    void aClientReadingMoreKeysThanTheLeaseLimitKeepsItsSession() throws Exception {
+        var d = LeaseLimits.DEFAULT;
+        var eight = new LeaseLimits(d.maxBytes(), 8, d.maxDuration(), d.maxLifetime(), d.maxAccess(), d.grace());
+        try (var cache = new Cache(1, eight); RdmaSession session = cache.connect(); var client = new KvClient(session)) {
+            for (int i = 0; i < 20; i++) client.put("key-" + i, bytes("value " + i));
+            for (int round = 0; round < 2; round++) {
+                for (int i = 0; i < 20; i++) assertArrayEquals(bytes("value " + i), client.get("key-" + i));
+            }
+            assertEquals(null, session.lostReason());
         }
     }
 
