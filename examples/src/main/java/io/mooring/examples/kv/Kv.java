@@ -10,8 +10,8 @@ import java.util.EnumSet;
 /**
  * A remote key-value cache on Mooring's public API: {@link KvServer} keeps values in arena blocks; {@link KvClient}
  * PUTs by message and GETs by one-sided READ of a value the server offered. The protocol, in application messages:
- * a request is {@code op:u8 keyLength:u8 key value}, a reply {@code status:u8}; a GET that finds its key is also
- * answered with an offer of the value.
+ * a request is {@code op:u8 keyLength:u8 key value} (a PUT's value has at least a byte, a GET has none), a reply
+ * {@code status:u8}; a GET that finds its key is also answered with an offer of the value.
  * <pre>
  *   Kv server PORT [DEVICE [SESSIONS]]          serves until SESSIONS clients have left (0: forever)
  *   Kv client HOST:PORT [DEVICE [KEYS [OPS [WARMUP]]]]   PUTs KEYS values, then GETs and PUTs WARMUP times untimed
@@ -26,6 +26,8 @@ public final class Kv {
     static final byte MISSING = 1;
     /** The server leases this host no more values now (a per-peer limit): give some back and ask again. */
     static final byte BUSY = 2;
+    /** A malformed request: too short, a key past its end, an unknown op, a PUT without a value or a GET with one. */
+    static final byte INVALID = 3;
 
     private Kv() {}
 

@@ -69,12 +69,17 @@ public final class KvServer {
     /** Serves one request; the future has the reply's status, and a GET's offer has gone out. */
     private CompletableFuture<Byte> serve(RdmaSession session, InboundMessage request) {
         var data = request.data();
-        byte op = data.get(ValueLayout.JAVA_BYTE, 0);
-        int keyLength = Byte.toUnsignedInt(data.get(ValueLayout.JAVA_BYTE, 1));
+        byte op = request.length() < 2 ? 0 : data.get(ValueLayout.JAVA_BYTE, 0);
+        int keyLength = request.length() < 2 ? 0 : Byte.toUnsignedInt(data.get(ValueLayout.JAVA_BYTE, 1));
+        int valueLength = request.length() - 2 - keyLength;
+        if (op == Kv.GET ? valueLength != 0 : op != Kv.PUT || valueLength <= 0) { // clients are peers: check
+            request.close();
+            return CompletableFuture.completedFuture(Kv.INVALID);
+        }
         String key = new String(data.asSlice(2, keyLength).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
         if (op == Kv.PUT) {
             request.block().handOff(); // stored: the next PUT of the key, or clear(), closes it
-            Stored old = store.put(key, new Stored(request, 2 + keyLength, request.length() - 2 - keyLength));
+            Stored old = store.put(key, new Stored(request, 2 + keyLength, valueLength));
             if (old != null) old.message().close(); // ends every lease on the old value first
             return CompletableFuture.completedFuture(Kv.OK);
         }

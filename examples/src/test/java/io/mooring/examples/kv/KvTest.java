@@ -5,17 +5,23 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.allocator.Block;
+import io.mooring.lease.InboundMessage;
 import io.mooring.lease.LeaseLimits;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
 import io.mooring.testing.CapturedLog;
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.Executors;
@@ -162,6 +168,34 @@ class KvTest {
                 for (int i = 0; i < 20; i++) assertArrayEquals(bytes("value " + i), client.get("key-" + i));
             }
             assertEquals(null, session.lostReason());
+        }
+    }
+
+    /**
+     * Clients are peers: a request too short, with its key past its end, of an unknown op, a PUT without a value or a
+     * GET with one is answered INVALID, its buffer goes back, and the session goes on. Stored, an empty value would end
+     * the session of every client that GETs it: it cannot be offered.
+     */
+    @Test
+    void malformedRequestsAreAnsweredInvalidAndCostNothing() throws Exception {
+        try (var cache = new Cache(1); RdmaSession session = cache.connect(); var client = new KvClient(session)) {
+            for (byte[] request : List.of(new byte[] {Kv.PUT}, new byte[] {Kv.GET, 9, 'k'}, new byte[] {7, 1, 'k'},
+                    new byte[] {Kv.PUT, 1, 'e'}, new byte[] {Kv.GET, 1, 'k', 'v'})) {
+                assertEquals(Kv.INVALID, status(session, request), Arrays.toString(request));
+            }
+            assertNull(client.get("e"), "the empty PUT stored nothing");
+            assertEquals(null, session.lostReason());
+        }
+    }
+
+    /** Sends {@code request} as it is and returns the reply's status. */
+    private static byte status(RdmaSession session, byte... request) throws Exception {
+        try (Block message = session.endpoint().arena().allocate(request.length)) {
+            MemorySegment.copy(request, 0, message.segment(), ValueLayout.JAVA_BYTE, 0, request.length);
+            session.send(message);
+        }
+        try (InboundMessage reply = session.receive(Duration.ofSeconds(10))) {
+            return reply.data().get(ValueLayout.JAVA_BYTE, 0);
         }
     }
 
