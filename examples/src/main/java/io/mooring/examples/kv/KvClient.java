@@ -40,6 +40,10 @@ public final class KvClient implements AutoCloseable {
     /** Stores {@code value} under {@code key}. */
     public void put(String key, byte[] value) throws Exception {
         int keyLength = encode(Kv.PUT, key);
+        if (value.length == 0 || value.length > request.size() - 2 - keyLength) {
+            throw new IllegalArgumentException("a value of key " + key + " has 1 to " + (request.size() - 2 - keyLength)
+                    + " bytes (the server's message size), not " + value.length);
+        }
         MemorySegment.copy(value, 0, request.segment(), ValueLayout.JAVA_BYTE, 2 + keyLength, value.length);
         byte status = call(2 + keyLength + value.length);
         forget(key); // the server replaced the value, which revoked our lease of the old one: released off the PUT's path
@@ -79,6 +83,7 @@ public final class KvClient implements AutoCloseable {
 
     private int encode(byte op, String key) {
         byte[] k = key.getBytes(StandardCharsets.UTF_8);
+        if (k.length > 255) throw new IllegalArgumentException("a key has at most 255 bytes, " + key + " has " + k.length);
         MemorySegment m = request.segment();
         m.set(ValueLayout.JAVA_BYTE, 0, op);
         m.set(ValueLayout.JAVA_BYTE, 1, (byte) k.length);

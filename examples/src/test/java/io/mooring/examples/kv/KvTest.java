@@ -3,6 +3,7 @@ package io.mooring.examples.kv;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
@@ -185,6 +186,20 @@ class KvTest {
             }
             assertNull(client.get("e"), "the empty PUT stored nothing");
             assertEquals(null, session.lostReason());
+        }
+    }
+
+    /** A key past 255 bytes (its length is a byte) or a value that fits no message is refused before it is sent. */
+    @Test
+    void aKeyOrValuePastItsLimitIsRefusedBeforeItIsSent() throws Exception {
+        try (var cache = new Cache(1); RdmaSession session = cache.connect(); var client = new KvClient(session)) {
+            assertThrows(IllegalArgumentException.class, () -> client.put("k".repeat(256), bytes("v")));
+            assertNull(client.get(""), "nothing stored under the key's length taken modulo 256");
+            assertThrows(IllegalArgumentException.class, () -> client.get("k".repeat(256)));
+            assertThrows(IllegalArgumentException.class, () -> client.put("k", new byte[0]));
+            assertThrows(IllegalArgumentException.class, () -> client.put("k", new byte[session.peerMaxMessageSize()]));
+            client.put("k", new byte[session.peerMaxMessageSize() - 3]);
+            assertEquals(session.peerMaxMessageSize() - 3, client.get("k").length, "the largest value fits");
         }
     }
 
