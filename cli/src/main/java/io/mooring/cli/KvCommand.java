@@ -3,9 +3,14 @@ package io.mooring.cli;
 import io.mooring.examples.kv.KvClient;
 import io.mooring.examples.kv.KvServer;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.VerbsException;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.net.BindException;
+import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
 
 /**
  * {@code mooring kv}: the key-value cache example ({@code examples/}, package {@code io.mooring.examples.kv}) as two
@@ -31,6 +36,10 @@ final class KvCommand {
         int keys = o.number("keys", 64, 1, 100_000);
         int warmup = o.number("warmup", 20_000, 0, 100_000_000);
         int ops = o.number("ops", 20_000, 1, 100_000_000);
+        int port = o.number("port", 0, 0, 65535);
+        int sessions = o.number("sessions", 0, 0, 1_000_000);
+        InetSocketAddress connect = o.address("connect");
+        if (role.equals("client") && connect == null) throw new UsageException("--role client needs --connect HOST:PORT");
         DeviceChoice.Choice device;
         try {
             device = DeviceChoice.installed().choose(provider, null);
@@ -39,18 +48,24 @@ final class KvCommand {
             return 1;
         }
         String name = device.name();
-        switch (role) {
-            case "server" -> KvServer.run(name, o.number("port", 0, 0, 65535), o.number("sessions", 0, 0, 1_000_000));
-            case "client" -> {
-                String server = o.text("connect", null);
-                if (server == null || server.lastIndexOf(':') < 1) throw new UsageException("--role client needs --connect HOST:PORT");
-                KvClient.run(name, server, keys, warmup, ops).forEach(out::println);
+        String server = connect == null ? "the server" : connect.getHostString() + ":" + connect.getPort();
+        try {
+            switch (role) {
+                case "server" -> KvServer.run(name, port, sessions);
+                case "client" -> KvClient.run(name, server, keys, warmup, ops).forEach(out::println);
+                default -> {
+                    return both(device.provider(), name, keys, warmup, ops, out, err);
+                }
             }
-            default -> {
-                return both(device.provider(), name, keys, warmup, ops, out, err);
-            }
+            return 0;
+        } catch (BindException e) {
+            err.println("mooring kv: cannot listen on TCP port " + port + ": " + e.getMessage());
+        } catch (ExecutionException e) { // the only future waited for is the connection's
+            err.println("mooring kv: cannot connect to " + server + ": " + e.getCause());
+        } catch (IOException | VerbsException | IllegalArgumentException | IllegalStateException e) {
+            err.println("mooring kv: " + e.getMessage());
         }
-        return 0;
+        return 1;
     }
 
     /** Starts a server process for one client, runs the client here, and relays the server's lines. */
@@ -64,9 +79,6 @@ final class KvCommand {
             int status = server.finish();
             if (status < 0) err.println("mooring kv: the server did not finish");
             return status < 0 ? 1 : status;
-        } catch (java.io.IOException e) {
-            err.println("mooring kv: " + e.getMessage());
-            return 1;
         }
     }
 }

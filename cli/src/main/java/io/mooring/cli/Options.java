@@ -1,5 +1,6 @@
 package io.mooring.cli;
 
+import java.net.InetSocketAddress;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -59,6 +60,22 @@ final class Options {
             // reported below, with the range
         }
         throw new UsageException("--" + name + " must be a whole number from " + min + " to " + max + ", not '" + v + "'");
+    }
+
+    /** {@code HOST:PORT} (an IPv6 host in brackets), unresolved; null if the option is absent. */
+    InetSocketAddress address(String name) throws UsageException {
+        String v = values.get(name);
+        if (v == null) return null;
+        int colon = v.lastIndexOf(':');
+        String host = colon < 0 ? "" : v.substring(0, colon).replaceAll("^\\[(.*)]$", "$1");
+        if (host.isEmpty()) throw new UsageException("--" + name + " needs HOST:PORT, not '" + v + "'");
+        try {
+            int port = Integer.parseInt(v.substring(colon + 1));
+            if (port >= 1 && port <= 65535) return InetSocketAddress.createUnresolved(host, port);
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new UsageException("--" + name + " needs a port from 1 to 65535, not '" + v.substring(colon + 1) + "'");
     }
 
     /** One of {@code allowed}. */

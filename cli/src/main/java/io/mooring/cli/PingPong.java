@@ -94,21 +94,7 @@ final class PingPong {
             return new Settings(o.choice("provider", null, DeviceChoice.PROVIDERS), o.text("device", null), mode,
                     o.number("size", 64, 1, MAX_SIZE), o.number("iters", 10_000, 1, 10_000_000),
                     o.number("warmup", 1000, 0, 100_000_000), busyPoll,
-                    o.number("listen", NO_LISTEN, 0, 65535), peerAddress(o.text("connect", null)));
-        }
-
-        private static InetSocketAddress peerAddress(String hostPort) throws UsageException {
-            if (hostPort == null) return null;
-            int colon = hostPort.lastIndexOf(':');
-            String host = colon < 0 ? "" : hostPort.substring(0, colon).replaceAll("^\\[(.*)]$", "$1");
-            if (host.isEmpty()) throw new UsageException("--connect needs HOST:PORT, not '" + hostPort + "'");
-            try {
-                int port = Integer.parseInt(hostPort.substring(colon + 1));
-                if (port >= 1 && port <= 65535) return InetSocketAddress.createUnresolved(host, port);
-            } catch (NumberFormatException e) {
-                // reported below
-            }
-            throw new UsageException("--connect needs a port from 1 to 65535, not '" + hostPort.substring(colon + 1) + "'");
+                    o.number("listen", NO_LISTEN, 0, 65535), o.address("connect"));
         }
 
         int rounds() {

@@ -5,8 +5,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /** {@code mooring kv}: a server process and this one as the client, every GET checked against the last PUT. */
 class KvCommandTest {
@@ -24,6 +28,32 @@ class KvCommandTest {
         assertTrue(text.contains("every GET returned the last PUT"), text);
         assertTrue(text.matches("(?s).*client: GET p50 [0-9.]+ µs, p99 [0-9.]+ µs.*"), text);
         assertTrue(text.contains("server | server: 1 client(s) served, 0 live blocks"), text);
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', value = {
+        "--role client --connect host:abc | --connect needs a port from 1 to 65535, not 'abc'",
+        "--role client --connect host:0   | --connect needs a port from 1 to 65535, not '0'",
+        "--role client --connect 5000     | --connect needs HOST:PORT, not '5000'"})
+    void aBadServerAddressIsAUsageError(String args, String message) throws Exception {
+        Run run = Run.of(("kv " + args.strip()).split(" +"));
+        assertEquals(2, run.status(), run::toString);
+        assertTrue(run.err().startsWith("mooring kv: " + message + "\n"), run::toString);
+    }
+
+    /** What the network refuses ends the command with one line naming it, no stack trace. */
+    @Test
+    void aServerNobodyRunsOrAPortInUseIsAOneLineError() throws Exception {
+        int port;
+        try (var taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = taken.getLocalPort();
+            Run server = Run.of("kv", "--role", "server", "--provider", "soft", "--port", "" + port);
+            assertEquals(1, server.status(), server::toString);
+            assertTrue(server.err().matches("mooring kv: cannot listen on TCP port " + port + ": .+\n"), server::toString);
+        }
+        Run client = Run.of("kv", "--role", "client", "--provider", "soft", "--connect", "127.0.0.1:" + port);
+        assertEquals(1, client.status(), client::toString); // nobody listens there now
+        assertTrue(client.err().matches("mooring kv: cannot connect to 127.0.0.1:" + port + ": .+\n"), client::toString);
     }
 
     @Test
