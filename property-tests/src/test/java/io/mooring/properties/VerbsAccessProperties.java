@@ -253,6 +253,7 @@ class VerbsAccessProperties {
         final String name;
         final MemoryWindow handle;
         int key;
+        int postedKey; // the key the last bind posted took: each posted bind takes the next, whether it binds or not
         boolean bound;
         boolean deallocated;
         // The last binding, kept after it ends so that stale keys can aim at it.
@@ -265,6 +266,7 @@ class VerbsAccessProperties {
             this.name = name;
             this.handle = handle;
             this.key = handle.rkey();
+            this.postedKey = key;
         }
 
         @Override
@@ -404,9 +406,10 @@ class VerbsAccessProperties {
             WcStatus expected = allowed ? WcStatus.SUCCESS : WcStatus.MW_BIND_ERR;
             note(what + ": expect " + expected);
             b.qp().post(wr);
+            w.postedKey = (w.postedKey & ~0xff) | ((w.postedKey + 1) & 0xff); // same index, next key byte
             expectCompletion(next(b.cq()), expected, WcOpcode.BIND_MW);
             if (allowed) {
-                int key = (w.key & ~0xff) | ((w.key + 1) & 0xff); // type 2: same index, next key byte
+                int key = w.postedKey;
                 check(w.handle.rkey() == key, "key after the bind is " + hex(w.handle.rkey()) + ", not " + hex(key));
                 w.key = key;
                 w.bound = true;

@@ -51,6 +51,11 @@ public final class MemoryWindow extends VerbsObject {
             return postedRkey;
         }
 
+        /** The bind that took {@code key} was refused by the post: the next takes it again (if none took one since). */
+        synchronized void unpost(int key) {
+            if (postedRkey == key) postedRkey = (key & 0xffff_ff00) | ((key - 1) & 0xff);
+        }
+
         synchronized int rkey() {
             return rkey;
         }

@@ -367,7 +367,7 @@ public final class QueuePair extends VerbsObject {
             throw new IllegalArgumentException("cannot bind " + window + " over " + region + " on " + this
                     + ": window, region and QP must share one protection domain");
         }
-        int[] key = {window.nextRkey()};
+        int[] key = new int[1]; // taken at the post itself, below: a bind refused before it takes no key
         // Held until the bind retires: the NIC must never be handed a deallocated window (a closed one is refused
         // here), nor have the window deallocated under the bind.
         window.resource().addPin();
@@ -394,10 +394,12 @@ public final class QueuePair extends VerbsObject {
             window.resource().removePin();
             throw e;
         }
+        int posted = key[0] = window.nextRkey();
         try {
             key[0] = ops.bindWindow(window.ops(), region.ops(), region.address() + wr.bindOffset(), wr.bindLength(),
-                    wr.bindAccess(), key[0], id, wr.isSignaled());
+                    wr.bindAccess(), posted, id, wr.isSignaled());
         } catch (RuntimeException e) {
+            window.state().unpost(posted);
             send.unclaim();
             throw e;
         }
