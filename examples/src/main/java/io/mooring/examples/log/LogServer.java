@@ -24,7 +24,8 @@ import java.util.zip.CRC32C;
  * remote fetch-and-add on the log's tail word reserves room, one WRITE with immediate puts the record there and tells
  * the server where (the immediate is the record's offset). The server's CPU moves no byte; it only checks what landed.
  * The first writer to find the log full seals it with a compare-and-swap; each writer ends with a message whose
- * immediate is how many records it appended, so the server knows when it has seen them all.
+ * immediate is how many records it appended, so the server knows when it has seen them all. A writer that leaves
+ * without one — its process died, its session broke — is done once its session has delivered what it sent.
  */
 public final class LogServer {
     /** The log's first 8 bytes: the offset where the next record goes, moved only by writers' fetch-and-add. */
@@ -56,9 +57,13 @@ public final class LogServer {
             this.finished = finished;
         }
 
-        /** Checks each record as its WRITE with immediate completes, until the writer's last message. */
+        /** Checks each record as its WRITE with immediate completes, until the writer's last message or its end. */
         void serve() {
-            session.receiveWriteImmAsync().thenAccept(offset -> {
+            session.receiveWriteImmAsync().whenComplete((offset, ended) -> {
+                if (ended != null) { // its session ended, and every record it delivered was checked: the writer is done
+                    countDown();
+                    return;
+                }
                 check(Integer.toUnsignedLong(offset));
                 landed.incrementAndGet();
                 countDownOnceAllLanded();
@@ -79,7 +84,11 @@ public final class LogServer {
 
         /** Both callbacks ask after their update, so one of them sees the last record and the count together. */
         private void countDownOnceAllLanded() {
-            if (landed.get() == announced && counted.compareAndSet(false, true)) finished.countDown();
+            if (landed.get() == announced) countDown();
+        }
+
+        private void countDown() {
+            if (counted.compareAndSet(false, true)) finished.countDown();
         }
 
         /** A record whose offset or length points outside the log counts as damaged too: writers are peers. */
@@ -103,7 +112,7 @@ public final class LogServer {
      * Offers a log of {@code size} bytes to each of {@code writers} sessions accepted on {@code listener} (of
      * {@code endpoint}, whose arena holds the log) for
      * {@code lease} (writers renew it), checks every record, and returns what landed once every writer has told its
-     * count.
+     * count or left.
      */
     public static Report serve(RdmaEndpoint endpoint, RdmaListener listener, int writers, int size, Duration lease)
             throws Exception {
@@ -121,7 +130,11 @@ public final class LogServer {
                     served.add(writer);
                     writer.serve();
                     writer.awaitCount();
-                    session.offer(log, lease, EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_ATOMIC));
+                    try {
+                        session.offer(log, lease, EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_ATOMIC));
+                    } catch (RuntimeException e) {
+                        if (session.lostReason() == null) throw e; // else the writer left already: its end finishes it
+                    }
                 }
                 if (!finished.await(60, TimeUnit.SECONDS)) throw new IllegalStateException("writers did not finish");
             } finally {
