@@ -120,8 +120,20 @@ public final class CompletionDispatcher implements AutoCloseable {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (RuntimeException e) {
-            LOG.log(Level.ERROR, "completion dispatcher of " + router.name + " stopped: polling failed", e);
+            pollingFailed(e);
         }
+    }
+
+    /**
+     * Stops this dispatcher when polling fails (an overrun CQ fails every poll with EIO), as nothing will deliver a
+     * completion again: it lets go of the CQ, so that a hand poll meets the provider's error itself, then fails the
+     * requests waiting on the CQ's QPs. On this thread or a caller polling for itself, whichever met the error.
+     */
+    private void pollingFailed(RuntimeException e) {
+        LOG.log(Level.ERROR, "completion dispatcher of " + router.name + " stopped: polling failed", e);
+        running = false;
+        slot.release(this);
+        router.pollingFailed(e);
     }
 
     /**
@@ -207,8 +219,12 @@ public final class CompletionDispatcher implements AutoCloseable {
     private void pollFor(CompletableFuture<?> f, long until) throws InterruptedException {
         ScopedValue.where(DISPATCHING, this).call(() -> {
             long left;
-            while (!f.isDone() && running && (left = until - System.nanoTime()) > 0) {
-                deliver(callerBatch, router.pollWaiting(callerBatch, Math.min(left, LINGER_NANOS), true));
+            try {
+                while (!f.isDone() && running && (left = until - System.nanoTime()) > 0) {
+                    deliver(callerBatch, router.pollWaiting(callerBatch, Math.min(left, LINGER_NANOS), true));
+                }
+            } catch (RuntimeException e) {
+                pollingFailed(e); // fails f too, if it is a request on this CQ
             }
             return null;
         });
@@ -254,6 +270,6 @@ public final class CompletionDispatcher implements AutoCloseable {
             poller.lock(); // a caller polling for itself sees running == false within a linger: let it leave
             poller.unlock();
         }
-        slot.running = null;
+        slot.release(this);
     }
 }

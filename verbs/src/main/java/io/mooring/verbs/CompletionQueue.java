@@ -27,6 +27,11 @@ public final class CompletionQueue extends VerbsObject {
             CompletionDispatcher d = running;
             if (d != null) d.close();
         }
+
+        /** Lets go of the CQ if {@code d} holds it: not of a dispatcher started after {@code d} failed. */
+        synchronized void release(CompletionDispatcher d) {
+            if (running == d) running = null;
+        }
     }
 
     CompletionQueue(DeviceContext context, CqOps ops, Resource resource, int capacity, DispatcherSlot dispatcher) {
@@ -85,7 +90,8 @@ public final class CompletionQueue extends VerbsObject {
 
     /**
      * Starts a thread that polls this CQ, completing futures and handing every other completion to
-     * {@code handler} (on the dispatcher thread). It stops when closed or when the CQ is destroyed.
+     * {@code handler} (on the dispatcher thread). It stops when closed or when the CQ is destroyed; or when polling
+     * fails (an overrun CQ fails every poll with EIO), and then fails the requests waiting on the CQ's QPs.
      *
      * @throws IllegalStateException if one is already running
      */

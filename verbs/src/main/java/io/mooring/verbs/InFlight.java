@@ -127,6 +127,16 @@ final class InFlight extends RequestSlots {
         discardedBelow = tail;
     }
 
+    /**
+     * Fails the futures of the outstanding requests but keeps the requests (caller holds {@link #lock}): the NIC may
+     * still work on them, so their regions stay pinned until a poll, reset or destroy retires them.
+     */
+    void failFuturesLocked(String reason) {
+        for (int slot = 0; slot < depth; slot++) {
+            if ((long) STATE.getAcquire(state, slot) >= 0) fail(futures[slot], reason);
+        }
+    }
+
     @Override
     int outstandingLocked() {
         return (int) Math.max(0, tail - Math.max((long) HEAD.getAcquire(this), discardedBelow));

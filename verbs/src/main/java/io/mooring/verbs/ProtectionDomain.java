@@ -131,7 +131,8 @@ public final class ProtectionDomain extends VerbsObject {
         }
         capabilities.requireWithin(context.device().attributes());
         var queues = new QpQueues(new InFlight("send", false, capabilities.maxSendWr()),
-                srq != null ? srq.slots() : new InFlight("receive", true, capabilities.maxRecvWr()), srq != null);
+                srq != null ? srq.slots() : new InFlight("receive", true, capabilities.maxRecvWr()), srq != null,
+                sendCq.router(), recvCq.router());
         Resource[] parents = srq == null ? new Resource[] {resource, sendCq.resource(), recvCq.resource()}
                 : new Resource[] {resource, sendCq.resource(), recvCq.resource(), srq.resource()};
         var made = Attach.make("qp", () -> ops.createQp(sendCq.router().ops, recvCq.router().ops, capabilities,

@@ -1,5 +1,7 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.spi.QpOps;
+
 /**
  * What a queue pair shares with the completion routers of its context, outside its handle (so polling never keeps a
  * QP reachable): its send queue, its receive queue (a shared receive queue's slots, for a QP on one) and its state as
@@ -11,15 +13,22 @@ final class QpQueues {
     final RequestSlots receive;
     /** Whether {@link #receive} belongs to a shared receive queue (a reset or destroy of the QP leaves it alone). */
     final boolean shared;
+    /** The routers of its send and receive CQs: a CQ that can no longer be polled fails its requests. */
+    final CompletionRouter sendCq;
+    final CompletionRouter recvCq;
+    /** The provider's QP, set before it enters its context's {@link QpTable} (whose volatile write publishes it). */
+    QpOps ops;
     /** The state the last modify set; the device may since have moved the QP to ERROR on its own. */
     volatile QpState known = QpState.RESET;
     /** An error completion was polled since the last modify: the device may have moved the QP to ERROR. */
     volatile boolean errorSeen;
 
-    QpQueues(InFlight send, RequestSlots receive, boolean shared) {
+    QpQueues(InFlight send, RequestSlots receive, boolean shared, CompletionRouter sendCq, CompletionRouter recvCq) {
         this.send = send;
         this.receive = receive;
         this.shared = shared;
+        this.sendCq = sendCq;
+        this.recvCq = recvCq;
     }
 
     /** The receive queue as the QP's own ring (caller knows it is not shared). */

@@ -1,6 +1,7 @@
 package io.mooring.verbs;
 
 import java.util.Arrays;
+import java.util.function.Consumer;
 
 /**
  * The queue pairs of one device context by QP number, as the completion routers of all its CQs find them: one table
@@ -33,6 +34,13 @@ final class QpTable {
         Entries e = entries;
         int i = e.indexOf(qpn);
         return e.numbers[i] == qpn ? e.queues[i] : null;
+    }
+
+    /** Runs {@code action} on the queues of every QP in the table as it is now. */
+    void forEach(Consumer<QpQueues> action) {
+        for (QpQueues q : entries.queues) {
+            if (q != null) action.accept(q);
+        }
     }
 
     synchronized void put(int qpn, QpQueues queues) {

@@ -42,6 +42,7 @@ public final class QueuePair extends VerbsObject {
         this.recvCq = recvCq;
         this.capabilities = capabilities;
         this.queues = queues;
+        queues.ops = ops;
         pd.context().queuePairs.put(ops.qpNumber(), queues);
     }
 
@@ -64,6 +65,39 @@ public final class QueuePair extends VerbsObject {
                 unlock(queues);
             }
         };
+    }
+
+    /**
+     * Fails the requests of {@code queues} whose completions go to {@code cq}, which can no longer be polled: nothing
+     * would complete them. A QP in ERROR or RESET has them discarded, as a reset does: the NIC only flushes them (into
+     * that CQ) or has forgotten them, and touches their memory no more — an overrun moves every QP that lost a
+     * completion to ERROR. Any other QP may still be working on them: their futures fail, but their regions stay pinned
+     * until a reset or destroy. A shared receive queue's receives are left alone: a QP on another CQ may take them.
+     */
+    static void cqFailed(QpQueues queues, CompletionRouter cq, String reason) {
+        boolean send = queues.sendCq == cq;
+        boolean receive = !queues.shared && queues.recvCq == cq;
+        if (!send && !receive) return;
+        lock(queues); // no modify changes the state meanwhile (the NIC only moves it to ERROR), no post slips in
+        try {
+            if (queues.send.closedReason != null) return; // destroyed meanwhile: nothing is left
+            QpState s;
+            try {
+                s = queues.ops.state();
+            } catch (RuntimeException e) {
+                s = null; // unknown: the NIC may be working on them
+            }
+            boolean idle = s == QpState.ERROR || s == QpState.RESET;
+            if (send) failOrDiscard(queues.send, idle, reason);
+            if (receive) failOrDiscard(queues.ownReceive(), idle, reason);
+        } finally {
+            unlock(queues);
+        }
+    }
+
+    private static void failOrDiscard(InFlight queue, boolean discard, String reason) {
+        if (discard) queue.discardAllLocked(reason);
+        else queue.failFuturesLocked(reason);
     }
 
     /** Takes the QP's queue locks (send, then its own receive queue's), which every post and modify hold. */

@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 /** The per-context QP table that every completion reads: lookups stay right through growth, removal and reuse. */
 class QpTableTest {
     private static QpQueues queues() {
-        return new QpQueues(new InFlight("send", false, 1), new InFlight("receive", true, 1), false);
+        return new QpQueues(new InFlight("send", false, 1), new InFlight("receive", true, 1), false, null, null);
     }
 
     @Test

@@ -8,6 +8,8 @@ import io.mooring.lifecycle.ResourceGraph;
 import java.lang.foreign.Arena;
 import java.util.EnumSet;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -88,6 +90,40 @@ class SoftCqOverrunTest {
         assertEquals(QpState.RTS, d.qp().query().state());
 
         assertNoEventBefore(); // c's lost completion raised no second CQ_ERR
+    }
+
+    /**
+     * A dispatcher whose poll fails (EIO after the overrun) lets go of the CQ: a request waiting on it fails instead of
+     * waiting for ever, and a hand poll reports the provider's error, not that the dispatcher polls.
+     */
+    @Test
+    void aDispatcherWhosePollFailsFailsTheWaitingRequestsAndLetsGoOfTheCq() throws Exception {
+        CompletionQueue tiny = local.createCompletionQueue(2);
+        Pair a = pair(tiny);
+        var entered = new CountDownLatch(1);
+        var stall = new CountDownLatch(1);
+        CompletionDispatcher d = tiny.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {
+            entered.countDown();
+            try {
+                stall.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        a.qp().post(write());
+        assertTrue(entered.await(Endpoint.WAIT.toSeconds(), TimeUnit.SECONDS), "the handler got no completion");
+        a.qp().post(write());
+        a.qp().post(write()); // the CQ is full while the handler stalls
+        var waiting = a.qp().postAsync(write()); // its completion overruns the CQ
+        assertEquals(new AsyncEvent(AsyncEvent.Type.CQ_ERR, tiny.toString()), nextEvent());
+        stall.countDown(); // the dispatcher polls again: EIO
+
+        var failed = assertThrows(ExecutionException.class, () -> waiting.get(5, TimeUnit.SECONDS));
+        assertTrue(failed.getCause().getMessage().contains("overran its capacity of 2"), failed::toString);
+        var refused = assertThrows(VerbsException.class, () -> tiny.poll(new WorkCompletion[] {new WorkCompletion()}));
+        assertEquals(Errno.EIO.number(), refused.errno(), refused::getMessage);
+        d.close();
+        d.close();
     }
 
     @Test
