@@ -235,9 +235,11 @@ public final class RdmaArena implements AutoCloseable {
     public ArenaStats stats() {
         synchronized (collector.lock()) {
             var s = new StatsSnapshot();
-            List<ThreadCache> caches = threads.liveCaches();
-            threads.countAllocations(caches, s);
+            threads.countAllocations(threads.liveCaches(), s);
             for (Shard shard : shards) shard.countAllocations(s);
+            // The caches again: one made since (a thread's first call) may have freed blocks the shards counted
+            // allocated. None leaves meanwhile: an ended owner's counts move to the ended ones under this lock.
+            List<ThreadCache> caches = threads.liveCaches();
             threads.countFrees(caches, s);
             for (Shard shard : shards) shard.countFrees(s);
             threads.countHeld(caches, s);
