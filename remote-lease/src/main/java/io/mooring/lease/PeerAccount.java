@@ -96,6 +96,11 @@ final class PeerAccount {
         sessions--;
     }
 
+    /** Whether the peer holds more than {@code max} sessions, those being set up included. */
+    synchronized boolean holdsMoreThan(int max) {
+        return sessions > max;
+    }
+
     /**
      * Marks the account forgotten if it holds nothing — no session, no lease — and its last loss's bar ended at least
      * {@link #MAX_BACKOFF_NANOS} ago: forgetting it then costs a guessing peer no wait it would not have paid anyway

@@ -80,6 +80,7 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final int maxMessageSize;
     private final int messageWindow;
     private final int maxSessions;
+    private final int maxSessionsPerPeer;
     private final CompletionQueue cq;
     /** How the blocking forms of every session wait. */
     final Await await;
@@ -121,6 +122,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         var device = pd.context().device().attributes();
         this.maxSessions = Math.min(b.maxSessions, Math.min(device.maxCqe() / perSession,
                 device.maxSrqWr() / messageWindow));
+        this.maxSessionsPerPeer = b.maxSessionsPerPeer;
         if (maxSessions < 1) {
             throw new IllegalArgumentException("a session needs " + perSession + " completion queue entries and "
                     + messageWindow + " shared receives, the device has at most " + device.maxCqe() + " and "
@@ -248,6 +250,14 @@ public final class RdmaEndpoint implements AutoCloseable {
             throw new IOException("the endpoint already serves " + maxSessions + " sessions, its limit");
         }
         PeerAccount peer = enter(socket.getInetAddress()); // left by unlist, or below if no session is listed
+        // Two handshakes of one peer at its limit may both be refused: a cap errs towards refusing.
+        if (peer.holdsMoreThan(maxSessionsPerPeer)) {
+            peer.leave();
+            sessionSlots.decrementAndGet();
+            RdmaSession.closeQuietly(socket);
+            throw new IOException(socket.getInetAddress().getHostAddress() + " already holds " + maxSessionsPerPeer
+                    + " sessions, the most one peer may (RdmaEndpoint.Builder.maxSessionsPerPeer)");
+        }
         boolean done = false;
         ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> RdmaSession.closeQuietly(socket),
                 handshakeTimeout.toNanos(), TimeUnit.NANOSECONDS);
@@ -482,6 +492,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         private int maxMessageSize = 4096;
         private int messageWindow = 16;
         private int maxSessions = 256;
+        private int maxSessionsPerPeer = Integer.MAX_VALUE;
         private int maxHandshakes = 64;
 
         private Builder(ProtectionDomain pd, RdmaArena arena) {
@@ -560,6 +571,16 @@ public final class RdmaEndpoint implements AutoCloseable {
         public Builder maxSessions(int sessions) {
             if (sessions < 1) throw new IllegalArgumentException("maxSessions must be positive, was " + sessions);
             this.maxSessions = sessions;
+            return this;
+        }
+
+        /**
+         * Sessions one peer — one address — may hold at once (default: no limit but {@link #maxSessions}); more are
+         * refused at their handshake. Set it when peers do not trust each other: else one address can take every slot.
+         */
+        public Builder maxSessionsPerPeer(int sessions) {
+            if (sessions < 1) throw new IllegalArgumentException("maxSessionsPerPeer must be positive, was " + sessions);
+            this.maxSessionsPerPeer = sessions;
             return this;
         }
 

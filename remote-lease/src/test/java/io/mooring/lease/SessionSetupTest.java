@@ -157,6 +157,31 @@ class SessionSetupTest {
     }
 
     /**
+     * One address holds at most {@code maxSessionsPerPeer} sessions: the next is refused at its handshake, and once one
+     * closes its place is free. Without the cap one address could take every slot of the endpoint.
+     */
+    @Test
+    void aPeerPastItsSessionCapIsRefusedUntilOneOfItsSessionsCloses() throws Exception {
+        try (var capped = RdmaEndpoint.builder(pd, arena).isolation(Isolation.WINDOW).maxSessionsPerPeer(2).build();
+             var listener = capped.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+             var requester = RdmaEndpoint.builder(pd, arena).isolation(Isolation.WINDOW).build()) {
+            RdmaSession first = requester.connect(listener.address()).get(10, TimeUnit.SECONDS);
+            try (RdmaSession second = requester.connect(listener.address()).get(10, TimeUnit.SECONDS)) {
+                assertThrows(java.util.concurrent.ExecutionException.class,
+                        () -> requester.connect(listener.address()).get(10, TimeUnit.SECONDS));
+                assertTrue(Await.polling(() -> listener.refused() == 1, Duration.ofSeconds(10)),
+                        "the third session, refused at its handshake");
+                first.close();
+                assertTrue(Await.polling(() -> capped.sessions().size() == 1, Duration.ofSeconds(10)), "first ended");
+                try (RdmaSession third = requester.connect(listener.address()).get(10, TimeUnit.SECONDS)) {
+                    assertEquals(null, third.lostReason());
+                    assertEquals(null, second.lostReason());
+                }
+            }
+        }
+    }
+
+    /**
      * A handshake in progress already has its QPs on the endpoint's shared receive queue: closing the endpoint breaks it
      * off and waits until it has freed them, so the queue and its receive blocks go with the endpoint (they stayed, and
      * the blocks were never given back, when the close did not wait).

@@ -108,7 +108,8 @@ public final class KvServer {
     /** Serves {@code sessions} clients (0: forever) on {@code port}, printing "listening on PORT" first. */
     public static void run(String device, int port, int sessions) throws Exception {
         try (var kv = Kv.open(device)) {
-            try (RdmaEndpoint endpoint = RdmaEndpoint.builder(kv.pd(), kv.arena()).build();
+            // Clients need not trust each other: no one address may take more than a quarter of the 256 sessions.
+            try (RdmaEndpoint endpoint = RdmaEndpoint.builder(kv.pd(), kv.arena()).maxSessionsPerPeer(64).build();
                  RdmaListener listener = endpoint.listen(port)) {
                 System.out.println("listening on " + listener.address().getPort());
                 var server = new KvServer();
