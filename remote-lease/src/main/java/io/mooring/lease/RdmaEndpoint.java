@@ -94,7 +94,7 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final Set<RdmaSession> sessions = ConcurrentHashMap.newKeySet();
     /**
      * Sessions a peer ended that still hold messages the application has not taken, and that it has not closed: no
-     * longer served or counted, but closed with the endpoint, which frees those messages' blocks.
+     * longer served, but each still holding its slot, and closed with the endpoint, which frees those messages' blocks.
      */
     private final Set<RdmaSession> endedHoldingMessages = ConcurrentHashMap.newKeySet();
     private final Map<InetAddress, PeerAccount> peers = new ConcurrentHashMap<>();
@@ -250,20 +250,18 @@ public final class RdmaEndpoint implements AutoCloseable {
             throw new IOException("the endpoint already serves " + maxSessions + " sessions, its limit");
         }
         PeerAccount peer = enter(socket.getInetAddress()); // left by unlist, or below if no session is listed
-        // Two handshakes of one peer at its limit may both be refused: a cap errs towards refusing.
-        if (peer.holdsMoreThan(maxSessionsPerPeer)) {
-            peer.leave();
-            sessionSlots.decrementAndGet();
-            RdmaSession.closeQuietly(socket);
-            throw new IOException(socket.getInetAddress().getHostAddress() + " already holds " + maxSessionsPerPeer
-                    + " sessions, the most one peer may (RdmaEndpoint.Builder.maxSessionsPerPeer)");
-        }
         boolean done = false;
         ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> RdmaSession.closeQuietly(socket),
                 handshakeTimeout.toNanos(), TimeUnit.NANOSECONDS);
         handshaking.add(socket);
         if (closed) RdmaSession.closeQuietly(socket); // close() may have broken the others off before this one came
         try {
+            // Two handshakes of one peer at its limit may both be refused: a cap errs towards refusing.
+            if (peer.holdsMoreThan(maxSessionsPerPeer)) {
+                RdmaSession.closeQuietly(socket);
+                throw new IOException(socket.getInetAddress().getHostAddress() + " already holds " + maxSessionsPerPeer
+                        + " sessions, the most one peer may (RdmaEndpoint.Builder.maxSessionsPerPeer)");
+            }
             socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
             var session = new RdmaSession(this, socket, peer, listener);
             if (!watchdog.cancel(false)) { // the watchdog fired just as the handshake finished: too late all the same
