@@ -38,15 +38,19 @@ pingpong() {
 echo "uptime before: $(uptime)"
 for t in "${protocols[@]}"; do
   ratios=()
+  failed=0
   for ((i = 1; i <= pairs; i++)); do
     read -r typical p99 <<<"$(perftest "$t")"
     read -r p50 mp99 <<<"$(pingpong "$t")"
-    ratio=$(awk -v a="${p50:-nan}" -v b="${typical:-nan}" 'BEGIN { if (b + 0 > 0 && a + 0 > 0) printf "%.2f", a / b; else print "n/a" }')
+    # A failed run prints no row, or `inf`/`nan` for its typical (mawk reads "inf" as a number): such a pair is dropped
+    # and reported, never scored as a ratio of 0.
+    ratio=$(awk -v a="${p50:-}" -v b="${typical:-}" 'BEGIN { n = "^[0-9]+([.][0-9]+)?$";
+      if (a ~ n && b ~ n && a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "failed" }')
     echo "$t pair $i: ib_${t}_lat typical ${typical:-?} p99 ${p99:-?} | pingpong p50 ${p50:-?} p99 ${mp99:-?} | ratio $ratio"
-    [ "$ratio" = n/a ] || ratios+=("$ratio")
+    if [ "$ratio" = failed ]; then failed=$((failed + 1)); else ratios+=("$ratio"); fi
   done
   median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "n/a";
     else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
-  echo "$t: median ratio $median over ${#ratios[@]} pairs"
+  echo "$t: median ratio $median over ${#ratios[@]} pairs ($failed failed pairs dropped)"
 done
 echo "uptime after: $(uptime)"
