@@ -91,7 +91,7 @@ class DevicesTest {
     void argumentsAreRefused() throws Exception {
         Run run = Run.of("devices", "--verbose");
         assertEquals(2, run.status(), run::toString);
-        assertTrue(run.err().startsWith("mooring devices: unknown option '--verbose'\nusage: mooring devices"), run::toString);
+        assertTrue(run.err().startsWith("mooring devices: Unknown option: '--verbose'\nUsage: mooring devices"), run::toString);
         assertEquals("", run.out());
     }
 }

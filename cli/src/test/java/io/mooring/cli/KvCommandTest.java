@@ -32,9 +32,11 @@ class KvCommandTest {
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-        "--role client --connect host:abc | --connect needs a port from 1 to 65535, not 'abc'",
-        "--role client --connect host:0   | --connect needs a port from 1 to 65535, not '0'",
-        "--role client --connect 5000     | --connect needs HOST:PORT, not '5000'"})
+        "--role client --connect host:abc | Invalid value for option '--connect': 'host:abc' needs a port from 1 to 65535, not 'abc'",
+        "--role client --connect host:0   | Invalid value for option '--connect': 'host:0' needs a port from 1 to 65535, not '0'",
+        "--role client --connect 5000     | Invalid value for option '--connect': '5000' is not HOST:PORT",
+        "--role proxy                     | Invalid value for option '--role': 'proxy' is not one of both, server, client",
+        "--keys 0                         | Invalid value for option '--keys': 0 is not from 1 to 100000"})
     void aBadServerAddressIsAUsageError(String args, String message) throws Exception {
         Run run = Run.of(("kv " + args.strip()).split(" +"));
         assertEquals(2, run.status(), run::toString);
