@@ -59,6 +59,8 @@ final class PingPongSide implements AutoCloseable {
     /** Per slot: the receive its message lands in; null where the mode takes no receive. */
     private final ReceiveRequest[] receives;
     private final WorkCompletion[] one = {new WorkCompletion()};
+    /** This side's sends whose completions were not taken yet (counted here: asking the QP takes its lock). */
+    private int sendsOut;
     /** Messages taken from the peer so far: RC delivers them in order, so the next one is number {@code arrived}. */
     private int arrived;
     /** READs completed so far: a send queue completes in order. */
@@ -166,7 +168,7 @@ final class PingPongSide implements AutoCloseable {
      * WRITE with immediate {@code seq}, or a READ. A full send queue is first given room by taking completions.
      */
     void post(int seq) throws InterruptedException {
-        while (qp.outstandingSends() >= sendDepth) take(seq);
+        while (sendsOut == sendDepth) take(seq);
         int slot = seq % slots;
         WorkRequest request = requests[slot].wrId(seq);
         switch (mode) {
@@ -175,6 +177,7 @@ final class PingPongSide implements AutoCloseable {
             case WRITE_IMM -> request.immediate(seq);
         }
         qp.post(request);
+        sendsOut++;
     }
 
     /**
@@ -201,9 +204,12 @@ final class PingPongSide implements AutoCloseable {
     /** Waits for the next completion and takes it: a message from the peer, a READ, or one of this side's sends. */
     private void take(int seq) throws InterruptedException {
         WorkCompletion wc = next(seq);
-        if (wc.opcode().isReceive()) received(wc);
-        else if (mode == PingPong.Mode.READ) read(wc);
-        // else one of this side's sends, checked in next()
+        if (wc.opcode().isReceive()) {
+            received(wc);
+            return;
+        }
+        sendsOut--; // checked in next()
+        if (mode == PingPong.Mode.READ) read(wc);
     }
 
     /** Checks the next message from the peer and posts its slot's receive again. */
@@ -242,7 +248,10 @@ final class PingPongSide implements AutoCloseable {
         long deadline = System.nanoTime() + PEER_TIMEOUT.toNanos();
         for (int spins = 0; ; spins++) {
             if ((byte) BYTE.getAcquire(memory, last) == expected) return;
-            while (qp.outstandingSends() > 0 && cq.poll(one) == 1) checked(one[0]);
+            while (sendsOut > 0 && cq.poll(one) == 1) {
+                checked(one[0]);
+                sendsOut--;
+            }
             if ((spins & 0xfff) == 0 && System.nanoTime() - deadline > 0) {
                 throw new VerbsException("ibv_poll_cq", Errno.ETIMEDOUT.number(), "the buffer of the " + role + " side",
                         "message " + seq + " did not land within " + PEER_TIMEOUT.toSeconds()
@@ -257,7 +266,7 @@ final class PingPongSide implements AutoCloseable {
 
     /** Waits until every send has completed (and so has been checked). */
     void drainSends() throws InterruptedException {
-        while (qp.outstandingSends() > 0) take(-1);
+        while (sendsOut > 0) take(-1);
     }
 
     /** The next completion, which must be a success; busy polling spins, event polling sleeps on the channel. */

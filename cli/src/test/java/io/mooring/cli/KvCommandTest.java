@@ -8,6 +8,7 @@ import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -56,6 +57,16 @@ class KvCommandTest {
         Run client = Run.of("kv", "--role", "client", "--provider", "soft", "--connect", "127.0.0.1:" + port);
         assertEquals(1, client.status(), client::toString); // nobody listens there now
         assertTrue(client.err().matches("mooring kv: cannot connect to 127.0.0.1:" + port + ": .+\n"), client::toString);
+    }
+
+    @Test
+    void helpNamesEveryOptionWithItsDefault() throws Exception {
+        Run run = Run.of("kv", "--help");
+        assertEquals(0, run.status(), run::toString);
+        PingPongTest.assertOptions(run.out(), Map.of("--provider=PROVIDER", "(default: the mooring.provider property",
+                "--role=ROLE", "Default: both", "--port=PORT", "Default: 0", "--sessions=N", "Default: 0",
+                "--connect=HOST:PORT", "needed with --role client", "--keys=N", "Default: 64",
+                "--warmup=N", "Default: 20000", "--ops=N", "(90% GET) Default: 20000"));
     }
 
     @Test

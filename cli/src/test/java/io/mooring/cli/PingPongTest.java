@@ -3,7 +3,9 @@ package io.mooring.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -111,17 +113,26 @@ class PingPongTest {
         assertEquals("", run.err());
         String help = run.out();
         assertTrue(help.startsWith("Usage: mooring pingpong [-h] "), help);
-        for (String option : new String[] {"--provider=PROVIDER", "--device=NAME", "--mode=MODE", "--size=BYTES",
-            "--concurrency=N", "--iters=N", "--warmup=N", "--poll=POLL", "--listen=PORT", "--connect=HOST:PORT",
-            "-h, --help"}) {
-            assertTrue(Pattern.compile("(?m)^ +" + Pattern.quote(option) + " ").matcher(help).find(), option + " in\n" + help);
-        }
-        for (String value : new String[] {"send", "64", "1", "10000", "1000", "busy"}) {
-            assertTrue(help.contains("Default: " + value + "\n"), value + " in\n" + help);
-        }
-        assertTrue(help.contains("soft, ibv, auto (default: the mooring.provider property"), help);
+        assertOptions(help, Map.of("--provider=PROVIDER", "soft, ibv, auto (default: the mooring.provider property",
+                "--device=NAME", "(default: soft0, or the first ibv device)",
+                "--mode=MODE", "Default: send", "--size=BYTES", "Default: 64", "--concurrency=N", "Default: 1",
+                "--iters=N", "Default: 10000", "--warmup=N", "Default: 1000", "--poll=POLL", "Default: busy",
+                "--listen=PORT", "(0: any free port)", "--connect=HOST:PORT", "ping a peer started with --listen"));
         assertTrue(help.contains("send, write, write-imm, read:"), help);
         assertEquals(help, Run.of("help", "pingpong").out(), "mooring help pingpong prints the same");
+    }
+
+    /**
+     * Checks that {@code help} lists each option of {@code expected} (and {@code -h, --help}) and no other, each
+     * with the text expected in its description: its default, where it has one.
+     */
+    static void assertOptions(String help, Map<String, String> expected) {
+        Matcher option = Pattern.compile("(?m)^ +(-h, )?(--\\S+) +(.*(\\n {20,}\\S.*)*)").matcher(help);
+        Map<String, String> found = new HashMap<>();
+        while (option.find()) found.put(option.group(2), option.group(3).replaceAll("\\s+", " "));
+        assertEquals("prints this help and exits", found.remove("--help"), help);
+        assertEquals(expected.keySet(), found.keySet(), help);
+        expected.forEach((name, text) -> assertTrue(found.get(name).contains(text), name + ": " + found.get(name)));
     }
 
     @Test
