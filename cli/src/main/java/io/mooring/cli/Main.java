@@ -14,9 +14,9 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Spec;
 
 /**
- * The {@code mooring} command on picocli: one class per subcommand with options (they reach this one's output
- * streams through {@code @ParentCommand}), the option-less ones as methods here. Usage errors all take one form
- * ({@link Usage}); {@code --help} works on every command and {@code completion} prints a bash completion script.
+ * The {@code mooring} command on picocli: one {@link DeviceCommand} class per subcommand with options (they print to
+ * this one's streams), the option-less ones as methods here. Usage errors all take one form ({@link Usage});
+ * {@code --help} works on every command and {@code completion} prints a bash completion script.
  */
 @Command(name = "mooring", synopsisSubcommandLabel = "[COMMAND]",
         description = "Mooring, a pure-Java RDMA memory framework: its demos, examples and tools.",
