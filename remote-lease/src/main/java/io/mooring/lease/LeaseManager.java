@@ -150,28 +150,22 @@ public final class LeaseManager implements AutoCloseable {
         }
     }
 
-    /** A grant of a block the lease owns: it closes the block when it ends (a block allocated for a REQUEST). */
+    /**
+     * A grant of a block the lease owns (one allocated for a REQUEST): the block is the manager's from the call on —
+     * closed when the lease ends, or when the grant fails — so the caller never closes it.
+     */
     Lease grantOwned(Block block, Duration duration, Set<Access> access) {
         return await.join(grant(block, 0, block.size(), duration, access, true));
     }
 
     private CompletableFuture<Lease> grant(Block block, long offset, long length, Duration duration, Set<Access> access,
                                            boolean owned) {
-        if (access.isEmpty() || !Access.REMOTE.containsAll(access) || !limits.maxAccess().containsAll(access)) {
-            throw refuse(ErrorCodes.INVALID_REQUEST, "a lease needs remote rights within " + limits.maxAccess()
-                    + ", not " + access);
-        }
-        if (duration.isNegative() || duration.isZero() || duration.compareTo(limits.maxDuration()) > 0) {
-            throw refuse(ErrorCodes.LIMIT_EXCEEDED, "lease duration " + duration + " is outside (0, "
-                    + limits.maxDuration() + "]");
-        }
-        reserve(length);
-        Lease lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned);
+        Lease lease;
         try {
-            lease.attach(() -> finishEnd(lease));
-        } catch (RuntimeException e) { // the chunk region is closing: so is the arena
-            unreserve(length);
-            throw refuse(ErrorCodes.SHUTTING_DOWN, "cannot lease " + block + ": " + e.getMessage());
+            lease = newLease(block, offset, length, duration, access, owned);
+        } catch (RuntimeException e) { // no lease took the block: an owned one goes back here
+            if (owned) block.close();
+            throw e;
         }
         try {
             lease.pin = block.pin(() -> blockClosed(lease));
@@ -191,6 +185,27 @@ public final class LeaseManager implements AutoCloseable {
             abandon(lease);
             return CompletableFuture.<Lease>failedFuture(unwrap(error));
         }).thenCompose(grant -> grant);
+    }
+
+    /** Checks the grant against the limits and makes its lease, in the graph; from then on its end gives the block back. */
+    private Lease newLease(Block block, long offset, long length, Duration duration, Set<Access> access, boolean owned) {
+        if (access.isEmpty() || !Access.REMOTE.containsAll(access) || !limits.maxAccess().containsAll(access)) {
+            throw refuse(ErrorCodes.INVALID_REQUEST, "a lease needs remote rights within " + limits.maxAccess()
+                    + ", not " + access);
+        }
+        if (duration.isNegative() || duration.isZero() || duration.compareTo(limits.maxDuration()) > 0) {
+            throw refuse(ErrorCodes.LIMIT_EXCEEDED, "lease duration " + duration + " is outside (0, "
+                    + limits.maxDuration() + "]");
+        }
+        reserve(length);
+        Lease lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned);
+        try {
+            lease.attach(() -> finishEnd(lease));
+        } catch (RuntimeException e) { // the chunk region is closing: so is the arena
+            unreserve(length);
+            throw refuse(ErrorCodes.SHUTTING_DOWN, "cannot lease " + block + ": " + e.getMessage());
+        }
+        return lease;
     }
 
     /**

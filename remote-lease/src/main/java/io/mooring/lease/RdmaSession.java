@@ -759,8 +759,7 @@ public final class RdmaSession implements AutoCloseable {
         Lease lease;
         try {
             lease = leases.grantOwned(block, Duration.ofNanos(r.durationNanos()), Access.of(r.access()));
-        } catch (RuntimeException e) { // refused, or the bind failed or timed out: the block is still ours
-            block.close();
+        } catch (RuntimeException e) { // refused, or the bind failed or timed out: the manager gave the block back
             int code = e instanceof LeaseRefusedException refused ? refused.code() : ErrorCodes.INVALID_REQUEST;
             reply(new Message.Error(r.requestId(), code, String.valueOf(e.getMessage())));
             return;

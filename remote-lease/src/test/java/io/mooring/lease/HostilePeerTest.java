@@ -10,6 +10,7 @@ import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.Access;
+import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import java.net.InetAddress;
@@ -149,6 +150,32 @@ class HostilePeerTest {
                     "every block the wedged session held to return");
             assertEquals(0, owner.leases().stats().active());
         }
+    }
+
+    /**
+     * A REQUEST whose window bind is still held back when the peer drops the connection: the bind flushes, the grant
+     * fails, and its block goes back to the arena once — no exception escapes the agent (issue 26, finding 8: it
+     * closed the block the failed grant had already given back, "block ... is already closed").
+     */
+    @Test
+    void aGrantCutOffByTheSessionsLossGivesItsBlockBackOnce() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).isolation(Isolation.WINDOW));
+        var accepted = listener.accept();
+        RdmaSession owner;
+        try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
+            owner = accepted.get(10, TimeUnit.SECONDS);
+            try (var slow = owner.queuePair().injectFaults(FaultPlan.seeded(26).delayLocal(1, Duration.ofSeconds(1)))) {
+                peer.send(new Message.Request(1, 4096, 8, Access.mask(RW), Duration.ofSeconds(30).toNanos()));
+                awaitTrue(() -> owner.queuePair().outstandingSends() > 0, "the grant's bind to be posted");
+                peer.hangUp(); // while the bind is held back: it flushes
+                owner.closed().get(10, TimeUnit.SECONDS);
+                awaitTrue(() -> ownerArena.stats().liveBlocks() == ownerEndpoint.receives().posted(),
+                        "the failed grant's block to return");
+                assertEquals(1, slow.counts().of(FaultPlan.Fault.LOCAL_DELAY), slow::toString);
+            }
+        }
+        assertEquals(List.of(), log.entries().stream().filter(e -> e.thrown() != null).toList(),
+                "nothing escapes the agent");
     }
 
     /**
