@@ -431,7 +431,7 @@ public final class RdmaSession implements AutoCloseable {
     }
 
     private void tellEnd(Lease lease, EndReason reason) {
-        if (lease.tell()) reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
+        if (lease.tell()) reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.code()));
     }
 
     /**
@@ -441,7 +441,7 @@ public final class RdmaSession implements AutoCloseable {
     private void announced(Lease lease) {
         if (lease.announced()) {
             EndReason reason = lease.endReason() == EndReason.EXPIRED ? EndReason.EXPIRED : EndReason.OWNER_CLOSED;
-            reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.ordinal()));
+            reply(new Message.Revoked(requestIds.incrementAndGet(), lease.id(), reason.code()));
         }
     }
 
