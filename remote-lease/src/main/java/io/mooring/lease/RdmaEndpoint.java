@@ -117,8 +117,8 @@ public final class RdmaEndpoint implements AutoCloseable {
         checkArenaRights(b.arena.access(), b.isolation);
         this.isolation = b.isolation != null ? b.isolation : IsolationProbe.probe(pd);
         // Every QP of every session completes here, so the CQ holds what all of them can have outstanding at once.
-        int perSession = RdmaSession.CONTROL_QP.maxSendWr() + RdmaSession.CONTROL_QP.maxRecvWr()
-                + RdmaSession.DATA_SENDS + messageWindow;
+        int perSession = SessionLink.CONTROL_QP.maxSendWr() + SessionLink.CONTROL_QP.maxRecvWr()
+                + SessionLink.DATA_SENDS + messageWindow;
         var device = pd.context().device().attributes();
         this.maxSessions = Math.min(b.maxSessions, Math.min(device.maxCqe() / perSession,
                 device.maxSrqWr() / messageWindow));
@@ -209,7 +209,7 @@ public final class RdmaEndpoint implements AutoCloseable {
                 socket.connect(peer, (int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
                 session.complete(handshake(socket, peer));
             } catch (IOException | RuntimeException e) {
-                RdmaSession.closeQuietly(socket);
+                SessionLink.closeQuietly(socket);
                 session.completeExceptionally(e);
             } finally {
                 handshaking.remove(socket);
@@ -246,19 +246,19 @@ public final class RdmaEndpoint implements AutoCloseable {
      */
     RdmaSession handshake(Socket socket, InetSocketAddress listener) throws IOException {
         if (!takeSessionSlot()) {
-            RdmaSession.closeQuietly(socket);
+            SessionLink.closeQuietly(socket);
             throw new IOException("the endpoint already serves " + maxSessions + " sessions, its limit");
         }
         PeerAccount peer = enter(socket.getInetAddress()); // left by unlist, or below if no session is listed
         boolean done = false;
-        ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> RdmaSession.closeQuietly(socket),
+        ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> SessionLink.closeQuietly(socket),
                 handshakeTimeout.toNanos(), TimeUnit.NANOSECONDS);
         handshaking.add(socket);
-        if (closed) RdmaSession.closeQuietly(socket); // close() may have broken the others off before this one came
+        if (closed) SessionLink.closeQuietly(socket); // close() may have broken the others off before this one came
         try {
             // Two handshakes of one peer at its limit may both be refused: a cap errs towards refusing.
             if (peer.holdsMoreThan(maxSessionsPerPeer)) {
-                RdmaSession.closeQuietly(socket);
+                SessionLink.closeQuietly(socket);
                 throw new IOException(socket.getInetAddress().getHostAddress() + " already holds " + maxSessionsPerPeer
                         + " sessions, the most one peer may (RdmaEndpoint.Builder.maxSessionsPerPeer)");
             }
@@ -350,13 +350,13 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     // ---- completions -----------------------------------------------------------------------------------------
 
-    void route(RdmaSession session) {
-        byQpNumber.put(session.controlQpNumber(), session);
-        byQpNumber.put(session.queuePair().number(), session);
+    /** Completions of {@code qps} go to {@code session}. */
+    void route(RdmaSession session, QueuePair... qps) {
+        for (QueuePair qp : qps) byQpNumber.put(qp.number(), session);
     }
 
     void unroute(QueuePair... qps) {
-        for (QueuePair qp : qps) if (qp != null) byQpNumber.remove(qp.number());
+        for (QueuePair qp : qps) byQpNumber.remove(qp.number());
     }
 
     /**
@@ -463,7 +463,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         health.cancel(false);
         listeners.forEach(RdmaListener::close);
         // A handshake in progress has QPs on the shared receive queue: break it off and wait until it has freed them.
-        handshaking.forEach(RdmaSession::closeQuietly);
+        handshaking.forEach(SessionLink::closeQuietly);
         handshakes.acquireUninterruptibly(maxHandshakes);
         handshakes.release(maxHandshakes);
         sessions().forEach(RdmaSession::close);

@@ -119,7 +119,7 @@ public final class RdmaListener implements AutoCloseable {
     private void refuse(Socket socket, String why) {
         refused.incrementAndGet();
         LOG.log(Level.INFO, "refused " + socket.getRemoteSocketAddress() + " on " + address() + ": " + why);
-        RdmaSession.closeQuietly(socket);
+        SessionLink.closeQuietly(socket);
     }
 
     private void offer(RdmaSession session) {

@@ -104,7 +104,7 @@ class AgentFuzzTest {
                         }
                         String at = "input " + input + " (" + (decoded != null ? decoded : fault.getMessage()) + ")";
                         boolean oversized = frame.length > MessageCodec.MAX_MESSAGE;
-                        boolean last = fault != null && ++malformed > RdmaSession.MALFORMED_LIMIT;
+                        boolean last = fault != null && ++malformed > ControlInbox.MALFORMED_LIMIT;
                         // The owner sends the raw peer no messages, so any credit returned is for nothing it sent.
                         boolean credit = decoded instanceof Message.Credit;
                         peer.send(frame);

@@ -356,25 +356,25 @@ class HostilePeerTest {
             RdmaSession session = raw.session();
             int extra = 200;
             int releases = 0;
-            for (int i = 1; i <= RdmaSession.OFFER_BACKLOG + extra; i++) {
+            for (int i = 1; i <= Offers.BACKLOG + extra; i++) {
                 peer.send(new Message.Offer(i, i, 0x1000L * i, 64, 0x100 + i, Access.mask(RW),
                         Duration.ofMinutes(1).toNanos()));
                 // Each offer past the backlog is released: the peer takes the RELEASE (keeping its receives posted even
                 // if this thread stalls, which a burst of RNRs would punish) and never answers it.
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-                while (releases < i - RdmaSession.OFFER_BACKLOG && System.nanoTime() < deadline) {
+                while (releases < i - Offers.BACKLOG && System.nanoTime() < deadline) {
                     releases += (int) peer.everything(Duration.ofMillis(2)).stream()
                             .filter(m -> m instanceof Message.Release).count();
                 }
             }
             assertEquals(extra, releases, "a RELEASE per offer past the backlog; " + session.lostReason());
-            assertEquals(0, session.pendingRequests(), "releases of untaken offers wait for no answer");
+            assertEquals(0, session.client().pendingRequests(), "releases of untaken offers wait for no answer");
             assertEquals(null, session.lostReason());
             long warnings = log.entries().stream().filter(e -> e.level() == System.Logger.Level.WARNING
                     && e.message().contains("offers untaken")).count();
             assertEquals(1, warnings, "one warning per session, not one per offer");
             // The backlog is intact: the first 64 offers are still there to take.
-            for (int i = 1; i <= RdmaSession.OFFER_BACKLOG; i++) {
+            for (int i = 1; i <= Offers.BACKLOG; i++) {
                 RemoteSegment s = session.receiveOffer(Duration.ofSeconds(5));
                 assertEquals(i, s.leaseId());
                 s.closeAsync();
@@ -437,7 +437,7 @@ class HostilePeerTest {
             RdmaSession session = raw.session();
             int asked = 0;
             FlowControlException refused = null;
-            while (refused == null && asked < RdmaSession.MAX_PENDING + 64) {
+            while (refused == null && asked < LeaseClient.MAX_PENDING + 64) {
                 for (int i = 0; i < 8 && refused == null; i++) {
                     try {
                         session.requestRemoteAsync(64, Duration.ofSeconds(30), RW);
@@ -449,8 +449,8 @@ class HostilePeerTest {
                 silent.everything(Duration.ofMillis(5)); // takes the REQUESTs (reposting its receives), answers none
             }
             assertTrue(refused != null, asked + " requests wait for answers and none was refused");
-            assertEquals(RdmaSession.MAX_PENDING, asked);
-            assertEquals(RdmaSession.MAX_PENDING, session.pendingRequests());
+            assertEquals(LeaseClient.MAX_PENDING, asked);
+            assertEquals(LeaseClient.MAX_PENDING, session.client().pendingRequests());
             assertTrue(refused.getMessage().contains("wait for the peer's answer"), refused.getMessage());
             assertEquals(null, session.lostReason(), "refusing a request is back-pressure, not a loss");
         }
