@@ -154,7 +154,7 @@ public final class RdmaEndpoint implements AutoCloseable {
             throw new IllegalArgumentException("an endpoint's arena needs LOCAL_WRITE (the NIC writes received messages"
                     + " and what peers write), but it registers its chunks with " + rights);
         }
-        if ((isolation == null || isolation == Isolation.WINDOW) && !rights.contains(Access.MW_BIND)) {
+        if ((isolation == null || isolation.bindsOnChunks()) && !rights.contains(Access.MW_BIND)) {
             throw new IllegalArgumentException("an endpoint's arena needs MW_BIND to lease blocks through memory"
                     + " windows, but it registers its chunks with " + rights + ": add MW_BIND to its access, or use"
                     + " Isolation.DEDICATED_REGISTRATION");
