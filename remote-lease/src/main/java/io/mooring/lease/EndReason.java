@@ -2,7 +2,7 @@ package io.mooring.lease;
 
 /** Why a lease ended. Each has a fixed number on the wire (a REVOKED notice carries it), never its position here. */
 public enum EndReason {
-    /** The requester released it (or the owner closed it). */
+    /** The holder released it (or the owner closed it). */
     RELEASED(0),
     /** Its duration (plus the owner's grace margin) passed without a renewal. */
     EXPIRED(1),

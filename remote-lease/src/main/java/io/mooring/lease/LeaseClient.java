@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 
 /**
- * The requester's side of a session: asks the peer for leases (REQUEST), renews (RENEW) and releases (RELEASE) them,
+ * The holder's side of a session: asks the peer for leases (REQUEST), renews (RENEW) and releases (RELEASE) them,
  * pairs the peer's answers with the calls waiting for them, and keeps the state of every lease of the peer's this side
  * holds — the {@link RemoteSegment}s, which reach the session through here. A REVOKED notice or the session's end
  * marks a lease unusable at once.

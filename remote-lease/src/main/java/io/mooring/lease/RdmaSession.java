@@ -19,7 +19,7 @@ import java.util.concurrent.TimeoutException;
  * A connection to one peer, made by an {@link RdmaEndpoint}: each side can send the other messages, lease its
  * blocks to the other and use the other's. Two RC QP pairs: the <em>control</em> QP carries the lease agent's
  * messages ({@link MessageCodec}); the <em>data</em> QP carries the application's messages (flow-controlled by
- * credits, {@link MessageFlow}), the requester's READ/WRITE/atomics, and the binds of the windows that expose this
+ * credits, {@link MessageFlow}), the holder's READ/WRITE/atomics, and the binds of the windows that expose this
  * side's leases — a type 2 window is reached only through the QP it was bound through, the peer's data QP's partner.
  * The bootstrap's TCP connection stays open as the liveness signal: when it or a QP breaks, every lease granted to
  * the peer is revoked and every {@link RemoteSegment} of the peer's fails fast.
@@ -248,7 +248,7 @@ public final class RdmaSession implements AutoCloseable {
         return endpoint.await.within(receiveOfferAsync(), timeout);
     }
 
-    // ---- requester -------------------------------------------------------------------------------------------
+    // ---- holder ----------------------------------------------------------------------------------------------
 
     /**
      * Asks the peer for a lease of {@code size} bytes for {@code duration} with {@code access}.
@@ -300,7 +300,7 @@ public final class RdmaSession implements AutoCloseable {
         return client.leakedSegments();
     }
 
-    /** The requester's part (tests: forged requests, the table of unanswered ones). */
+    /** The holder's part (tests: forged requests, the table of unanswered ones). */
     LeaseClient client() {
         return client;
     }

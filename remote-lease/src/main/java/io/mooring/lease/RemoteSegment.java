@@ -14,7 +14,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * The requester's side of a lease: a block of the peer's memory this side may access until the lease ends.
+ * The holder's side of a lease: a block of the peer's memory this side may access until the lease ends.
  * Every operation checks first — before anything is posted — that the segment is open, the session alive, the
  * lease not revoked and the local deadline (the owner's duration minus a margin, on this host's monotonic
  * clock) not passed. {@link #close()} sends RELEASE and returns when the owner acknowledged it. A segment is a

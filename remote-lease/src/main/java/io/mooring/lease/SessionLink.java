@@ -36,7 +36,7 @@ final class SessionLink {
     private static final int PROTOCOL_VERSION = MessageCodec.VERSION;
     /** Sends and receives of the control QP; the agent answers each received message with at most one. */
     static final QpCapabilities CONTROL_QP = new QpCapabilities(ControlChannel.SENDS, ControlChannel.RECEIVES, 1, 1, 0);
-    /** Outstanding requests of the data QP's send queue (messages, the requester's operations, binds). */
+    /** Outstanding requests of the data QP's send queue (messages, the holder's operations, binds). */
     static final int DATA_SENDS = 256;
     /** RNR retries before a peer that posts no receives is declared lost (7 would retry forever). */
     static final int RNR_RETRY = 6;
