@@ -9,7 +9,6 @@ import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.Bootstrap;
-import io.mooring.verbs.ConnectOptions;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.Gid;
 import io.mooring.verbs.Mtu;
