@@ -6,8 +6,6 @@ import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceState;
 import io.mooring.verbs.Access;
-import io.mooring.verbs.MemoryRegion;
-import io.mooring.verbs.MemoryWindow;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WorkCompletion;
@@ -42,9 +40,7 @@ public final class Lease implements AutoCloseable {
     private final Set<Access> access;
     private final long grantedNanos;
     Block.Pin pin;                  // set once pinned, before anyone else sees the lease
-    private int rkey;               // set by exposeThrough, before anyone else sees the lease
-    MemoryWindow window;            // WINDOW and DEDICATED_REGISTRATION isolation
-    MemoryRegion dedicated;         // DEDICATED_REGISTRATION isolation: the registration the window is bound over
+    private Exposure exposure;      // set by exposeThrough, before anyone else sees the lease
     /**
      * The lease in the lifecycle graph, a child of its block's chunk region (which cannot go while the lease lives).
      * Its pins are the owner's work requests on the block plus one for the exposure, released once access is revoked;
@@ -76,11 +72,14 @@ public final class Lease implements AutoCloseable {
         this.deadlineNanos = grantedNanos + duration.toNanos();
     }
 
-    /** The peer reaches the lease through {@code boundWindow}'s key, or through the chunk's when it is null. */
-    void exposeThrough(MemoryWindow boundWindow, MemoryRegion registration) {
-        this.rkey = boundWindow != null ? boundWindow.rkey() : block.rkey();
-        this.window = boundWindow;
-        this.dedicated = registration;
+    /** The peer reaches the lease through {@code made}'s key. */
+    void exposeThrough(Exposure made) {
+        this.exposure = made;
+    }
+
+    /** How the peer reaches the lease; null until the key is made. */
+    Exposure exposure() {
+        return exposure;
     }
 
     /** Joins the lifecycle graph under the block's chunk region; {@code onDestroy} gives the block back. */
@@ -120,7 +119,8 @@ public final class Lease implements AutoCloseable {
 
     /** The key the peer names this block with: its window's, or the chunk region's (WHOLE_REGION). */
     public int rkey() {
-        return rkey;
+        Exposure e = exposure;
+        return e == null ? 0 : e.rkey();
     }
 
     public Set<Access> access() {
@@ -271,7 +271,7 @@ public final class Lease implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "Lease[" + id + ", " + block + ", rkey 0x" + Integer.toHexString(rkey) + ", " + access
+        return "Lease[" + id + ", " + block + ", rkey 0x" + Integer.toHexString(rkey()) + ", " + access
                 + (isActive() ? ", " + remaining().toMillis() + " ms left" : ", ended") + "]";
     }
 }

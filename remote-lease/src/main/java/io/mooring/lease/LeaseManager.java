@@ -3,26 +3,13 @@ package io.mooring.lease;
 import io.mooring.allocator.Block;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.Access;
-import io.mooring.verbs.MemoryRegion;
-import io.mooring.verbs.MemoryWindow;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QueuePair;
-import io.mooring.verbs.WcStatus;
-import io.mooring.verbs.WorkCompletion;
-import io.mooring.verbs.WorkCompletionException;
-import io.mooring.verbs.WorkRequest;
-import java.lang.foreign.MemorySegment;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.EnumSet;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -61,12 +48,8 @@ public final class LeaseManager implements AutoCloseable {
     static {
         TIMER.setRemoveOnCancelPolicy(true);
     }
-    private static final Duration COMPLETION_WAIT = Duration.ofSeconds(10);
+    private static final Duration COMPLETION_WAIT = WindowPool.COMPLETION_WAIT;
 
-    /** Binds one window makes before it is replaced: 255 keys in a row differ (8 key bits; see {@link #pool}). */
-    static final int MAX_BINDS_PER_WINDOW = 255;
-    private final QueuePair qp;
-    private final ProtectionDomain pd;
     private final LeaseLimits limits;
     private final Isolation isolation;
     private final PeerAccount peer;
@@ -75,9 +58,7 @@ public final class LeaseManager implements AutoCloseable {
     private volatile Consumer<Lease> revocationNotice;
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
-    private final ArrayDeque<MemoryWindow> windows = new ArrayDeque<>(); // guarded by this
-    /** Binds made through each live window: see {@link #pool}. Guarded by this. */
-    private final Map<MemoryWindow, Integer> binds = new IdentityHashMap<>();
+    private final WindowPool windows;
     private long leasedBytes;                                             // guarded by this
     private boolean closed;                                               // guarded by this: grants refused
     private boolean windowsFreed;                                         // guarded by this: close() ran
@@ -88,8 +69,7 @@ public final class LeaseManager implements AutoCloseable {
     private final AtomicLong refused = new AtomicLong();
 
     LeaseManager(QueuePair qp, LeaseLimits limits, Isolation isolation, PeerAccount peer) {
-        this.qp = qp;
-        this.pd = qp.pd();
+        this.windows = new WindowPool(qp);
         this.limits = limits;
         this.isolation = isolation;
         this.peer = peer;
@@ -150,13 +130,50 @@ public final class LeaseManager implements AutoCloseable {
         }
     }
 
-    /** A grant of a block the lease owns: it closes the block when it ends (a block allocated for a REQUEST). */
+    /**
+     * A grant of a block the lease owns (one allocated for a REQUEST): the block is the manager's from the call on —
+     * closed when the lease ends, or when the grant fails — so the caller never closes it.
+     */
     Lease grantOwned(Block block, Duration duration, Set<Access> access) {
         return await.join(grant(block, 0, block.size(), duration, access, true));
     }
 
     private CompletableFuture<Lease> grant(Block block, long offset, long length, Duration duration, Set<Access> access,
                                            boolean owned) {
+        Lease lease;
+        try {
+            lease = newLease(block, offset, length, duration, access, owned);
+        } catch (RuntimeException e) { // no lease took the block: an owned one goes back here
+            if (owned) block.close();
+            throw e;
+        }
+        try {
+            lease.pin = block.pin(() -> blockClosed(lease));
+        } catch (IllegalStateException e) {
+            abandon(lease);
+            throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
+        }
+        CompletableFuture<Exposure> exposing;
+        try {
+            exposing = isolation.expose(lease, windows);
+        } catch (RuntimeException e) {
+            abandon(lease);
+            throw e;
+        }
+        return exposing.handle((exposure, error) -> {
+            if (error == null) {
+                lease.exposeThrough(exposure);
+                return granted(lease);
+            }
+            abandon(lease);
+            Throwable cause = WindowPool.unwrap(error);
+            if (cause instanceof LeaseRefusedException) refused.incrementAndGet(); // the device refused the bind
+            return CompletableFuture.<Lease>failedFuture(cause);
+        }).thenCompose(grant -> grant);
+    }
+
+    /** Checks the grant against the limits and makes its lease, in the graph; from then on its end gives the block back. */
+    private Lease newLease(Block block, long offset, long length, Duration duration, Set<Access> access, boolean owned) {
         if (access.isEmpty() || !Access.REMOTE.containsAll(access) || !limits.maxAccess().containsAll(access)) {
             throw refuse(ErrorCodes.INVALID_REQUEST, "a lease needs remote rights within " + limits.maxAccess()
                     + ", not " + access);
@@ -173,24 +190,7 @@ public final class LeaseManager implements AutoCloseable {
             unreserve(length);
             throw refuse(ErrorCodes.SHUTTING_DOWN, "cannot lease " + block + ": " + e.getMessage());
         }
-        try {
-            lease.pin = block.pin(() -> blockClosed(lease));
-        } catch (IllegalStateException e) {
-            abandon(lease);
-            throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
-        }
-        CompletableFuture<Void> exposing;
-        try {
-            exposing = expose(lease);
-        } catch (RuntimeException e) {
-            abandon(lease);
-            throw e;
-        }
-        return exposing.handle((v, error) -> {
-            if (error == null) return granted(lease);
-            abandon(lease);
-            return CompletableFuture.<Lease>failedFuture(unwrap(error));
-        }).thenCompose(grant -> grant);
+        return lease;
     }
 
     /**
@@ -213,10 +213,6 @@ public final class LeaseManager implements AutoCloseable {
         granted.incrementAndGet();
         schedule(lease);
         return CompletableFuture.completedFuture(lease);
-    }
-
-    private static Throwable unwrap(Throwable e) {
-        return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
     }
 
     /** Ends a lease whose grant failed before anything was exposed: there is nothing to revoke. */
@@ -252,78 +248,6 @@ public final class LeaseManager implements AutoCloseable {
         return lease;
     }
 
-    /**
-     * Makes the key the peer will use: a type 2 window bound on the peer's QP over the lease's bytes — of the chunk's
-     * registration, or of a registration of their own — or the chunk's key.
-     */
-    private CompletableFuture<Void> expose(Lease lease) {
-        Block block = lease.block();
-        return switch (isolation) {
-            case WINDOW -> bindWindow(lease, block.region(), block.regionOffset() + lease.offset())
-                    .thenAccept(window -> lease.exposeThrough(window, null));
-            case DEDICATED_REGISTRATION -> {
-                // The NIC's view: the lease's bytes within its chunk's registered segment, not the block's scoped
-                // segment. A registration over the scoped segment would also stop working when the block closes
-                // (the soft provider checks the scope), which would hide a missing deregistration that a real NIC
-                // would not forgive. The chunk's region is the memory's owner, so the memory outlives this
-                // registration. It has no remote rights: its own key reaches nothing, only the window over it does.
-                MemoryRegion chunk = block.region();
-                MemorySegment memory = chunk.segment().asSlice(lease.address() - chunk.address(), lease.length());
-                MemoryRegion region = pd.register(memory, EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND),
-                        chunk.resource());
-                CompletableFuture<MemoryWindow> bound;
-                try {
-                    bound = bindWindow(lease, region, 0);
-                } catch (RuntimeException e) {
-                    region.close();
-                    throw e;
-                }
-                yield bound.whenComplete((window, error) -> {
-                    if (error != null) region.close();
-                }).thenAccept(window -> lease.exposeThrough(window, region));
-            }
-            case WHOLE_REGION -> {
-                lease.exposeThrough(null, null);
-                yield CompletableFuture.completedFuture(null);
-            }
-        };
-    }
-
-    /** Binds a pooled or new window over {@code [offset, +length)} of {@code region}, on the peer's QP. */
-    private CompletableFuture<MemoryWindow> bindWindow(Lease lease, MemoryRegion region, long offset) {
-        MemoryWindow window = takeWindow();
-        CompletableFuture<WorkCompletion> bound;
-        try {
-            bound = qp.postAsync(WorkRequest.bind(window, region, offset, lease.length(), lease.access()));
-        } catch (RuntimeException e) {
-            retire(window);
-            throw e;
-        }
-        return bound.orTimeout(COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS).handle((wc, error) -> {
-            Throwable cause = error == null ? null : unwrap(error);
-            if (cause instanceof WorkCompletionException failed) wc = failed.completion();
-            else if (cause != null) {
-                retire(window);
-                throw new IllegalStateException(cause instanceof TimeoutException
-                        ? "the bind of a window for a lease did not complete within " + COMPLETION_WAIT
-                                + ": is a CompletionDispatcher polling the QP's send CQ?"
-                        : "the bind of a window for a lease failed", cause);
-            }
-            if (wc.status() != WcStatus.SUCCESS) {
-                retire(window);
-                throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
-            }
-            return window;
-        });
-    }
-
-    private synchronized MemoryWindow takeWindow() {
-        MemoryWindow w = windows.poll();
-        if (w == null) w = pd.allocateWindow(MwType.TYPE_2);
-        binds.merge(w, 1, Integer::sum);
-        return w;
-    }
-
     private synchronized void reserve(long bytes) {
         if (closed) throw refuse(ErrorCodes.SHUTTING_DOWN, "the lease manager is closed");
         try {
@@ -343,6 +267,7 @@ public final class LeaseManager implements AutoCloseable {
     /** Refuses every grant from now on (the session is lost or closing); the leases are ended separately. */
     synchronized void stopGranting() {
         closed = true;
+        windows.stop();
     }
 
     private LeaseRefusedException refuse(int code, String message) {
@@ -398,14 +323,13 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * Invalidates the lease's window (if it got one), then deregisters its own registration (if it has one), then
-     * drops the exposure's pin on the lease: it is destroyed when the owner's requests on the block are done too.
+     * Revokes the lease's key (its {@link Exposure}), then drops the exposure's pin on the lease: it is destroyed when
+     * the owner's requests on the block are done too.
      */
     private CompletableFuture<Void> revoke(Lease lease) {
-        CompletableFuture<Void> invalidated = lease.window == null ? CompletableFuture.completedFuture(null)
-                : invalidate(lease.window);
-        return invalidated.thenRun(() -> {
-            if (lease.dedicated != null) lease.dedicated.close(); // deregistered now, or after its last request
+        Exposure exposure = lease.exposure();
+        CompletableFuture<Void> revoked = exposure == null ? CompletableFuture.completedFuture(null) : exposure.revoke();
+        return revoked.thenRun(() -> {
             lease.revoked();
             if (!lease.ended().isDone()) warnIfSlow(lease);
         });
@@ -442,44 +366,6 @@ public final class LeaseManager implements AutoCloseable {
         lease.ended().whenComplete((v, e) -> warning.cancel(false));
     }
 
-    /** LOCAL_INV of a window; if that cannot complete cleanly, deallocating the window revokes it instead. */
-    private CompletableFuture<Void> invalidate(MemoryWindow window) {
-        int key = window.rkey();
-        CompletableFuture<WorkCompletion> done;
-        try {
-            done = qp.postAsync(WorkRequest.invalidate(key));
-        } catch (RuntimeException e) {
-            retire(window);
-            return CompletableFuture.completedFuture(null);
-        }
-        return done.orTimeout(COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS).handle((wc, error) -> {
-            if (error == null && wc.isSuccess()) {
-                pool(window);
-            } else {
-                retire(window);
-            }
-            return null;
-        });
-    }
-
-    /**
-     * Keeps an invalidated window for the next grant — unless the manager closed, or the window has made
-     * {@value #MAX_BINDS_PER_WINDOW} binds: a type 2 bind changes only the key's low 8 bits, so one more would bring
-     * back a key an earlier lease's peer held. Such a window is deallocated; its successor gets a new index.
-     */
-    private synchronized void pool(MemoryWindow window) {
-        if (closed || binds.get(window) >= MAX_BINDS_PER_WINDOW) {
-            retire(window);
-        } else {
-            windows.add(window);
-        }
-    }
-
-    private synchronized void retire(MemoryWindow window) {
-        binds.remove(window);
-        window.close();
-    }
-
     /**
      * Ends every lease with {@code reason} (e.g. the session to the peer was lost) and waits for the ends. A lease
      * whose owner work requests are still in flight after the wait is left draining (logged): access is revoked,
@@ -504,13 +390,11 @@ public final class LeaseManager implements AutoCloseable {
 
     public LeaseStats stats() {
         long bytes;
-        int pooled;
         synchronized (this) {
             bytes = leasedBytes;
-            pooled = windows.size();
         }
         return new LeaseStats(isolation, leases.size(), bytes, granted.get(), released.get(), expired.get(),
-                revoked.get(), refused.get(), pooled);
+                revoked.get(), refused.get(), windows.pooled());
     }
 
     /** Ends every lease (OWNER_CLOSED), waits until access is revoked, and frees the pooled windows. */
@@ -521,11 +405,8 @@ public final class LeaseManager implements AutoCloseable {
             closed = true;
             windowsFreed = true;
         }
+        windows.stop(); // windows invalidated from now on are deallocated
         endAll(EndReason.OWNER_CLOSED);
-        synchronized (this) {
-            windows.forEach(MemoryWindow::close);
-            windows.clear();
-            binds.clear();
-        }
+        windows.close();
     }
 }

@@ -11,7 +11,7 @@ public final class LeaseRefusedException extends RuntimeException {
         this.code = code;
     }
 
-    /** The protocol error code sent to a remote requester ({@link ErrorCodes}). */
+    /** The protocol error code sent to a remote holder ({@link ErrorCodes}). */
     public int code() {
         return code;
     }

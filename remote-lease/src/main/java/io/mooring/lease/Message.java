@@ -7,10 +7,10 @@ package io.mooring.lease;
 sealed interface Message {
     long requestId();
 
-    /** Asks for a lease of {@code size} bytes the requester may access with {@code access} for {@code durationNanos}. */
+    /** Asks for a lease of {@code size} bytes the holder may access with {@code access} for {@code durationNanos}. */
     record Request(long requestId, long size, long alignment, int access, long durationNanos) implements Message {}
 
-    /** A lease: the requester may reach {@code [address, address + length)} through {@code rkey} until it ends. */
+    /** A lease: the holder may reach {@code [address, address + length)} through {@code rkey} until it ends. */
     record Grant(long requestId, long leaseId, long address, long length, int rkey, long durationNanos)
             implements Message {}
 
@@ -27,7 +27,7 @@ sealed interface Message {
     /** The lease now lasts {@code durationNanos} from when the owner sent this. */
     record Renewed(long requestId, long leaseId, long durationNanos) implements Message {}
 
-    /** The requester is done with a lease. */
+    /** The holder is done with a lease. */
     record Release(long requestId, long leaseId) implements Message {}
 
     /** The lease has ended and its window is invalidated. */

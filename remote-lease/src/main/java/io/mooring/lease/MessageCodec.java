@@ -57,16 +57,24 @@ final class MessageCodec {
     static final StructLayout CREDIT = MemoryLayout.structLayout(U32.withName("messages"), U32.withName("reserved"));
     static final StructLayout ERROR = MemoryLayout.structLayout(U32.withName("code"), U32.withName("messageLength"));
 
-    /** Message types on the wire. */
+    /** Message types on the wire, each with its fixed code (never its position in this list). */
     enum Type {
-        REQUEST(MessageCodec.REQUEST), GRANT(MessageCodec.GRANT), RENEW(LEASE_DURATION), RENEWED(LEASE_DURATION),
-        RELEASE(LEASE), RELEASE_ACK(LEASE), REVOKED(MessageCodec.REVOKED), ERROR(MessageCodec.ERROR),
-        CREDIT(MessageCodec.CREDIT), OFFER(MessageCodec.OFFER);
+        REQUEST(0, MessageCodec.REQUEST), GRANT(1, MessageCodec.GRANT), RENEW(2, LEASE_DURATION),
+        RENEWED(3, LEASE_DURATION), RELEASE(4, LEASE), RELEASE_ACK(5, LEASE), REVOKED(6, MessageCodec.REVOKED),
+        ERROR(7, MessageCodec.ERROR), CREDIT(8, MessageCodec.CREDIT), OFFER(9, MessageCodec.OFFER);
 
+        final int code;
         final StructLayout body;
 
-        Type(StructLayout body) {
+        Type(int code, StructLayout body) {
+            this.code = code;
             this.body = body;
+        }
+
+        /** The type with {@code code}, or null. */
+        static Type of(int code) {
+            for (Type t : values()) if (t.code == code) return t;
+            return null;
         }
     }
 
@@ -126,7 +134,7 @@ final class MessageCodec {
         frame.fill((byte) 0);
         H_MAGIC.set(frame, 0L, MAGIC);
         H_VERSION.set(frame, 0L, VERSION);
-        H_TYPE.set(frame, 0L, (short) type.ordinal());
+        H_TYPE.set(frame, 0L, (short) type.code);
         H_LENGTH.set(frame, 0L, length);
         H_REQUEST_ID.set(frame, 0L, m.requestId());
         MemorySegment body = frame.asSlice(HEADER_SIZE);
@@ -219,8 +227,8 @@ final class MessageCodec {
             throw new MalformedMessageException(requestId, "unsupported protocol version " + version + " (this side speaks " + VERSION + ")");
         }
         int typeCode = Short.toUnsignedInt((short) H_TYPE.get(received, 0L));
-        if (typeCode >= Type.values().length) throw new MalformedMessageException(requestId, "unknown message type " + typeCode);
-        Type type = Type.values()[typeCode];
+        Type type = Type.of(typeCode);
+        if (type == null) throw new MalformedMessageException(requestId, "unknown message type " + typeCode);
         int length = (int) H_LENGTH.get(received, 0L);
         if (length != n) throw new MalformedMessageException(requestId, type + " says " + length + " bytes but " + n + " arrived");
         if ((int) H_RESERVED.get(received, 0L) != 0) throw new MalformedMessageException(requestId, "reserved header bits set");

@@ -14,7 +14,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * The requester's side of a lease: a block of the peer's memory this side may access until the lease ends.
+ * The holder's side of a lease: a block of the peer's memory this side may access until the lease ends.
  * Every operation checks first — before anything is posted — that the segment is open, the session alive, the
  * lease not revoked and the local deadline (the owner's duration minus a margin, on this host's monotonic
  * clock) not passed. {@link #close()} sends RELEASE and returns when the owner acknowledged it. A segment is a
@@ -41,13 +41,13 @@ public final class RemoteSegment implements AutoCloseable {
     }
 
     /** The destroy action, which does something only for a dropped segment: holds the state, never the segment. */
-    record Release(RdmaSession session, State state) implements DestroyAction {
+    record Release(LeaseClient client, State state) implements DestroyAction {
         @Override
         public void destroy() {
             if (state.closed.getAndSet(true)) return;
-            session.leaked(state.leaseId);
+            client.leaked();
             try {
-                session.release(state.leaseId, false);
+                client.release(state.leaseId, false);
             } catch (RuntimeException e) {
                 // the session is gone: its end revoked the lease already
             }
@@ -56,7 +56,7 @@ public final class RemoteSegment implements AutoCloseable {
 
     private static final long MIN_TRANSFER_NANOS = 1_000_000;
 
-    private final RdmaSession session;
+    private final LeaseClient client;
     private final State state;
     private final long address;
     private final long length;
@@ -64,14 +64,14 @@ public final class RemoteSegment implements AutoCloseable {
     private final Set<Access> access;
     private final Resource resource;
 
-    RemoteSegment(RdmaSession session, State state, long address, long length, int rkey, Set<Access> access) {
-        this.session = session;
+    RemoteSegment(LeaseClient client, State state, long address, long length, int rkey, Set<Access> access) {
+        this.client = client;
         this.state = state;
         this.address = address;
         this.length = length;
         this.rkey = rkey;
         this.access = access;
-        this.resource = session.track(state);
+        this.resource = client.track(state);
     }
 
     public long leaseId() {
@@ -97,10 +97,10 @@ public final class RemoteSegment implements AutoCloseable {
      * limits); the local deadline moves accordingly, again a margin before the owner's.
      *
      * @throws LeaseRefusedException with the owner's reason
-     * @throws FlowControlException  if {@value RdmaSession#MAX_PENDING} requests already wait for the owner's answer
+     * @throws FlowControlException  if {@value LeaseClient#MAX_PENDING} requests already wait for the owner's answer
      */
     public void renew(Duration duration) {
-        session.endpoint().await.join(renewAsync(duration));
+        client.await.join(renewAsync(duration));
     }
 
     /**
@@ -109,7 +109,7 @@ public final class RemoteSegment implements AutoCloseable {
      */
     public CompletableFuture<Void> renewAsync(Duration duration) {
         if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
-        return session.renew(state, duration, System.nanoTime());
+        return client.renew(state, duration, System.nanoTime());
     }
 
     /**
@@ -123,17 +123,17 @@ public final class RemoteSegment implements AutoCloseable {
     /** Whether operations may still be posted (open, not revoked, before the local deadline, session alive). */
     public boolean isUsable() {
         return !state.closed.get() && !state.revoked && System.nanoTime() < state.deadlineNanos
-                && session.lostReason() == null;
+                && client.lostReason() == null;
     }
 
     /** Writes all of {@code src} at {@code offset} and waits for the completion. */
     public void write(Block src, long offset) {
-        session.endpoint().await.join(writeAsync(src, offset));
+        client.await.join(writeAsync(src, offset));
     }
 
     public CompletableFuture<WorkCompletion> writeAsync(Block src, long offset) {
         check(Access.REMOTE_WRITE, offset, src.size());
-        return session.queuePair().postAsync(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
+        return client.queuePair().postAsync(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
                 .remote(address + offset, rkey));
     }
 
@@ -144,24 +144,24 @@ public final class RemoteSegment implements AutoCloseable {
      */
     public CompletableFuture<WorkCompletion> writeWithImmAsync(Block src, long offset, int immediate) {
         check(Access.REMOTE_WRITE, offset, src.size());
-        return session.writeWithImm(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
+        return client.writeWithImm(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
                 .opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(immediate).remote(address + offset, rkey));
     }
 
     /** {@link #writeWithImmAsync} and waits for its completion. */
     public void writeWithImm(Block src, long offset, int immediate) {
-        session.endpoint().await.join(writeWithImmAsync(src, offset, immediate));
+        client.await.join(writeWithImmAsync(src, offset, immediate));
     }
 
     /** Reads {@code dst.size()} bytes at {@code offset} into {@code dst} and waits. */
     public void read(Block dst, long offset) {
-        session.endpoint().await.join(readAsync(dst, offset));
+        client.await.join(readAsync(dst, offset));
     }
 
     public CompletableFuture<WorkCompletion> readAsync(Block dst, long offset) {
         check(Access.REMOTE_READ, offset, dst.size());
         checkLocallyWritable(dst, dst.size(), "a READ's destination");
-        return session.queuePair().postAsync(WorkRequest.read(dst.region(), dst.regionOffset(), messageLength(dst))
+        return client.queuePair().postAsync(WorkRequest.read(dst.region(), dst.regionOffset(), messageLength(dst))
                 .remote(address + offset, rkey));
     }
 
@@ -170,33 +170,33 @@ public final class RemoteSegment implements AutoCloseable {
      * value found. {@code result} (at least 8 bytes, in memory the local NIC may write) receives it too.
      */
     public long compareAndSwap(Block result, long offset, long expected, long swap) {
-        session.endpoint().await.join(compareAndSwapAsync(result, offset, expected, swap));
+        client.await.join(compareAndSwapAsync(result, offset, expected, swap));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
 
     /** {@link #compareAndSwap} without waiting: the value found is in {@code result}'s first 8 bytes on completion. */
     public CompletableFuture<WorkCompletion> compareAndSwapAsync(Block result, long offset, long expected, long swap) {
         checkAtomic(result, offset);
-        return session.queuePair().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
+        return client.queuePair().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
                 address + offset, rkey, expected, swap));
     }
 
     /** Adds {@code add} to the 8 bytes at {@code offset}; returns the value before. */
     public long fetchAndAdd(Block result, long offset, long add) {
-        session.endpoint().await.join(fetchAndAddAsync(result, offset, add));
+        client.await.join(fetchAndAddAsync(result, offset, add));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
 
     /** {@link #fetchAndAdd} without waiting: the value before is in {@code result}'s first 8 bytes on completion. */
     public CompletableFuture<WorkCompletion> fetchAndAddAsync(Block result, long offset, long add) {
         checkAtomic(result, offset);
-        return session.queuePair().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
+        return client.queuePair().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
                 address + offset, rkey, add));
     }
 
     private void check(Access right, long offset, long bytes) {
         if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
-        session.checkUsable();
+        client.checkUsable();
         if (state.revoked) throw new IllegalStateException("lease " + state.leaseId + " was revoked by its owner");
         long left = state.deadlineNanos - System.nanoTime();
         if (left <= 0) {
@@ -258,19 +258,19 @@ public final class RemoteSegment implements AutoCloseable {
 
     /**
      * Releases the lease and waits for the owner's acknowledgement (access is revoked then) — unless
-     * {@value RdmaSession#MAX_PENDING} requests of the session already wait for the owner's answer: then the RELEASE
+     * {@value LeaseClient#MAX_PENDING} requests of the session already wait for the owner's answer: then the RELEASE
      * goes out without waiting, as a dropped segment's does. Idempotent.
      */
     @Override
     public void close() {
-        session.endpoint().await.join(closeAsync());
+        client.await.join(closeAsync());
     }
 
     /** {@link #close()} without waiting: completes when the owner acknowledged the release. */
     public CompletableFuture<Void> closeAsync() {
         if (state.closed.getAndSet(true)) return CompletableFuture.completedFuture(null);
         try {
-            return session.release(state.leaseId, true);
+            return client.release(state.leaseId, true);
         } finally {
             resource.close(); // the action finds the state closed and does nothing
         }
@@ -283,7 +283,7 @@ public final class RemoteSegment implements AutoCloseable {
     void discard() {
         if (state.closed.getAndSet(true)) return;
         try {
-            session.release(state.leaseId, false);
+            client.release(state.leaseId, false);
         } finally {
             resource.close();
         }

@@ -44,6 +44,17 @@ class MessageCodecTest {
         assertEquals(0x4d, buf.get(ValueLayout.JAVA_BYTE, 0), "network byte order: 'M' first");
     }
 
+    /** The wire codes are fixed numbers: reordering the enums must not change what a peer reads. */
+    @Test
+    void typeAndEndReasonCodesAreTheDocumentedNumbers() {
+        for (int i = 0; i < SAMPLES.size(); i++) {
+            MessageCodec.encode(SAMPLES.get(i), buf);
+            assertEquals(i, buf.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), 6),
+                    SAMPLES.get(i).toString());
+        }
+        assertEquals(List.of(0, 1, 2, 3, 4), java.util.Arrays.stream(EndReason.values()).map(EndReason::code).toList());
+    }
+
     @Test
     void longErrorTextsAreCutOnACharacterBoundary() throws Exception {
         int n = MessageCodec.encode(new Message.Error(1, 1, "é".repeat(500)), buf);

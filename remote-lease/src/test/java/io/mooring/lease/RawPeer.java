@@ -140,6 +140,11 @@ final class RawPeer implements AutoCloseable {
         socket.getOutputStream().write(ByteBuffer.allocate(Long.BYTES).putLong(sent).array());
     }
 
+    /** Drops the bootstrap connection without a goodbye, as a crashed peer would; the QPs stay. */
+    void hangUp() throws IOException {
+        socket.close();
+    }
+
     @Override
     public void close() throws IOException {
         socket.close();

@@ -238,7 +238,7 @@ class RdmaSessionTest {
         var refused = assertThrows(LeaseRefusedException.class,
                 () -> requester.requestRemote(1L << 40, Duration.ofSeconds(1), RW));
         assertTrue(refused.getMessage().contains("peer refused"), refused.getMessage());
-        var forged = requester.call(new Message.Release(999_001, 424242)).join();
+        var forged = requester.client().call(new Message.Release(999_001, 424242)).join();
         assertInstanceOf(Message.Error.class, forged);
         assertEquals(ErrorCodes.UNKNOWN_LEASE, ((Message.Error) forged).code());
         assertEquals(0, owner.leases().stats().active());
@@ -281,7 +281,7 @@ class RdmaSessionTest {
     void malformedMessagesAreAnsweredAndChangeNothing() throws Exception {
         try (Block garbage = requesterArena.allocateShared(40, 8)) {
             garbage.segment().fill((byte) 0x5a);
-            requester.controlQp().postAsync(WorkRequest.send(garbage.region(), garbage.regionOffset(), 40)).join();
+            requester.link().controlQp().postAsync(WorkRequest.send(garbage.region(), garbage.regionOffset(), 40)).join();
         }
         RemoteSegment still = requester.requestRemote(64, Duration.ofSeconds(10), RW);
         assertEquals(1, owner.leases().stats().active(), "the session still works");
