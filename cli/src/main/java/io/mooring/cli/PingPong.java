@@ -56,21 +56,34 @@ final class PingPong {
     private static final int CONNECT_TIMEOUT_MS = 10_000;
     private static final int BOOTSTRAP_TIMEOUT_MS = (int) PingPongSide.PEER_TIMEOUT.toMillis();
 
-    /** The protocol of a round trip. */
+    /** The protocol of a round trip; {@code code} is what the bootstrap sends, fixed whatever the order here. */
     enum Mode {
         /** SEND into a posted receive, as {@code ib_send_lat}. */
-        SEND,
+        SEND(0, "send"),
         /** RDMA WRITE into the peer's buffer, whose last byte the peer polls, as {@code ib_write_lat}. */
-        WRITE,
+        WRITE(1, "write"),
         /** RDMA WRITE with immediate: the data lands in the buffer and a receive completion says so. */
-        WRITE_IMM,
+        WRITE_IMM(2, "write-imm"),
         /** RDMA READ of the peer's buffer, one per round trip, as {@code ib_read_lat}: the peer only serves. */
-        READ;
+        READ(3, "read");
 
-        static final List<String> NAMES = List.of("send", "write", "write-imm", "read");
+        static final List<String> NAMES = Arrays.stream(values()).map(m -> m.option).toList();
 
-        String option() {
-            return NAMES.get(ordinal());
+        final int code;
+        final String option;
+
+        Mode(int code, String option) {
+            this.code = code;
+            this.option = option;
+        }
+
+        static Mode ofOption(String option) {
+            return values()[NAMES.indexOf(option)];
+        }
+
+        /** The mode the peer named, or null if this side does not know it. */
+        static Mode ofCode(int code) {
+            return Arrays.stream(values()).filter(m -> m.code == code).findFirst().orElse(null);
         }
     }
 
@@ -85,7 +98,7 @@ final class PingPong {
             if (o.has("listen") && o.has("connect")) {
                 throw new UsageException("--listen and --connect exclude each other: one side listens, the other connects");
             }
-            Mode mode = Mode.values()[Mode.NAMES.indexOf(o.choice("mode", "send", Mode.NAMES))];
+            Mode mode = Mode.ofOption(o.choice("mode", "send", Mode.NAMES));
             boolean busyPoll = o.choice("poll", "busy", List.of("busy", "events")).equals("busy");
             if (mode == Mode.WRITE && !busyPoll) {
                 throw new UsageException("--mode write polls memory, as ib_write_lat does: it has no completion event"
@@ -102,7 +115,7 @@ final class PingPong {
         }
 
         String describe() {
-            return mode.option() + " mode, " + size + "-byte messages, " + iters + " round trips after "
+            return mode.option + " mode, " + size + "-byte messages, " + iters + " round trips after "
                     + warmup + " warm-up, " + (busyPoll ? "busy" : "event") + " polling";
         }
     }
@@ -118,21 +131,22 @@ final class PingPong {
         }
 
         ByteBuffer encode() {
-            return ByteBuffer.allocate(BYTES).putInt(mode.ordinal()).putInt(size).putInt(iters).putInt(warmup)
+            return ByteBuffer.allocate(BYTES).putInt(mode.code).putInt(size).putInt(iters).putInt(warmup)
                     .putLong(address).putInt(rkey).flip();
         }
 
         /** @throws IllegalStateException if the peer names a mode this side does not know */
         static Setup decode(ByteBuffer b) {
-            int mode = b.getInt();
-            if (mode < 0 || mode >= Mode.values().length) {
-                throw new IllegalStateException("the peer runs a pingpong mode this side does not know (" + mode + ")");
+            int code = b.getInt();
+            Mode mode = Mode.ofCode(code);
+            if (mode == null) {
+                throw new IllegalStateException("the peer runs a pingpong mode this side does not know (" + code + ")");
             }
-            return new Setup(Mode.values()[mode], b.getInt(), b.getInt(), b.getInt(), b.getLong(), b.getInt());
+            return new Setup(mode, b.getInt(), b.getInt(), b.getInt(), b.getLong(), b.getInt());
         }
 
         String options() {
-            return "--mode " + mode.option() + " --size " + size + " --iters " + iters + " --warmup " + warmup;
+            return "--mode " + mode.option + " --size " + size + " --iters " + iters + " --warmup " + warmup;
         }
     }
 
