@@ -1,5 +1,6 @@
 package io.mooring.allocator;
 
+import io.mooring.allocator.internal.NativeAccess;
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.Housekeeper;
 import io.mooring.lifecycle.Resource;
@@ -421,7 +422,7 @@ public final class RdmaArena implements AutoCloseable {
                 throw new IllegalArgumentException("huge threshold " + hugeThreshold + " exceeds the chunk size "
                         + chunkSize + ": smaller requests are cut from a chunk, so none may be larger than one");
             }
-            NativeAccess.require();
+            NativeAccess.require("the allocator calls the kernel through FFM (mmap, getpagesize)");
             return new RdmaArena(this);
         }
     }
