@@ -13,6 +13,7 @@ import java.lang.ref.ReferenceQueue;
  */
 final class LeakTracker {
     static final ReferenceQueue<Registration> QUEUE = new ReferenceQueue<>();
+    private static final System.Logger LOG = System.getLogger(RegistrationCache.class.getName());
     private static final Stripe[] STRIPES = new Stripe[Integer.highestOneBit(
             Math.max(1, Runtime.getRuntime().availableProcessors()) * 4 - 1) << 1];
 
@@ -71,6 +72,9 @@ final class LeakTracker {
     private static void release(Reference<?> leaked) {
         Hold h = (Hold) leaked;
         untrack(h);
-        if (h.markClosed()) h.cache.releaseLeaked(h);
+        if (!h.markClosed()) return;
+        h.cache.releaseLeaked(h);
+        LOG.log(System.Logger.Level.WARNING, "a registration of {0} in {1} of {2} was never closed: released when it"
+                + " became unreachable; its pages stayed pinned until then", h, h.cached, h.cache.name());
     }
 }

@@ -25,8 +25,11 @@ final class Pending {
         return this.from <= from && to <= this.to && (access & rights) == rights;
     }
 
-    boolean overlaps(long from, long to) {
-        return this.from < to && from < this.to;
+    /** Marks it invalidated if it shares a page with {@code [from, to)}; whether it was not marked before. */
+    boolean invalidate(long from, long to) {
+        if (invalidated || !(this.from < to && from < this.to)) return false;
+        invalidated = true;
+        return true;
     }
 
     /** It is registered, or failed: the misses waiting for it look again. */

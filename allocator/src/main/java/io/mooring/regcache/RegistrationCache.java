@@ -11,7 +11,6 @@ import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.VerbsException;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
@@ -50,12 +49,10 @@ import jdk.jfr.FlightRecorder;
  */
 public final class RegistrationCache implements AutoCloseable {
     private static final AtomicInteger NAMES = new AtomicInteger();
-    private static final System.Logger LOG = System.getLogger(RegistrationCache.class.getName());
-
-    private final ProtectionDomain pd;
     private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
     private static final int REMOTE = Access.mask(Access.REMOTE);
 
+    private final ProtectionDomain pd;
     private final Set<Access> access;
     private final int accessMask;
     private final long maxCachedBytes;
@@ -152,7 +149,7 @@ public final class RegistrationCache implements AutoCloseable {
                     if (users >= 0) return hit(r, users, segment);
                     // Retirements happen under this lock, so this one's MR was closed under the cache (its PD's
                     // tree closed): it can never serve again.
-                    withdraw(List.of(r), drop);
+                    withdraw(List.of(r), drop, true);
                 }
                 for (Pending p : pending) {
                     if (p.serves(from, to, mask)) wait = p;
@@ -257,13 +254,11 @@ public final class RegistrationCache implements AutoCloseable {
         }
     }
 
-    /** A registration became unreachable unclosed: the tracker gives its user back. */
+    /** A registration became unreachable unclosed: the tracker gives its user back (and logs the leak). */
     void releaseLeaked(Hold hold) {
         counts.leaks.increment();
         record("leak", hold.cached);
         release(hold.cached);
-        LOG.log(System.Logger.Level.WARNING, "a registration of {0} in {1} of {2} was never closed: released when "
-                + "it became unreachable; its pages stayed pinned until then", hold, hold.cached, name);
     }
 
     /** Gives a user of {@code r} back: by {@link Registration#close()} or by the leak tracker. */
@@ -288,29 +283,13 @@ public final class RegistrationCache implements AutoCloseable {
         List<CachedRegion> drop = new ArrayList<>();
         lock.lock();
         try {
-            List<CachedRegion> unused = new ArrayList<>();
-            long count = 0;
-            long bytes = 0;
-            for (CachedRegion r : index.all()) {
-                if (r.isUnused()) {
-                    unused.add(r);
-                    count++;
-                    bytes += r.length();
-                }
-            }
-            unused.sort(Comparator.comparingLong(CachedRegion::lastUsed));
-            List<CachedRegion> evicted = new ArrayList<>();
-            for (CachedRegion r : unused) {
-                if (count <= maxCachedCount && bytes <= maxCachedBytes) break;
-                if (!r.retireIfUnused()) continue; // taken by a hit meanwhile
-                count--;
-                bytes -= r.length();
+            List<CachedRegion> evicted = index.retireLeastRecentlyUsed(maxCachedCount, maxCachedBytes);
+            for (CachedRegion r : evicted) {
                 counts.unused(r, -1);
                 counts.live(r, -1); // deregistered as soon as its handle closes
-                evicted.add(r);
+                record("evict", r);
             }
             counts.evictions += evicted.size();
-            evicted.forEach(r -> record("evict", r));
             drop.addAll(evicted);
             if (!evicted.isEmpty()) index = index.with(null, evicted);
         } finally {
@@ -339,7 +318,7 @@ public final class RegistrationCache implements AutoCloseable {
         lock.lock();
         try {
             List<CachedRegion> hit = index.overlapping(from, to);
-            inUse += withdraw(hit, drop);
+            inUse += withdraw(hit, drop, true);
             counts.invalidations += hit.size();
             hit.forEach(r -> record("invalidate", r));
             for (CachedRegion r : superseded) {
@@ -351,8 +330,7 @@ public final class RegistrationCache implements AutoCloseable {
                 }
             }
             for (Pending p : pending) {
-                if (p.overlaps(from, to) && !p.invalidated) {
-                    p.invalidated = true;
+                if (p.invalidate(from, to)) {
                     counts.invalidations++;
                     inUse++;
                 }
@@ -362,11 +340,6 @@ public final class RegistrationCache implements AutoCloseable {
             CachedRegion.deregister(drop);
         }
         return inUse;
-    }
-
-    /** {@link #withdraw(List, List, boolean)} closing the handles of regions in use too. */
-    private int withdraw(List<CachedRegion> regions, List<CachedRegion> drop) {
-        return withdraw(regions, drop, true);
     }
 
     /**
@@ -460,7 +433,7 @@ public final class RegistrationCache implements AutoCloseable {
                             + " regions have open registrations; close them first");
                 }
                 closed = true;
-                withdraw(index.all(), drop);
+                withdraw(index.all(), drop, true);
                 drop.addAll(superseded);
                 superseded.clear();
             }
