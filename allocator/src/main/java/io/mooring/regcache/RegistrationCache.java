@@ -1,5 +1,6 @@
 package io.mooring.regcache;
 
+import io.mooring.allocator.internal.NativeAccess;
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.DestroyFailedException;
 import io.mooring.lifecycle.Resource;
@@ -10,15 +11,12 @@ import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.VerbsException;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
 import jdk.jfr.FlightRecorder;
 
@@ -51,12 +49,10 @@ import jdk.jfr.FlightRecorder;
  */
 public final class RegistrationCache implements AutoCloseable {
     private static final AtomicInteger NAMES = new AtomicInteger();
-    private static final System.Logger LOG = System.getLogger(RegistrationCache.class.getName());
-
-    private final ProtectionDomain pd;
     private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
     private static final int REMOTE = Access.mask(Access.REMOTE);
 
+    private final ProtectionDomain pd;
     private final Set<Access> access;
     private final int accessMask;
     private final long maxCachedBytes;
@@ -69,15 +65,7 @@ public final class RegistrationCache implements AutoCloseable {
     /** The misses so far: the clock of the LRU, read by every release that leaves a region unused. */
     private volatile long tick;
 
-    // Written by hits and releases, outside the lock: striped, so threads do not contend on one counter.
-    private final LongAdder hits = new LongAdder();
-    private final LongAdder leaks = new LongAdder();
-    /** Unused regions in the index (what the bounds limit): a hit of one subtracts, its last release adds. */
-    private final LongAdder cachedCount = new LongAdder();
-    private final LongAdder cachedBytes = new LongAdder();
-    /** Regions registered and not yet deregistered, in the index or retired in use (their last release subtracts). */
-    private final LongAdder liveCount = new LongAdder();
-    private final LongAdder liveBytes = new LongAdder();
+    private final RegionCounts counts = new RegionCounts();
     /**
      * Regions a merge retired while in use, handles still open for their holders: an invalidation of their pages or
      * the cache's close must still close them. Each leaves at its last release.
@@ -87,10 +75,6 @@ public final class RegistrationCache implements AutoCloseable {
     // Guarded by lock.
     private final ReentrantLock lock = new ReentrantLock();
     private final List<Pending> pending = new ArrayList<>();
-    private long misses;
-    private long merges;
-    private long evictions;
-    private long invalidations;
     private boolean closed;
 
     private RegistrationCache(Builder b) {
@@ -146,41 +130,9 @@ public final class RegistrationCache implements AutoCloseable {
     }
 
     private Registration hit(CachedRegion r, int usersBefore, MemorySegment segment) {
-        hits.increment();
-        if (usersBefore == 0) unusedDelta(r, -1);
+        counts.hits.increment();
+        if (usersBefore == 0) counts.unused(r, -1);
         return new Registration(this, r, segment);
-    }
-
-    private void unusedDelta(CachedRegion r, int sign) {
-        cachedCount.add(sign);
-        cachedBytes.add(sign * r.length());
-    }
-
-    /** A registration in flight: misses on pages it covers wait for it rather than register them again. */
-    private static final class Pending {
-        final long from;
-        final long to;
-        final int access;
-        /** The regions it joins, retired once it is registered. */
-        final List<CachedRegion> merging;
-        final CountDownLatch done = new CountDownLatch(1);
-        /** Set by an invalidation of its pages while it registers: it is then retired at once. */
-        boolean invalidated;
-
-        Pending(long from, long to, int access, List<CachedRegion> merging) {
-            this.from = from;
-            this.to = to;
-            this.access = access;
-            this.merging = merging;
-        }
-
-        boolean serves(long from, long to, int rights) {
-            return this.from <= from && to <= this.to && (access & rights) == rights;
-        }
-
-        boolean overlaps(long from, long to) {
-            return this.from < to && from < this.to;
-        }
     }
 
     /** Under the lock: a hit after all, a registration in flight to wait for, or this thread's own miss. */
@@ -197,7 +149,7 @@ public final class RegistrationCache implements AutoCloseable {
                     if (users >= 0) return hit(r, users, segment);
                     // Retirements happen under this lock, so this one's MR was closed under the cache (its PD's
                     // tree closed): it can never serve again.
-                    withdraw(List.of(r), drop);
+                    withdraw(List.of(r), drop, true);
                 }
                 for (Pending p : pending) {
                     if (p.serves(from, to, mask)) wait = p;
@@ -208,10 +160,10 @@ public final class RegistrationCache implements AutoCloseable {
                 }
             } finally {
                 lock.unlock();
-                deregister(drop);
+                CachedRegion.deregister(drop);
             }
             if (mine != null) return miss(mine, from, to, rights, segment);
-            awaitUninterruptibly(wait.done);
+            wait.awaitDone();
         }
     }
 
@@ -248,17 +200,15 @@ public final class RegistrationCache implements AutoCloseable {
             lock.lock();
             try {
                 pending.remove(mine);
-                misses++;
-                tick = misses;
-                liveCount.increment();
-                liveBytes.add(r.length());
+                tick = ++counts.misses;
+                counts.live(r, +1);
                 open = !closed;
                 if (closed || mine.invalidated) {
                     r.retire();
                     drop.add(r); // its handle closes now; the creator's release deregisters it
                 } else {
                     List<CachedRegion> joined = mine.merging.stream().filter(m -> !m.isRetired()).toList();
-                    merges += joined.size();
+                    counts.merges += joined.size();
                     if (event != null) event.commit(name, "register", r, joined.size());
                     withdraw(joined, drop, false);
                     index = index.with(r, List.of()); // withdraw took the joined ones out
@@ -275,8 +225,8 @@ public final class RegistrationCache implements AutoCloseable {
             }
             throw t;
         } finally {
-            mine.done.countDown();
-            deregister(drop);
+            mine.done();
+            CachedRegion.deregister(drop);
         }
         if (!open) {
             release(r); // the cache closed meanwhile: no one may use the region
@@ -304,13 +254,11 @@ public final class RegistrationCache implements AutoCloseable {
         }
     }
 
-    /** A registration became unreachable unclosed: the tracker gives its user back. */
+    /** A registration became unreachable unclosed: the tracker gives its user back (and logs the leak). */
     void releaseLeaked(Hold hold) {
-        leaks.increment();
+        counts.leaks.increment();
         record("leak", hold.cached);
         release(hold.cached);
-        LOG.log(System.Logger.Level.WARNING, "a registration of {0} in {1} of {2} was never closed: released when "
-                + "it became unreachable; its pages stayed pinned until then", hold, hold.cached, name);
     }
 
     /** Gives a user of {@code r} back: by {@link Registration#close()} or by the leak tracker. */
@@ -318,14 +266,13 @@ public final class RegistrationCache implements AutoCloseable {
         int after = r.release(tick);
         if (after == CachedRegion.RETIRED) {
             superseded.remove(r);
-            liveCount.decrement();
-            liveBytes.add(-r.length());
+            counts.live(r, -1);
         } else if (after == 0) {
-            unusedDelta(r, +1);
+            counts.unused(r, +1);
             // Unused regions are a subset of the index: while all of it fits the bounds, no counter need be summed.
             RegionIndex all = index;
             if ((all.size() > maxCachedCount || all.bytes() > maxCachedBytes)
-                    && (cachedCount.sum() > maxCachedCount || cachedBytes.sum() > maxCachedBytes)) {
+                    && (counts.unusedCount() > maxCachedCount || counts.unusedBytes() > maxCachedBytes)) {
                 trim();
             }
         }
@@ -336,34 +283,18 @@ public final class RegistrationCache implements AutoCloseable {
         List<CachedRegion> drop = new ArrayList<>();
         lock.lock();
         try {
-            List<CachedRegion> unused = new ArrayList<>();
-            long count = 0;
-            long bytes = 0;
-            for (CachedRegion r : index.all()) {
-                if (r.isUnused()) {
-                    unused.add(r);
-                    count++;
-                    bytes += r.length();
-                }
+            List<CachedRegion> evicted = index.retireLeastRecentlyUsed(maxCachedCount, maxCachedBytes);
+            for (CachedRegion r : evicted) {
+                counts.unused(r, -1);
+                counts.live(r, -1); // deregistered as soon as its handle closes
+                record("evict", r);
             }
-            unused.sort(Comparator.comparingLong(CachedRegion::lastUsed));
-            List<CachedRegion> evicted = new ArrayList<>();
-            for (CachedRegion r : unused) {
-                if (count <= maxCachedCount && bytes <= maxCachedBytes) break;
-                if (!r.retireIfUnused()) continue; // taken by a hit meanwhile
-                count--;
-                bytes -= r.length();
-                unusedDelta(r, -1);
-                gone(r);
-                evicted.add(r);
-            }
-            evictions += evicted.size();
-            evicted.forEach(r -> record("evict", r));
+            counts.evictions += evicted.size();
             drop.addAll(evicted);
             if (!evicted.isEmpty()) index = index.with(null, evicted);
         } finally {
             lock.unlock();
-            deregister(drop);
+            CachedRegion.deregister(drop);
         }
     }
 
@@ -387,34 +318,28 @@ public final class RegistrationCache implements AutoCloseable {
         lock.lock();
         try {
             List<CachedRegion> hit = index.overlapping(from, to);
-            inUse += withdraw(hit, drop);
-            invalidations += hit.size();
+            inUse += withdraw(hit, drop, true);
+            counts.invalidations += hit.size();
             hit.forEach(r -> record("invalidate", r));
             for (CachedRegion r : superseded) {
                 if (r.start < to && from < r.end && superseded.remove(r)) {
                     drop.add(r);
-                    invalidations++;
+                    counts.invalidations++;
                     record("invalidate", r);
                     if (r.inUse()) inUse++;
                 }
             }
             for (Pending p : pending) {
-                if (p.overlaps(from, to) && !p.invalidated) {
-                    p.invalidated = true;
-                    invalidations++;
+                if (p.invalidate(from, to)) {
+                    counts.invalidations++;
                     inUse++;
                 }
             }
         } finally {
             lock.unlock();
-            deregister(drop);
+            CachedRegion.deregister(drop);
         }
         return inUse;
-    }
-
-    /** {@link #withdraw(List, List, boolean)} closing the handles of regions in use too. */
-    private int withdraw(List<CachedRegion> regions, List<CachedRegion> drop) {
-        return withdraw(regions, drop, true);
     }
 
     /**
@@ -432,8 +357,8 @@ public final class RegistrationCache implements AutoCloseable {
             if (users < 0) continue;
             out.add(r);
             if (users == 0) {
-                unusedDelta(r, -1);
-                gone(r);
+                counts.unused(r, -1);
+                counts.live(r, -1); // deregistered as soon as its handle closes
                 drop.add(r);
             } else {
                 inUse++;
@@ -443,29 +368,6 @@ public final class RegistrationCache implements AutoCloseable {
         }
         if (!out.isEmpty()) index = index.with(null, out);
         return inUse;
-    }
-
-    /** An unused region leaves: it is deregistered as soon as its handle closes. */
-    private void gone(CachedRegion r) {
-        liveCount.decrement();
-        liveBytes.add(-r.length());
-    }
-
-    /**
-     * Closes the regions' handles: an unused region is deregistered now, one in use when its last registration
-     * closes (its pin holds it). Outside the lock, since a deregistration is a system call.
-     */
-    private static void deregister(List<CachedRegion> regions) {
-        DestroyFailedException failure = null;
-        for (CachedRegion r : regions) {
-            try {
-                r.region.close();
-            } catch (DestroyFailedException e) {
-                if (failure == null) failure = e;
-                else failure.addSuppressed(e);
-            }
-        }
-        if (failure != null) throw failure;
     }
 
     /**
@@ -485,19 +387,6 @@ public final class RegistrationCache implements AutoCloseable {
         return new ResourceClosedException(resource.info(), "cannot acquire from " + name + ": it is closed");
     }
 
-    private static void awaitUninterruptibly(CountDownLatch latch) {
-        boolean interrupted = false;
-        for (;;) {
-            try {
-                latch.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) Thread.currentThread().interrupt();
-    }
-
     /**
      * The counters. Each is exact, but hits and releases do not stop while they are read: taken while no thread
      * acquires or releases, the numbers agree with each other.
@@ -505,10 +394,7 @@ public final class RegistrationCache implements AutoCloseable {
     public RegistrationCacheStats stats() {
         lock.lock();
         try {
-            long unusedCount = cachedCount.sum();
-            long unusedBytes = cachedBytes.sum();
-            return new RegistrationCacheStats(hits.sum(), misses, merges, evictions, invalidations, leaks.sum(),
-                    unusedCount, unusedBytes, liveCount.sum() - unusedCount, liveBytes.sum() - unusedBytes);
+            return counts.snapshot();
         } finally {
             lock.unlock();
         }
@@ -541,13 +427,13 @@ public final class RegistrationCache implements AutoCloseable {
             // Once closed, only the resource's close is left to retry: under STRICT it refuses until the regions that
             // posted requests still held are deregistered.
             if (!closed) {
-                long inUse = liveCount.sum() - cachedCount.sum();
+                long inUse = counts.inUse();
                 if (resource.graph().policy() == ClosePolicy.STRICT && (inUse > 0 || !pending.isEmpty())) {
                     throw new IllegalStateException("cannot close " + name + " (policy STRICT): " + inUse
                             + " regions have open registrations; close them first");
                 }
                 closed = true;
-                withdraw(index.all(), drop);
+                withdraw(index.all(), drop, true);
                 drop.addAll(superseded);
                 superseded.clear();
             }
@@ -555,7 +441,7 @@ public final class RegistrationCache implements AutoCloseable {
             lock.unlock();
         }
         try {
-            deregister(drop);
+            CachedRegion.deregister(drop);
         } finally {
             resource.close();
         }
@@ -606,16 +492,8 @@ public final class RegistrationCache implements AutoCloseable {
         }
 
         /** @throws IllegalCallerException naming the flag to add, if this JVM denies Mooring native access */
-        @SuppressWarnings("restricted") // a zero-length view of NULL: touches nothing, only asks the JVM for permission
         public RegistrationCache build() {
-            if (!RegistrationCache.class.getModule().isNativeAccessEnabled()) {
-                try {
-                    MemorySegment.NULL.reinterpret(0);
-                } catch (IllegalCallerException denied) {
-                    throw new IllegalCallerException("the registration cache widens segments to whole pages through "
-                            + "FFM, and this JVM denies it native access: " + VerbsException.NATIVE_ACCESS_HINT, denied);
-                }
-            }
+            NativeAccess.require("the registration cache widens segments to whole pages through FFM");
             return new RegistrationCache(this);
         }
     }

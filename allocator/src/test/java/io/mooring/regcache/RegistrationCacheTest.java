@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.mooring.allocator.internal.KernelPage;
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.ResourceBusyException;
 import io.mooring.lifecycle.ResourceClosedException;
@@ -51,7 +52,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class RegistrationCacheTest {
-    private static final long PAGE = Pages.SIZE; // registrations cover whole kernel pages
+    private static final long PAGE = KernelPage.SIZE; // registrations cover whole kernel pages
     private static final Set<Access> LOCAL = EnumSet.of(Access.LOCAL_WRITE);
     private static final Set<Access> READABLE = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_READ);
     /** The soft provider's locked-memory limit in bytes, read at each registration (its class is not exported). */

@@ -2,6 +2,7 @@ package io.mooring.cli;
 
 import io.mooring.examples.kv.KvClient;
 import io.mooring.examples.kv.KvServer;
+import io.mooring.lifecycle.MooringException;
 import io.mooring.verbs.VerbsException;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -88,7 +89,7 @@ final class KvCommand extends DeviceCommand {
             err.println("mooring kv: cannot listen on TCP port " + port + ": " + e.getMessage());
         } catch (ExecutionException e) { // the only future waited for is the connection's
             err.println("mooring kv: cannot connect to " + server + ": " + e.getCause());
-        } catch (IOException | VerbsException | IllegalArgumentException | IllegalStateException e) {
+        } catch (IOException | VerbsException | IllegalArgumentException | IllegalStateException | MooringException e) {
             err.println("mooring kv: " + e.getMessage());
         }
         return 1;
