@@ -1,7 +1,8 @@
 package io.mooring.verbs.ibv;
 
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
-import static io.mooring.verbs.ibv.IbvProvider.rethrow;
+import static io.mooring.verbs.ibv.Ibv.callAddress;
+import static io.mooring.verbs.ibv.Ibv.callInt;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -119,14 +120,14 @@ final class IbvQp implements QpOps {
             fillInitAttr(initAttr, sendCq.cq, recvCq.cq, caps.maxSendWr(), srq == null ? caps.maxRecvWr() : 0,
                     caps.maxSendSge(), srq == null ? caps.maxRecvSge() : 0, caps.maxInlineData());
             if (srq != null) initAttr.set(ADDRESS, INIT_SRQ, srq.srq);
-            MemorySegment created = (MemorySegment) Ibv.CREATE_QP.invokeExact(Ibv.errnoState(), pd.pd, initAttr);
+            MemorySegment created = callAddress(Ibv.CREATE_QP, Ibv.errnoState(), pd.pd, initAttr);
             if (created.equals(MemorySegment.NULL)) {
                 throw IbvErrors.fail("ibv_create_qp", Ibv.errno(), pd.name, "asked for " + caps);
             }
             this.qp = created.reinterpret(IbvStructs.QP.byteSize());
-        } catch (Throwable t) {
+        } catch (RuntimeException | Error e) {
             block.free();
-            throw rethrow(t);
+            throw e;
         }
         this.qpn = qp.get(JAVA_INT, IbvStructs.QP_QP_NUM);
         this.name = "qpn " + qpn + " on " + context.name;
@@ -176,12 +177,7 @@ final class IbvQp implements QpOps {
     public QpState state() {
         synchronized (control) {
             checkNotDestroyed();
-            int rc;
-            try {
-                rc = (int) Ibv.QUERY_QP.invokeExact(Ibv.errnoState(), qp, attr, IbvStructs.IBV_QP_STATE, initAttr);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            int rc = callInt(Ibv.QUERY_QP, Ibv.errnoState(), qp, attr, IbvStructs.IBV_QP_STATE, initAttr);
             if (rc != 0) throw IbvErrors.fail("ibv_query_qp", errnoOf(rc), name);
             return stateOf(attr.get(JAVA_INT, ATTR_QP_STATE));
         }
@@ -209,12 +205,7 @@ final class IbvQp implements QpOps {
             if (a.isSet(QpAttribute.RETRY_COUNT)) attr.set(JAVA_BYTE, ATTR_RETRY_CNT, (byte) a.retryCount());
             if (a.isSet(QpAttribute.RNR_RETRY)) attr.set(JAVA_BYTE, ATTR_RNR_RETRY, (byte) a.rnrRetry());
             if (a.isSet(QpAttribute.ADDRESS_VECTOR)) writeAddressVector(a);
-            int rc;
-            try {
-                rc = (int) Ibv.MODIFY_QP.invokeExact(Ibv.errnoState(), qp, attr, a.mask());
-            } catch (Throwable x) {
-                throw rethrow(x);
-            }
+            int rc = callInt(Ibv.MODIFY_QP, Ibv.errnoState(), qp, attr, a.mask());
             if (rc != 0) {
                 int errno = errnoOf(rc);
                 QpState now = state();
@@ -251,12 +242,7 @@ final class IbvQp implements QpOps {
     public QpAttributes query() {
         synchronized (control) {
             checkNotDestroyed();
-            int rc;
-            try {
-                rc = (int) Ibv.QUERY_QP.invokeExact(Ibv.errnoState(), qp, attr, QUERY_MASK, initAttr);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            int rc = callInt(Ibv.QUERY_QP, Ibv.errnoState(), qp, attr, QUERY_MASK, initAttr);
             if (rc != 0) throw IbvErrors.fail("ibv_query_qp", errnoOf(rc), name);
             var q = new QpAttributes().state(stateOf(attr.get(JAVA_INT, ATTR_QP_STATE)))
                     .access(Access.of(attr.get(JAVA_INT, ATTR_QP_ACCESS_FLAGS) & Access.mask(Access.REMOTE)))
@@ -352,35 +338,20 @@ final class IbvQp implements QpOps {
         b.set(JAVA_LONG, BIND_INFO_ADDR, address);
         b.set(JAVA_LONG, BIND_INFO_LENGTH, length);
         b.set(JAVA_INT, BIND_INFO_ACCESS, access);
-        int rc;
-        try {
-            rc = (int) Ibv.OP_BIND_MW.invokeExact(context.bindMw, qp, mw.mw, b);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.OP_BIND_MW, context.bindMw, qp, mw.mw, b);
         if (rc != 0) throw postFailure("ibv_bind_mw", rc, true);
         return mw.currentRkey();
     }
 
     private void postSendWr() {
-        int rc;
-        try {
-            rc = (int) Ibv.OP_POST_SEND.invokeExact(context.postSend, qp, sendWr, badSendWr);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.OP_POST_SEND, context.postSend, qp, sendWr, badSendWr);
         if (rc != 0) throw postFailure("ibv_post_send", rc, true);
     }
 
     @Override
     public void postRecv(ReceiveRequest rr, long wrId) {
         fillRecvWr(rr, wrId, recvWr, recvSges);
-        int rc;
-        try {
-            rc = (int) Ibv.OP_POST_RECV.invokeExact(context.postRecv, qp, recvWr, badRecvWr);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.OP_POST_RECV, context.postRecv, qp, recvWr, badRecvWr);
         if (rc != 0) throw postFailure("ibv_post_recv", rc, false);
     }
 
@@ -440,12 +411,7 @@ final class IbvQp implements QpOps {
     public void destroy() {
         synchronized (control) {
             if (destroyed) return;
-            int rc;
-            try {
-                rc = (int) Ibv.DESTROY_QP.invokeExact(Ibv.errnoState(), qp);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            int rc = callInt(Ibv.DESTROY_QP, Ibv.errnoState(), qp);
             if (rc != 0) throw IbvErrors.fail("ibv_destroy_qp", errnoOf(rc), name);
             destroyed = true;
             block.free();

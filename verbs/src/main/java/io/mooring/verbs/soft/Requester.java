@@ -4,6 +4,7 @@ import io.mooring.verbs.Access;
 import io.mooring.verbs.MwType;
 import io.mooring.verbs.QpState;
 import io.mooring.verbs.WcStatus;
+import io.mooring.verbs.spi.ProviderThreads;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.TimeUnit;
@@ -71,15 +72,7 @@ final class Requester {
     void stop() {
         thread.interrupt();
         if (Thread.currentThread() == thread) return;
-        boolean interrupted = false;
-        while (thread.isAlive()) {
-            try {
-                thread.join();
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) Thread.currentThread().interrupt();
+        ProviderThreads.joinUninterruptibly(thread);
     }
 
     private void run() {
