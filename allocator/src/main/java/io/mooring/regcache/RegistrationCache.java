@@ -54,7 +54,6 @@ public final class RegistrationCache implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RegistrationCache.class.getName());
 
     private final ProtectionDomain pd;
-    private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
     private static final int REMOTE = Access.mask(Access.REMOTE);
 
     private final Set<Access> access;
@@ -125,8 +124,8 @@ public final class RegistrationCache implements AutoCloseable {
      */
     public Registration acquire(MemorySegment segment, Set<Access> rights) {
         int mask = Access.mask(rights);
-        // The bit test keeps the stream of Access.requireConsistent off the hit path; it throws with the message.
-        if ((mask & NEEDS_LOCAL_WRITE) != 0 && (mask & Access.LOCAL_WRITE.bit()) == 0) {
+        // The bit test keeps Access.requireConsistent, which masks the set again, off the hit path; it throws.
+        if (!Access.writableFor(mask, mask)) {
             Access.requireConsistent(rights, "a registration");
         }
         return acquire(segment, rights, mask);
