@@ -2,6 +2,8 @@ package io.mooring.verbs;
 
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.ContextOps;
+import io.mooring.verbs.testing.FaultInjection;
+import io.mooring.verbs.testing.FaultPlan;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;

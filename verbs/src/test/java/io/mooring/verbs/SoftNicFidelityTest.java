@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.soft.SoftInternals;
+import io.mooring.verbs.testing.FaultPlan;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;

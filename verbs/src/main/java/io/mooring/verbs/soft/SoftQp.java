@@ -1,7 +1,6 @@
 package io.mooring.verbs.soft;
 
 import io.mooring.verbs.Access;
-import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.QpAttribute;
 import io.mooring.verbs.QpAttributes;
 import io.mooring.verbs.QpCapabilities;
@@ -11,10 +10,11 @@ import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkRequest;
-import io.mooring.verbs.spi.FaultOps;
 import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.QpOps;
+import io.mooring.verbs.testing.FaultOps;
+import io.mooring.verbs.testing.FaultPlan;
 import java.util.SplittableRandom;
 import java.util.concurrent.locks.ReentrantLock;
 

@@ -1,8 +1,9 @@
 package io.mooring.verbs.spi;
 
 import io.mooring.verbs.DeviceInfo;
-import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.PortAttributes;
+import io.mooring.verbs.testing.FaultOps;
+import io.mooring.verbs.testing.FaultPlan;
 
 /** An open device ({@code struct ibv_context}). */
 public interface ContextOps {

@@ -1,11 +1,12 @@
 package io.mooring.verbs.spi;
 
-import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.QpAttributes;
 import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpState;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.testing.FaultOps;
+import io.mooring.verbs.testing.FaultPlan;
 
 /**
  * A reliable-connected queue pair ({@code struct ibv_qp}). The public layer calls {@link #postSend} and
