@@ -1,9 +1,9 @@
 package io.mooring.allocator;
 
 import io.mooring.lifecycle.Resource;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.values.Access;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;

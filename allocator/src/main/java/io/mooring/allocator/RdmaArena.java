@@ -2,8 +2,8 @@ package io.mooring.allocator;
 
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.Resource;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
 import java.lang.ref.WeakReference;

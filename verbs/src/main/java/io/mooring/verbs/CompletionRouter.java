@@ -2,6 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.verbs.spi.CompletionSink;
 import io.mooring.verbs.spi.CqOps;
+import io.mooring.verbs.values.WcOpcode;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 

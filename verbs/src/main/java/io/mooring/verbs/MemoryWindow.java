@@ -2,6 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.MwOps;
+import io.mooring.verbs.values.MwType;
 
 /**
  * A memory window ({@code struct ibv_mw}): a second, narrower rkey over part of a region, which can be bound

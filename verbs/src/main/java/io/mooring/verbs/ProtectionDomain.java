@@ -3,6 +3,9 @@ package io.mooring.verbs;
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.PdOps;
 import io.mooring.verbs.spi.SrqOps;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 

@@ -1,6 +1,11 @@
 package io.mooring.verbs;
 
 import io.mooring.verbs.spi.QpOps;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Mtu;
+import io.mooring.verbs.values.PortAttributes;
+import io.mooring.verbs.values.QpAttributes;
+import io.mooring.verbs.values.QpState;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Function;
 

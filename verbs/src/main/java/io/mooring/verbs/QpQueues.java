@@ -2,6 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.lifecycle.DestroyAction;
 import io.mooring.verbs.spi.QpOps;
+import io.mooring.verbs.values.QpState;
 
 /**
  * What a queue pair shares with the completion routers of its context, outside its handle (so polling never keeps a

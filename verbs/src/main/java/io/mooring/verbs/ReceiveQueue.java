@@ -1,6 +1,10 @@
 package io.mooring.verbs;
 
 import io.mooring.verbs.spi.QpOps;
+import io.mooring.verbs.values.QpAttributes;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.QpState;
+import io.mooring.verbs.values.WcOpcode;
 import java.util.concurrent.CompletableFuture;
 
 /**

@@ -1,6 +1,9 @@
 package io.mooring.verbs;
 
 import io.mooring.verbs.spi.QpOps;
+import io.mooring.verbs.values.Opcode;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.WcOpcode;
 import java.util.concurrent.CompletableFuture;
 
 /**

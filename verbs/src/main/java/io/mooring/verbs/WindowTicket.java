@@ -1,6 +1,7 @@
 package io.mooring.verbs;
 
 import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.verbs.values.MwType;
 
 /**
  * What a window request does to its window when it retires: a bind gives the window its key and binding, an

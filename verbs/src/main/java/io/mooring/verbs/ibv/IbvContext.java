@@ -1,8 +1,8 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.Ibv.callAddress;
 import static io.mooring.verbs.ibv.Ibv.callInt;
+import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -10,17 +10,17 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
-import io.mooring.verbs.DeviceAttributes;
-import io.mooring.verbs.DeviceInfo;
-import io.mooring.verbs.Gid;
-import io.mooring.verbs.Mtu;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.AsyncEventSink;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.CqOps;
 import io.mooring.verbs.spi.PdOps;
+import io.mooring.verbs.values.DeviceAttributes;
+import io.mooring.verbs.values.DeviceInfo;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Mtu;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.PortAttributes;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

@@ -1,9 +1,9 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.Ibv.callAddress;
 import static io.mooring.verbs.ibv.Ibv.callInt;
 import static io.mooring.verbs.ibv.Ibv.callVoid;
+import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;

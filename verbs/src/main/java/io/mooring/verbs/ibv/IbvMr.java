@@ -1,7 +1,7 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.Ibv.callInt;
+import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.mooring.verbs.spi.MrOps;

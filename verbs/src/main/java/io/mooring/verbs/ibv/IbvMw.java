@@ -1,11 +1,11 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.Ibv.callInt;
+import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
-import io.mooring.verbs.MwType;
 import io.mooring.verbs.spi.MwOps;
+import io.mooring.verbs.values.MwType;
 import java.lang.foreign.MemorySegment;
 
 /**

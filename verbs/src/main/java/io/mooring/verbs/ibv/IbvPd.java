@@ -1,18 +1,18 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.Ibv.callAddress;
 import static io.mooring.verbs.ibv.Ibv.callInt;
+import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 
 import io.mooring.verbs.Errno;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.spi.CqOps;
 import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.PdOps;
 import io.mooring.verbs.spi.QpOps;
 import io.mooring.verbs.spi.SrqOps;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.MemorySegment;
 
 /** A protection domain ({@code struct ibv_pd}). */

@@ -6,11 +6,11 @@ import static io.mooring.verbs.ibv.Ibv.callVoid;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
-import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.AsyncEventSink;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.VerbsProvider;
+import io.mooring.verbs.values.DeviceInfo;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

@@ -1,17 +1,17 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.Ibv.callAddress;
 import static io.mooring.verbs.ibv.Ibv.callInt;
+import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.mooring.verbs.Errno;
 import io.mooring.verbs.QueueFullException;
-import io.mooring.verbs.ReceiveRequest;
-import io.mooring.verbs.ScatterGatherList;
 import io.mooring.verbs.spi.SrqOps;
+import io.mooring.verbs.values.RecvWr;
+import io.mooring.verbs.values.SgeList;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -59,7 +59,7 @@ final class IbvSrq implements SrqOps {
         }
         this.name = "srq on " + context.name;
         this.recvWr = block.allocate(IbvStructs.RECV_WR);
-        this.sges = block.allocate(IbvStructs.SGE, ScatterGatherList.CAPACITY);
+        this.sges = block.allocate(IbvStructs.SGE, SgeList.CAPACITY);
         this.badWr = block.allocate(ADDRESS);
         this.attr = block.allocate(IbvStructs.SRQ_ATTR);
         recvWr.set(ADDRESS, IbvStructs.RECV_WR_SG_LIST, sges);
@@ -67,7 +67,7 @@ final class IbvSrq implements SrqOps {
     }
 
     @Override
-    public void postRecv(ReceiveRequest rr, long wrId) {
+    public void postRecv(RecvWr rr, long wrId) {
         IbvQp.fillRecvWr(rr, wrId, recvWr, sges);
         int rc = callInt(Ibv.OP_POST_SRQ_RECV, context.postSrqRecv, srq, recvWr, badWr);
         if (rc == 0) return;

@@ -1,10 +1,10 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.Access;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.QpState;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.spi.ProviderThreads;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpState;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.TimeUnit;
