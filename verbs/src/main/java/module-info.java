@@ -2,7 +2,8 @@
  * The RDMA verbs object model (device, context, PD, MR, MW, CQ, QP) over two providers: {@code soft}, pure Java,
  * and {@code ibv}, rdma-core's libibverbs through FFM. {@code io.mooring.verbs} (the objects and requests) and
  * {@code io.mooring.verbs.values} (what they and the providers speak) are the API; {@code io.mooring.verbs.testing}
- * is fault injection for tests; the provider SPI and both providers stay inside this module. The {@code ibv} provider calls native code, so an application grants this module native access
+ * is fault injection for tests; the provider SPI and both providers stay inside this module. The {@code ibv}
+ * provider calls native code, so an application grants this module native access
  * ({@code --enable-native-access=io.mooring.verbs}).
  */
 module io.mooring.verbs {

@@ -1,8 +1,8 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.Ibv.callInt;
-import static io.mooring.verbs.ibv.Ibv.callLong;
-import static io.mooring.verbs.ibv.Ibv.callVoid;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
+import static io.mooring.verbs.ibv.IbvCalls.callLong;
+import static io.mooring.verbs.ibv.IbvCalls.callVoid;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;

@@ -1,8 +1,8 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.Ibv.callAddress;
-import static io.mooring.verbs.ibv.Ibv.callInt;
-import static io.mooring.verbs.ibv.Ibv.callVoid;
+import static io.mooring.verbs.ibv.IbvCalls.callAddress;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
+import static io.mooring.verbs.ibv.IbvCalls.callVoid;
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
@@ -52,7 +52,8 @@ final class IbvCq implements CqOps {
             if (ch.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_create_comp_channel", Ibv.errno(), context.name);
             ch = ch.reinterpret(IbvStructs.COMP_CHANNEL.byteSize());
             setNonBlocking(ch.get(JAVA_INT, offsetOf(IbvStructs.COMP_CHANNEL, "fd")), "completion channel on " + context.name);
-            created = callAddress(Ibv.CREATE_CQ, Ibv.errnoState(), context.ctx, capacity, MemorySegment.NULL, ch, 0);
+            created = callAddress(Ibv.CREATE_CQ, Ibv.errnoState(), context.ctx, capacity, MemorySegment.NULL, ch,
+                    0);
             if (created.equals(MemorySegment.NULL)) {
                 throw IbvErrors.fail("ibv_create_cq", Ibv.errno(), context.name + " (capacity " + capacity + ")");
             }

@@ -1,6 +1,6 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.Ibv.callInt;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 

@@ -1,8 +1,8 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.Ibv.callAddress;
-import static io.mooring.verbs.ibv.Ibv.callInt;
-import static io.mooring.verbs.ibv.Ibv.callVoid;
+import static io.mooring.verbs.ibv.IbvCalls.callAddress;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
+import static io.mooring.verbs.ibv.IbvCalls.callVoid;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
