@@ -2,9 +2,9 @@ package io.mooring.allocator;
 
 import io.mooring.lifecycle.Housekeeper;
 import io.mooring.lifecycle.Resource;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.values.Access;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

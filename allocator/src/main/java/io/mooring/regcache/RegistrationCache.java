@@ -5,10 +5,10 @@ import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.DestroyFailedException;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -49,7 +49,6 @@ import jdk.jfr.FlightRecorder;
  */
 public final class RegistrationCache implements AutoCloseable {
     private static final AtomicInteger NAMES = new AtomicInteger();
-    private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
     private static final int REMOTE = Access.mask(Access.REMOTE);
 
     private final ProtectionDomain pd;
@@ -109,8 +108,8 @@ public final class RegistrationCache implements AutoCloseable {
      */
     public Registration acquire(MemorySegment segment, Set<Access> rights) {
         int mask = Access.mask(rights);
-        // The bit test keeps the stream of Access.requireConsistent off the hit path; it throws with the message.
-        if ((mask & NEEDS_LOCAL_WRITE) != 0 && (mask & Access.LOCAL_WRITE.bit()) == 0) {
+        // The bit test keeps Access.requireConsistent, which masks the set again, off the hit path; it throws.
+        if (!Access.writableFor(mask, mask)) {
             Access.requireConsistent(rights, "a registration");
         }
         return acquire(segment, rights, mask);

@@ -1,9 +1,9 @@
 package io.mooring.cli;
 
-import io.mooring.verbs.DeviceAttributes;
-import io.mooring.verbs.DeviceInfo;
-import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.DeviceAttributes;
+import io.mooring.verbs.values.DeviceInfo;
+import io.mooring.verbs.values.PortAttributes;
 import java.io.PrintStream;
 import java.util.Set;
 import java.util.TreeSet;

@@ -1,22 +1,22 @@
 package io.mooring.cli;
 
-import io.mooring.verbs.Access;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
-import io.mooring.verbs.DeviceAttributes;
+import io.mooring.verbs.values.DeviceAttributes;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.Errno;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.VerbsException;
-import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.WcOpcode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

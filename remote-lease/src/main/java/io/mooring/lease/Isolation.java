@@ -1,7 +1,7 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
-import io.mooring.verbs.Access;
+import io.mooring.verbs.values.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
 import java.lang.foreign.MemorySegment;

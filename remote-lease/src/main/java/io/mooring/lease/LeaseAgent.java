@@ -2,7 +2,7 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
-import io.mooring.verbs.Access;
+import io.mooring.verbs.values.Access;
 import io.mooring.verbs.VerbsException;
 import java.time.Duration;
 

@@ -1,7 +1,7 @@
 package io.mooring.lease;
 
 import io.mooring.lifecycle.Resource;
-import io.mooring.verbs.Access;
+import io.mooring.verbs.values.Access;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.WorkCompletion;

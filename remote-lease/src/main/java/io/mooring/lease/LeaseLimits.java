@@ -1,6 +1,6 @@
 package io.mooring.lease;
 
-import io.mooring.verbs.Access;
+import io.mooring.verbs.values.Access;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;

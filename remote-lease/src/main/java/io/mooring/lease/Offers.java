@@ -1,7 +1,7 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
-import io.mooring.verbs.Access;
+import io.mooring.verbs.values.Access;
 import io.mooring.verbs.CompletionQueue;
 import java.lang.System.Logger.Level;
 import java.time.Duration;

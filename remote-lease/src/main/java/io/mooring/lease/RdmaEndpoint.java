@@ -1,13 +1,13 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.RdmaArena;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.values.Access;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetAddress;

@@ -1,10 +1,20 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
-import io.mooring.verbs.Access;
+import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.CompletionDispatcher;
+import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.Opcode;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.QpState;
+import io.mooring.verbs.values.WcOpcode;
 import java.io.IOException;
 import java.lang.foreign.MemoryLayout;
 import java.net.InetSocketAddress;

@@ -1,8 +1,8 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
-import io.mooring.verbs.Opcode;
-import io.mooring.verbs.WcOpcode;
+import io.mooring.verbs.values.Opcode;
+import io.mooring.verbs.values.WcOpcode;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
 import java.time.Duration;

@@ -2,7 +2,7 @@ package io.mooring.lease;
 
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
-import io.mooring.verbs.MwType;
+import io.mooring.verbs.values.MwType;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.WcStatus;

@@ -7,14 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.DeviceContext;
-import io.mooring.verbs.Gid;
-import io.mooring.verbs.Mtu;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Mtu;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -27,8 +27,8 @@ import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A session that never comes about costs nothing that stays: peers that break the bootstrap off, send garbage, speak

@@ -1,5 +1,6 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.WcOpcode;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
@@ -78,11 +79,7 @@ final class InFlight extends RequestSlots {
      */
     long claim(String verb, Object qp, long wrId, WcOpcode op, ScatterGatherList sgl, MemoryRegion extra,
                CompletableFuture<WorkCompletion> future, Outcome action) {
-        // qp is named only when refused: building its name on every post would allocate
-        if (closedReason != null) throw new IllegalStateException(qp + ": " + closedReason);
-        int slot = (int) (tail % depth);
-        // the slot of sequence tail - depth: free once that one retired, so not free means depth are outstanding
-        if ((long) STATE.getAcquire(state, slot) != FREE) throw new QueueFullException(verb, qp.toString(), queue, depth);
+        int slot = nextSlot(verb, qp);
         holdCount[slot] = hold(sgl, extra, holds[slot]);
         userWrId[slot] = wrId;
         opcode[slot] = op;
@@ -91,6 +88,21 @@ final class InFlight extends RequestSlots {
         long seq = tail++;
         STATE.setRelease(state, slot, seq); // before the provider's post: its completion may be polled at once
         return receive ? seq | RECEIVE_BIT : seq;
+    }
+
+    /**
+     * The slot the next {@link #claim} takes (caller holds {@link #lock}); whatever its request left there is the
+     * caller's to reuse, since the slot is free.
+     *
+     * @throws QueueFullException if {@code depth} requests are outstanding
+     */
+    int nextSlot(String verb, Object qp) {
+        // qp is named only when refused: building its name on every post would allocate
+        if (closedReason != null) throw new IllegalStateException(qp + ": " + closedReason);
+        int slot = (int) (tail % depth);
+        // the slot of sequence tail - depth: free once that one retired, so not free means depth are outstanding
+        if ((long) STATE.getAcquire(state, slot) != FREE) throw new QueueFullException(verb, qp.toString(), queue, depth);
+        return slot;
     }
 
     /** Gives back the slot just claimed when the provider refused the post (caller holds {@link #lock}). */

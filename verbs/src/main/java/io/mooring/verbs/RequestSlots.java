@@ -1,5 +1,6 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.WcOpcode;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 

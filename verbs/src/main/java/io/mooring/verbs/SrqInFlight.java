@@ -1,5 +1,6 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.WcOpcode;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;

@@ -1,5 +1,7 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.Access;
+
 /**
  * A verbs operation failed. Carries what a person needs to act: the verb, the errno (number and name) or the
  * completion status, the object it was applied to, and a hint.

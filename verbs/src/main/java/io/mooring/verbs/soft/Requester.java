@@ -1,9 +1,10 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.Access;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.QpState;
 import io.mooring.verbs.WcStatus;
+import io.mooring.verbs.spi.ProviderThreads;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpState;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.TimeUnit;
@@ -27,8 +28,6 @@ import java.util.concurrent.locks.LockSupport;
  * thread of the application's either).
  */
 final class Requester {
-    /** The bind rights that need a locally writable region ({@link Access#needsLocalWrite()}). */
-    private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
     /** IBTA's RNR NAK timer table in microseconds, index = the 5-bit code (0 means 655.36 ms). */
     private static final int[] RNR_DELAY_MICROS = {655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
         960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
@@ -71,15 +70,7 @@ final class Requester {
     void stop() {
         thread.interrupt();
         if (Thread.currentThread() == thread) return;
-        boolean interrupted = false;
-        while (thread.isAlive()) {
-            try {
-                thread.join();
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) Thread.currentThread().interrupt();
+        ProviderThreads.joinUninterruptibly(thread);
     }
 
     private void run() {
@@ -221,7 +212,7 @@ final class Requester {
         SoftMr mr = w.bindRegion;
         boolean allowed = mw.pd == qp.pd && mr.pd == qp.pd && qp.device.keys.region(mr.key) == mr
                 && (mr.access & Access.MW_BIND.bit()) != 0 && mr.covers(w.bindAddress, w.bindLength)
-                && ((w.bindAccess & NEEDS_LOCAL_WRITE) == 0 || (mr.access & Access.LOCAL_WRITE.bit()) != 0)
+                && Access.writableFor(w.bindAccess, mr.access)
                 && (mw.type == MwType.TYPE_1 || (!mw.isBound() && (w.newRkey >>> 8) == mw.index()));
         if (!allowed) return WcStatus.MW_BIND_ERR;
         mw.bind(w.newRkey, mr, w.bindAddress, w.bindLength, w.bindAccess, qp);

@@ -1,7 +1,8 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.Opcode;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Opcode;
+import io.mooring.verbs.values.SendWr;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -36,7 +37,7 @@ final class SendWork implements WorkRing.Entry<SendWork> {
 
     /** A request of {@code wr} under {@code wrId}; inline data is copied now, from raw addresses as the NIC does. */
     @SuppressWarnings("restricted") // raw addresses, as ibv_post_send takes them
-    void set(WorkRequest wr, long wrId) {
+    void set(SendWr wr, long wrId) {
         this.wrId = wrId;
         opcode = wr.opcode();
         signaled = wr.isSignaled();

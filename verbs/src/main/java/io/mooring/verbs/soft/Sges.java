@@ -1,19 +1,19 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.Access;
-import io.mooring.verbs.ScatterGatherList;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.SgeList;
 
 /**
  * The scatter/gather entries of one work request, copied at post time into preallocated arrays, and how they reach
  * local memory: each entry through a region its lkey names, of the right protection domain, covering it.
  */
 final class Sges {
-    final long[] address = new long[ScatterGatherList.CAPACITY];
-    final int[] length = new int[ScatterGatherList.CAPACITY];
-    final int[] lkey = new int[ScatterGatherList.CAPACITY];
+    final long[] address = new long[SgeList.CAPACITY];
+    final int[] length = new int[SgeList.CAPACITY];
+    final int[] lkey = new int[SgeList.CAPACITY];
     int count;
 
-    void copyFrom(ScatterGatherList sgl) {
+    void copyFrom(SgeList sgl) {
         count = sgl.count();
         for (int i = 0; i < count; i++) {
             address[i] = sgl.address(i);

@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.testing;
 
 import java.time.Duration;
 import java.util.Map;
@@ -6,10 +6,10 @@ import java.util.Objects;
 import java.util.TreeMap;
 
 /**
- * Which faults the soft fabric injects into a queue pair's traffic ({@link QueuePair#injectFaults}) or into every
- * queue pair of a device ({@link DeviceContext#injectFaults}), so that RC retries, RNR, flushes and transport
- * errors — and every layer above them — can be tested deterministically. Only the {@code soft} provider injects
- * faults; a real NIC's cannot be scheduled.
+ * Which faults the soft fabric injects into a queue pair's traffic ({@link io.mooring.verbs.QueuePair#injectFaults})
+ * or into every queue pair of a device ({@link io.mooring.verbs.DeviceContext#injectFaults}), so that RC retries, RNR,
+ * flushes and transport errors — and every layer above them — can be tested deterministically. Only the {@code soft}
+ * provider injects faults; a real NIC's cannot be scheduled.
  *
  * <p>A plan acts on the <em>request packets</em> its queue pair sends (every transmission, retransmissions
  * included, numbered 1, 2, ... from the moment the plan is attached) and on their answers. Each packet suffers

@@ -1,10 +1,8 @@
-package io.mooring.verbs.spi;
-
-import io.mooring.verbs.FaultPlan;
+package io.mooring.verbs.testing;
 
 /**
- * Faults being injected into a queue pair's traffic or a device's ({@link FaultPlan}); only the soft provider has
- * them.
+ * Faults being injected into a queue pair's traffic or a device's ({@link FaultPlan}), as a provider that can inject
+ * them implements it (only the soft provider can); tests use {@link FaultInjection}, which wraps it.
  */
 public interface FaultOps {
     /** Request packets seen since the plan was attached. */

@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 import java.net.Inet4Address;
 import java.net.InetAddress;

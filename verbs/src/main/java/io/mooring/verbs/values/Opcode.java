@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 /** What a send work request does ({@code enum ibv_wr_opcode}). */
 public enum Opcode {

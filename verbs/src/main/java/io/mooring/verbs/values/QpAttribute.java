@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 /**
  * The groups of queue pair attributes one {@code ibv_modify_qp} can change ({@code enum ibv_qp_attr_mask}); a

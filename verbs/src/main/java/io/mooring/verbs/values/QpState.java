@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 /** Queue pair states ({@code enum ibv_qp_state}); the ordinal is the verbs code. */
 public enum QpState {

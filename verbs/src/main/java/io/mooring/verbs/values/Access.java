@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 import java.util.EnumSet;
 import java.util.Set;
@@ -27,7 +27,7 @@ public enum Access {
 
     /** Whether the NIC writes local memory for a peer exercising this right, so the memory needs LOCAL_WRITE. */
     public boolean needsLocalWrite() {
-        return this == REMOTE_WRITE || this == REMOTE_ATOMIC;
+        return !writableFor(bit, 0);
     }
 
     /** The verbs bit ({@code IBV_ACCESS_*}). */
@@ -50,14 +50,25 @@ public enum Access {
     }
 
     /**
-     * Checks the rule rdma-core enforces with EINVAL: a region peers may write or run atomics on must also be
-     * locally writable. Public for layers that serve requests from existing regions (a registration cache), so
-     * a request is refused the same way whether or not it reaches {@code ibv_reg_mr}.
+     * The LOCAL_WRITE rule, in verbs bit masks: whether memory registered with {@code memory} may serve a peer
+     * exercising {@code rights} — remote write and atomics need the NIC to write it, so it must be locally writable.
+     * A region's own rights pass as both (what {@code ibv_reg_mr} checks); a window bound over a region passes its
+     * rights and the region's (what a bind checks).
+     */
+    public static boolean writableFor(int rights, int memory) {
+        return (rights & (REMOTE_WRITE.bit | REMOTE_ATOMIC.bit)) == 0 || (memory & LOCAL_WRITE.bit) != 0;
+    }
+
+    /**
+     * Checks the rule rdma-core enforces with EINVAL ({@link #writableFor}): a region peers may write or run atomics
+     * on must also be locally writable. Public for layers that serve requests from existing regions (a registration
+     * cache), so a request is refused the same way whether or not it reaches {@code ibv_reg_mr}.
      *
      * @throws IllegalArgumentException naming the missing right
      */
     public static void requireConsistent(Set<Access> rights, String what) {
-        if (rights.stream().anyMatch(Access::needsLocalWrite) && !rights.contains(LOCAL_WRITE)) {
+        int mask = mask(rights);
+        if (!writableFor(mask, mask)) {
             throw new IllegalArgumentException(what + " with " + rights + " also needs LOCAL_WRITE:"
                     + " the NIC must be allowed to write what peers write (ibv_reg_mr would fail with EINVAL)");
         }

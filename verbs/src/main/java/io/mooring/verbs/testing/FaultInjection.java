@@ -1,6 +1,5 @@
-package io.mooring.verbs;
+package io.mooring.verbs.testing;
 
-import io.mooring.verbs.spi.FaultOps;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.Map;
@@ -33,7 +32,8 @@ public final class FaultInjection implements AutoCloseable {
     private final FaultPlan plan;
     private final String target;
 
-    FaultInjection(FaultOps ops, FaultPlan plan, String target) {
+    /** Made by {@code injectFaults} of the device context or queue pair named {@code target}. */
+    public FaultInjection(FaultOps ops, FaultPlan plan, String target) {
         this.ops = ops;
         this.plan = plan;
         this.target = target;

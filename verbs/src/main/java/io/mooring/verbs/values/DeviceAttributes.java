@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 import java.util.Set;
 
@@ -92,7 +92,7 @@ public final class DeviceAttributes {
 
     /**
      * {@code max_qp_rd_atom}: incoming READs and atomics a QP can have outstanding as responder, the limit of
-     * {@link ConnectOptions#maxDestRdAtomic()}.
+     * {@link io.mooring.verbs.ConnectOptions#maxDestRdAtomic()}.
      */
     public int maxQpRdAtom() {
         return maxQpRdAtom;
@@ -100,7 +100,7 @@ public final class DeviceAttributes {
 
     /**
      * {@code max_qp_init_rd_atom}: READs and atomics a QP can have outstanding as requester, the limit of
-     * {@link ConnectOptions#maxRdAtomic()}.
+     * {@link io.mooring.verbs.ConnectOptions#maxRdAtomic()}.
      */
     public int maxQpInitRdAtom() {
         return maxQpInitRdAtom;

@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 import java.util.List;
 
@@ -12,7 +12,7 @@ import java.util.List;
  * @param linkLayer "InfiniBand", "Ethernet" or "TCP"
  * @param gids      the GID table; index 1 is the RoCE v2 IPv4 GID on rxe
  * @param pkeyTableLength entries of the P_Key (partition) table, {@code pkey_tbl_len}: the limit of
- *                  {@link ConnectOptions#pkeyIndex()}
+ *                  {@link io.mooring.verbs.ConnectOptions#pkeyIndex()}
  */
 public record PortAttributes(int port, boolean active, Mtu activeMtu, int lid, String linkLayer, List<Gid> gids,
                              int pkeyTableLength) {

@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 /** What a completed work request did ({@code enum ibv_wc_opcode}); meaningful only on success. */
 public enum WcOpcode {

@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 import java.util.Collections;
 import java.util.EnumSet;
@@ -8,9 +8,9 @@ import java.util.StringJoiner;
 
 /**
  * The attributes of a reliable-connected queue pair ({@code struct ibv_qp_attr}), by name: what one
- * {@code ibv_modify_qp} sets and what {@link QueuePair#query()} reports. Each setter checks its value's range and
- * records its {@link QpAttribute} group, so the verbs mask is derived from what was set ({@link #mask()}), never
- * written by hand. Unset fields read as 0 or null.
+ * {@code ibv_modify_qp} sets and what {@link io.mooring.verbs.QueuePair#query()} reports. Each setter checks its
+ * value's range and records its {@link QpAttribute} group, so the verbs mask is derived from what was set
+ * ({@link #mask()}), never written by hand. Unset fields read as 0 or null.
  *
  * <p>A mutable value to fill and pass, like pyverbs' {@code QPAttr}: not thread-safe, and nothing keeps it after the
  * call it was passed to.
@@ -231,8 +231,8 @@ public final class QpAttributes {
     }
 
     /**
-     * The peer's {@link QpInfo#token}, which the {@code soft} provider's TCP fabric presents to reach the peer's
-     * QP; no {@code ibv_qp_attr} field (rdma-core ignores it), and never reported by a query.
+     * The peer's {@link io.mooring.verbs.QpInfo#token}, which the {@code soft} provider's TCP fabric presents to reach
+     * the peer's QP; no {@code ibv_qp_attr} field (rdma-core ignores it), and never reported by a query.
      */
     public long destToken() {
         return destToken;
@@ -330,8 +330,11 @@ public final class QpAttributes {
         return Collections.unmodifiableSet(copy);
     }
 
-    /** {@code value}, if it lies in {@code [min, max]}; else an error naming the value and the limits. */
-    static int inRange(int value, int min, int max, String name) {
+    /**
+     * {@code value}, if it lies in {@code [min, max]}; else an error naming the value and the limits (the check every
+     * verbs field with a range is held to).
+     */
+    public static int inRange(int value, int min, int max, String name) {
         if (value < min || value > max) {
             throw new IllegalArgumentException(name + " must be in [" + min + ", " + max + "], was " + value);
         }

@@ -1,9 +1,9 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 import java.util.List;
 
 /**
- * A device as listed by {@link RdmaDevices#list()}.
+ * A device as listed by {@link io.mooring.verbs.RdmaDevices#list()}.
  *
  * @param provider   the provider that drives it: {@code ibv} or {@code soft}
  * @param name       e.g. {@code rxe0} or {@code soft0}

@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 /**
  * The queue depths and limits of a queue pair ({@code struct ibv_qp_cap}).
@@ -25,8 +25,12 @@ public record QpCapabilities(int maxSendWr, int maxRecvWr, int maxSendSge, int m
         if (value <= 0) throw new IllegalArgumentException(name + " must be > 0, was " + value);
     }
 
-    /** Checks these capabilities against what {@code device} supports. */
-    void requireWithin(DeviceAttributes device) {
+    /**
+     * Checks these capabilities against what {@code device} supports.
+     *
+     * @throws IllegalArgumentException naming the first capability above the device's limit, and the limit
+     */
+    public void requireWithin(DeviceAttributes device) {
         within(maxSendWr, device.maxQpWr(), "maxSendWr", "max_qp_wr");
         within(maxRecvWr, device.maxQpWr(), "maxRecvWr", "max_qp_wr");
         within(maxSendSge, device.maxSge(), "maxSendSge", "max_sge");
@@ -34,8 +38,8 @@ public record QpCapabilities(int maxSendWr, int maxRecvWr, int maxSendSge, int m
         within(maxInlineData, device.maxInlineData(), "maxInlineData", "max_inline_data");
     }
 
-    /** Refuses {@code value} above a device limit, naming both. */
-    static void within(int value, int limit, String name, String deviceLimit) {
+    /** Refuses {@code value} above a device limit, naming both (the check every device limit is held to). */
+    public static void within(int value, int limit, String name, String deviceLimit) {
         if (value > limit) {
             throw new IllegalArgumentException(name + " " + value + " exceeds the device's " + deviceLimit + " of " + limit);
         }

@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 /** Memory window types ({@code enum ibv_mw_type}). */
 public enum MwType {

@@ -1,4 +1,4 @@
-package io.mooring.verbs;
+package io.mooring.verbs.values;
 
 /** Path MTU ({@code enum ibv_mtu}). */
 public enum Mtu {
