@@ -89,7 +89,7 @@ final class KvCommand extends DeviceCommand {
             err.println("mooring kv: cannot listen on TCP port " + port + ": " + e.getMessage());
         } catch (ExecutionException e) { // the only future waited for is the connection's
             err.println("mooring kv: cannot connect to " + server + ": " + e.getCause());
-        } catch (IOException | VerbsException | IllegalArgumentException | IllegalStateException | MooringException e) {
+        } catch (IOException | IllegalArgumentException | IllegalStateException | MooringException e) {
             err.println("mooring kv: " + e.getMessage());
         }
         return 1;
