@@ -48,20 +48,27 @@ public final class Lease implements AutoCloseable {
      */
     private Resource resource;
     /**
-     * {@link #EXPOSED}, {@link #ENDING}, {@link #REVOKING}, {@link #REVOKED}, {@link #GRANTED} if it was exposed
-     * before any end (whoever sees the first two set starts the revocation), {@link #TOLD} once the peer was to be told
-     * of the end, and {@link #ANNOUNCED} once it was sent the lease.
+     * {@link #EXPOSED}, {@link #ENDING}, {@link #REVOKING}, {@link #REVOKED}, and {@link #GRANTED} if it was exposed
+     * before any end (whoever sees the first two set starts the revocation).
      */
     private final AtomicInteger phase = new AtomicInteger();
-    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8, GRANTED = 16, TOLD = 32, ANNOUNCED = 64;
+    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8, GRANTED = 16;
+    /** The session sends the peer this lease (a GRANT or an OFFER), so its holder is asked to stop before its end. */
+    private final boolean announced;
+    private final Object notices = new Object();
+    private boolean sent;                 // guarded by notices: the peer was sent the lease
+    private EndReason askOnceSent;        // guarded by notices: an end that began before the lease was sent
+    /** Completes once the holder stopped using the lease (its RELEASE), or nobody is to be waited for. */
+    private final CompletableFuture<Void> holderStopped = new CompletableFuture<>();
     private volatile EndReason endReason;
     private final CompletableFuture<EndReason> ended = new CompletableFuture<>();
     private volatile long deadlineNanos;
     volatile ScheduledFuture<?> expiry;
 
     Lease(LeaseManager manager, long id, Block block, long offset, long length, Set<Access> access, Duration duration,
-          boolean ownsBlock) {
+          boolean ownsBlock, boolean announced) {
         this.manager = manager;
+        this.announced = announced;
         this.id = id;
         this.block = block;
         this.offset = offset;
@@ -241,18 +248,41 @@ public final class Lease implements AutoCloseable {
         return endReason;
     }
 
-    /**
-     * True the first time only, and only once the peer was sent the lease ({@link #announced()}): the peer is told of
-     * the end once, however many ways it learns of it, and never before the lease itself — a notice it could not match
-     * would be dropped. A notice that comes first is held until the announcement.
+    /*
+     * The holder is asked to stop (REVOKE) after it was sent the lease, never before: it would drop a REVOKE of a lease
+     * it does not know, then use the lease and meet the revoked key. Sending the lease and asking run under one lock.
      */
-    boolean tell() {
-        return (phase.getAndUpdate(p -> p | TOLD) & (TOLD | ANNOUNCED)) == ANNOUNCED;
+
+    /**
+     * Sends the peer the lease ({@code send}: its GRANT or OFFER); returns the end that began meanwhile, whose REVOKE is
+     * due right after (the revocation waits for it), or null.
+     */
+    EndReason announce(Runnable send) {
+        synchronized (notices) {
+            send.run();
+            sent = true;
+            return askOnceSent;
+        }
     }
 
-    /** The peer was sent the lease (an offer or a grant); true if a notice of its end came first and is due now. */
-    boolean announced() {
-        return (phase.getAndUpdate(p -> p | ANNOUNCED) & TOLD) != 0;
+    /**
+     * The lease ends for {@code reason}: {@code ask} sends the REVOKE now if the peer has the lease, or {@link #announce}
+     * will right after sending it. False if no holder is to be waited for (the session never sends it the lease).
+     */
+    boolean askHolder(EndReason reason, Runnable ask) {
+        synchronized (notices) {
+            if (sent) {
+                ask.run();
+            } else if (announced) {
+                askOnceSent = reason;
+            }
+            return announced;
+        }
+    }
+
+    /** Completes once the holder stopped using the lease, or nobody is to be waited for any more. */
+    CompletableFuture<Void> holderStopped() {
+        return holderStopped;
     }
 
     /** It was handed to the caller of grant (not ended by a failed grant). */
