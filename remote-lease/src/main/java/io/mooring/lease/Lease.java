@@ -22,7 +22,8 @@ import java.util.function.Supplier;
  * through {@link #rkey()} until the lease ends — then access is revoked (window invalidated, its dedicated
  * registration if any deregistered), the owner's own work requests on the block are drained, and only after that is
  * the lease's pin on the block released. The block stays the application's: a lease pins it, so its memory is not
- * reused while the lease lives, and closing the block ends the lease. {@link #close()} ends it now.
+ * reused while the lease lives, and closing the block ends the lease. {@link #close()} ends it now — asking the
+ * peer first to finish what it has in flight.
  *
  * <p>The owner may use the block itself while the lease is active (e.g. SEND from it, READ into it, post a
  * receive into it). Such work requests must be posted through {@link #postAsync(QueuePair, WorkRequest)} or
@@ -291,8 +292,10 @@ public final class Lease implements AutoCloseable {
     }
 
     /**
-     * Ends the lease now and waits until access is revoked and the block given back — after the owner's tracked
-     * requests on it have completed, so this blocks as long as one of them is outstanding. Idempotent.
+     * Ends the lease and waits until access is revoked and the block given back. A holder the session sent the lease is
+     * asked to stop first, and the key is revoked once its accesses in flight have completed (about a round trip), or
+     * by force after the endpoint's revoke timeout. The end also waits for the owner's tracked requests on the block,
+     * so this blocks as long as one of them is outstanding. Idempotent.
      */
     @Override
     public void close() {
