@@ -86,11 +86,13 @@ public final class RemoteSegment implements AutoCloseable {
         public void destroy() {
             if (state.closed.getAndSet(true)) return;
             client.leaked();
-            try {
-                client.release(state.leaseId, false);
-            } catch (RuntimeException e) {
-                // the session is gone: its end revoked the lease already
-            }
+            state.stop().thenRun(() -> { // an async access may still be in flight
+                try {
+                    client.release(state.leaseId, false);
+                } catch (RuntimeException e) {
+                    // the session is gone: its end revoked the lease already
+                }
+            });
         }
     }
 
