@@ -11,6 +11,7 @@ import io.mooring.verbs.Access;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.WorkCompletion;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -179,6 +180,32 @@ class RevocationTest {
             expiring.close();
         }
         assertEquals(null, holder.lostReason());
+    }
+
+    /**
+     * The holder's own close lets its READs in flight finish before it releases: the owner never revokes under them.
+     * Before, close() sent RELEASE at once and a 16 MiB READ still in flight met the revoked key.
+     */
+    @Test
+    void aHoldersCloseWaitsForItsReadsInFlight() throws Exception {
+        for (int round = 0; round < 8; round++) {
+            byte stamp = (byte) (round + 1);
+            Block value = ownerArena.allocateShared(BIG, 4096);
+            value.segment().fill(stamp);
+            Lease lease = owner.offer(value, Duration.ofSeconds(30), READ);
+            RemoteSegment segment = holder.receiveOffer(Duration.ofSeconds(10));
+            try (Block dst = holderArena.allocate(BIG)) {
+                CompletableFuture<WorkCompletion> read = segment.readAsync(dst, 0);
+                segment.close();
+                assertTrue(read.isDone(), "released before its READ completed");
+                assertTrue(read.get().isSuccess(), "round " + round);
+                assertEquals(stamp, dst.segment().get(ValueLayout.JAVA_BYTE, BIG - 1));
+            }
+            assertEquals(EndReason.RELEASED, lease.ended().get(10, TimeUnit.SECONDS));
+            value.close();
+            assertEquals(null, holder.lostReason(), "round " + round);
+            assertEquals(null, owner.lostReason(), "round " + round);
+        }
     }
 
     private List<Long> revokeUnderReads(int rounds, boolean big) throws Exception {
