@@ -26,8 +26,9 @@ import java.util.function.BiFunction;
  *
  * <p>Revocation sequence, whatever ends the lease (release, expiry, the exposure's stage, the block's close, session
  * loss, close): mark it ending → if the owner ends a lease its session sent the peer, ask the holder to stop and wait
- * until it did (its accesses in flight completed) or the session's revoke timeout passed → post LOCAL_INV of its window on the peer's QP and wait for the completion — a
- * window that cannot be invalidated (the QP failed) is deallocated instead, which revokes it too — and
+ * until it did (its accesses in flight completed) or the session's revoke timeout passed → post LOCAL_INV of its
+ * window on the peer's QP and wait for the completion — a window that cannot be invalidated (the QP failed) is
+ * deallocated instead, which revokes it too — and
  * (DEDICATED_REGISTRATION) deregister the region it was bound over → wait until the owner's own work requests on the block
  * ({@link Lease#postAsync}) have completed or been flushed → release the pin (close a block the lease owns) →
  * complete {@link Lease#ended()}. Windows that were invalidated cleanly are pooled for the next grant.
