@@ -202,8 +202,10 @@ final class Demo extends DeviceCommand {
             RemoteSegment expiring = session.requestRemote(4096, Duration.ofMillis(300), RW);
             long address = expiring.address();
             int staleKey = expiring.rkey();
-            Thread.sleep(800);
+            while (!expiring.remaining().isNegative()) Thread.sleep(10);
             say("after 300 ms the segment refuses use locally: " + refused(() -> expiring.write(mine, 0)));
+            expiring.revoked().get(10, TimeUnit.SECONDS); // the owner's expiry (after its grace) asks this side to stop
+            Thread.sleep(250); // this side releases at once; the owner revokes the key, then the block is free
             RemoteSegment next = session.requestRemote(4096, Duration.ofSeconds(30), RW);
             say("the next lease got the " + (next.address() == address ? "same" : "a different")
                     + " block; it writes 0x17 into it");

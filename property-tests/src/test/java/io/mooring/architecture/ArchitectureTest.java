@@ -63,7 +63,11 @@ class ArchitectureTest {
             "io.mooring.lease.RdmaSession#receiveWriteImm",
             "io.mooring.lease.RdmaSession#receiveOffer",
             "io.mooring.verbs.CompletionQueue#await");
-    static final Set<String> PENDING_EXCEPTIONS = Set.of();
+    /** Holders catch IllegalStateException for an ended lease today (KvClient, the demo, chaos): reparent with them (#29). */
+    static final Set<String> PENDING_EXCEPTIONS = Set.of(
+            "io.mooring.lease.LeaseEndedException",
+            "io.mooring.lease.LeaseExpiredException",
+            "io.mooring.lease.LeaseRevokedException");
     static final Set<String> PENDING_ORDINAL = Set.of(
             "verbs/src/main/java/io/mooring/verbs/soft/TcpLink.java");
     static final Set<String> PENDING_LONG = Set.of(

@@ -6,7 +6,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Where the peer's control messages arrive: decodes each, answers a malformed one with an ERROR (a peer that keeps
- * sending garbage loses the session), and hands each to the part it is for. Answers, offers, revocations and credits are
+ * sending garbage loses the session), and hands each to the part it is for. Answers, offers, REVOKEs and credits are
  * served at once, on the dispatcher: they only complete futures and post, and a hop to another thread would sit on the
  * path of every call waiting for them. The peer's requests — a grant binds a window, a release invalidates one — may
  * wait, so the session's agent thread serves them in order; their receive is posted again only once the agent takes
@@ -81,7 +81,7 @@ final class ControlInbox {
                 case Message.Request r -> owner.grant(r);
                 case Message.Renew r -> owner.renew(r);
                 case Message.Release r -> owner.release(r);
-                case Message.Revoked r -> client.revoked(r);
+                case Message.Revoke r -> client.revoke(r);
                 case Message.Credit c -> messages.credited(c.messages());
                 case Message.Offer o -> offers.offered(o);
                 case Message.Grant g -> client.answered(g);

@@ -1,6 +1,6 @@
 package io.mooring.lease;
 
-/** Why a lease ended. Each has a fixed number on the wire (a REVOKED notice carries it), never its position here. */
+/** Why a lease ended. Each has a fixed number on the wire (a REVOKE carries it), never its position here. */
 public enum EndReason {
     /** The holder released it (or the owner closed it). */
     RELEASED(0),
@@ -19,8 +19,14 @@ public enum EndReason {
         this.code = code;
     }
 
-    /** Its number in a REVOKED notice. */
+    /** Its number in a REVOKE. */
     int code() {
         return code;
+    }
+
+    /** The reason numbered {@code code}, or null. */
+    static EndReason of(int code) {
+        for (EndReason r : values()) if (r.code == code) return r;
+        return null;
     }
 }

@@ -4,25 +4,35 @@ import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.verbs.values.Access;
 import io.mooring.verbs.VerbsException;
+import java.lang.System.Logger.Level;
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The owner's side of a session: serves the peer's REQUEST, RENEW and RELEASE through the session's
- * {@link LeaseManager} — on the session's agent thread, in order, since a grant waits for its bind — and tells the peer
- * of every lease it was sent (a GRANT or an OFFER) that the owner ends on its own (REVOKED), once.
+ * {@link LeaseManager} — on the session's agent thread, in order, since a grant waits for its bind — and, before the
+ * owner ends on its own a lease the peer was sent (a GRANT or an OFFER), asks the peer to stop using it (REVOKE): the
+ * key is revoked once the peer's RELEASE says its accesses in flight are done, or by force after the revoke timeout.
  */
 final class LeaseAgent {
+    private static final System.Logger LOG = System.getLogger(RdmaSession.class.getName());
+
     private final SessionLink link;
     private final LeaseManager leases;
     private final RdmaArena arena;
     private final LeaseLimits limits;
+    private final Duration revokeTimeout;
+    private final AtomicLong forced = new AtomicLong();
 
-    LeaseAgent(SessionLink link, LeaseManager leases, RdmaArena arena, LeaseLimits limits) {
+    LeaseAgent(SessionLink link, LeaseManager leases, RdmaArena arena, LeaseLimits limits, Duration revokeTimeout) {
         this.link = link;
         this.leases = leases;
         this.arena = arena;
         this.limits = limits;
-        leases.onRevocationNotice(lease -> tellEnd(lease, EndReason.OWNER_CLOSED));
+        this.revokeTimeout = revokeTimeout;
+        leases.onEnding(this::stopHolder);
     }
 
     /** Serves a REQUEST: allocates a block and grants it (the agent thread: the grant waits for its bind). */
@@ -76,7 +86,8 @@ final class LeaseAgent {
             refuse(r, ErrorCodes.UNKNOWN_LEASE, "no active lease " + r.leaseId() + " of yours");
             return;
         }
-        leases.end(lease, EndReason.RELEASED)
+        // Also the answer to a REVOKE: the holder's accesses are done, the key may go.
+        leases.end(lease, EndReason.RELEASED, false)
                 .whenComplete((v, e) -> link.tell(new Message.ReleaseAck(r.requestId(), r.leaseId())));
     }
 
@@ -84,26 +95,36 @@ final class LeaseAgent {
         link.tell(new Message.Error(request.requestId(), code, why));
     }
 
-    // ---- telling the peer of ends ----------------------------------------------------------------------------
+    // ---- asking the holder to stop --------------------------------------------------------------------------
 
     /**
-     * Sends the peer {@code lease} ({@code sent}: its GRANT or OFFER). When the owner ends it on its own the peer is told
-     * (REVOKED) — once: a closed block's lease was told at the close, a grace period before it ends. A release the peer
-     * asked for is acked instead. A notice due before the lease was sent (its block was closed, or it expired, while
-     * the key was bound) goes right after it: before, the peer would drop the notice and use the lease.
+     * Sends the peer {@code lease} ({@code sent}: its GRANT or OFFER). If the owner began to end it meanwhile (its block
+     * was closed while the key was bound), the REVOKE follows at once: the peer learns of the lease, then that it ends.
      */
     void announce(Lease lease, Message sent) {
-        lease.ended().thenAccept(reason -> {
-            if (reason == EndReason.EXPIRED || reason == EndReason.OWNER_CLOSED) tellEnd(lease, reason);
-        });
-        link.tell(sent);
-        if (lease.announced()) {
-            EndReason reason = lease.endReason() == EndReason.EXPIRED ? EndReason.EXPIRED : EndReason.OWNER_CLOSED;
-            link.tell(new Message.Revoked(link.nextRequestId(), lease.id(), reason.code()));
-        }
+        EndReason ending = lease.announce(() -> link.tell(sent));
+        if (ending != null) link.tell(revoke(lease, ending));
     }
 
-    private void tellEnd(Lease lease, EndReason reason) {
-        if (lease.tell()) link.tell(new Message.Revoked(link.nextRequestId(), lease.id(), reason.code()));
+    /**
+     * The owner ends {@code lease} on its own: the holder is asked to stop (REVOKE) unless it never had the lease or the
+     * session is down; the future completes when the key may be revoked — on the holder's RELEASE, or after the revoke
+     * timeout: then by force, which fails any access of the holder's still in flight and may end this session.
+     */
+    private CompletableFuture<Void> stopHolder(Lease lease, EndReason reason) {
+        if (!link.isUp() || !lease.askHolder(reason, () -> link.tell(revoke(lease, reason)))) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return lease.holderStopped().orTimeout(revokeTimeout.toNanos(), TimeUnit.NANOSECONDS).exceptionally(e -> {
+            long n = forced.incrementAndGet();
+            LOG.log(n == 1 ? Level.WARNING : Level.DEBUG, link.peerAddress() + " did not release lease " + lease.id()
+                    + " within " + revokeTimeout + " of being asked to: revoked by force"
+                    + (n == 1 ? " (further ones on this session without a warning)" : ""));
+            return null;
+        });
+    }
+
+    private Message.Revoke revoke(Lease lease, EndReason reason) {
+        return new Message.Revoke(link.nextRequestId(), lease.id(), reason.code());
     }
 }

@@ -21,8 +21,8 @@ import java.util.function.Function;
 /**
  * The holder's side of a session: asks the peer for leases (REQUEST), renews (RENEW) and releases (RELEASE) them,
  * pairs the peer's answers with the calls waiting for them, and keeps the state of every lease of the peer's this side
- * holds — the {@link RemoteSegment}s, which reach the session through here. A REVOKED notice or the session's end
- * marks a lease unusable at once.
+ * holds — the {@link RemoteSegment}s, which reach the session through here. The owner's REVOKE or the session's end
+ * marks a lease unusable at once; on a REVOKE the lease is released once its accesses in flight have completed.
  */
 final class LeaseClient {
     private static final System.Logger LOG = System.getLogger(RdmaSession.class.getName());
@@ -95,8 +95,8 @@ final class LeaseClient {
      * backlog. A lease the owner already ended (expired, revoked) counts as released.
      */
     CompletableFuture<Void> release(long leaseId, boolean wait) {
-        // Gone from the map: the owner revoked it (REVOKED), and ends it on its own; a RELEASE would only cost it an
-        // invalidation and an answer on the path of whatever made it revoke (a stored value replaced, say).
+        // Gone from the map: released already (a REVOKE's RELEASE went out when the accesses were done), or the
+        // session ended.
         if (remote.remove(leaseId) == null || !link.isUp()) return CompletableFuture.completedFuture(null);
         var release = new Message.Release(link.nextRequestId(), leaseId);
         CompletableFuture<Message> answered = null;
@@ -160,16 +160,19 @@ final class LeaseClient {
         else LOG.log(Level.DEBUG, "answer to no pending request: " + m);
     }
 
-    /** The owner ended a lease on its own: its segment fails its next operation. */
-    void revoked(Message.Revoked r) {
-        RemoteSegment.State s = remote.remove(r.leaseId());
-        if (s != null) s.revoked();
+    /**
+     * The owner asks to end a lease: its segment refuses new accesses at once, and once those in flight have completed
+     * the lease is released — the owner's cue to revoke the key. A lease this side no longer holds is being released.
+     */
+    void revoke(Message.Revoke r) {
+        RemoteSegment.State s = remote.get(r.leaseId());
+        if (s != null) s.revoke(EndReason.of(r.reason())).thenRun(() -> release(s.leaseId, false));
     }
 
     /** The session ended: every waiting call fails, every segment is unusable. */
     void linkLost(String reason) {
         pending.values().forEach(f -> f.completeExceptionally(new SessionLostException(reason)));
-        remote.values().forEach(RemoteSegment.State::revoked);
+        remote.values().forEach(s -> s.revoke(EndReason.SESSION_LOST));
         remote.clear();
     }
 

@@ -26,7 +26,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Consumer;
+import java.util.function.BiFunction;
 
 /**
  * The owner's side of leasing blocks to one peer over one connected QP: a grant exposes exactly (part of) one block
@@ -34,8 +34,10 @@ import java.util.function.Consumer;
  * before the pin is released, so the block's memory is reused only after that.
  *
  * <p>Revocation sequence, whatever ends the lease (release, expiry, the exposure's stage, the block's close, session
- * loss, close): mark it ending → post LOCAL_INV of its window on the peer's QP and wait for the completion — a
- * window that cannot be invalidated (the QP failed) is deallocated instead, which revokes it too — and
+ * loss, close): mark it ending → if the owner ends a lease its session sent the peer, ask the holder to stop and wait
+ * until it did (its accesses in flight completed) or the session's revoke timeout passed → post LOCAL_INV of its
+ * window on the peer's QP and wait for the completion — a window that cannot be invalidated (the QP failed) is
+ * deallocated instead, which revokes it too — and
  * (DEDICATED_REGISTRATION) deregister the region it was bound over → wait until the owner's own work requests on the block
  * ({@link Lease#postAsync}) have completed or been flushed → release the pin (close a block the lease owns) →
  * complete {@link Lease#ended()}. Windows that were invalidated cleanly are pooled for the next grant.
@@ -47,7 +49,7 @@ import java.util.function.Consumer;
 public final class LeaseManager implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LeaseManager.class.getName());
     /**
-     * Expiries, revocations after a closed block's grace, slow-end warnings. A cancelled task leaves the queue at once:
+     * Expiries, ends of closed blocks' leases, slow-end warnings. A cancelled task leaves the queue at once:
      * every RENEW and every early end cancels one, and a cancelled task left queued would hold its lease until its
      * original deadline — a peer renewing in a loop would grow the queue by its rate times the longest grant.
      */
@@ -64,7 +66,9 @@ public final class LeaseManager implements AutoCloseable {
     private final PeerAccount peer;
     /** How the blocking forms wait. */
     final Await await;
-    private volatile Consumer<Lease> revocationNotice;
+    /** Asks the holder of a lease to stop; completes once it did or may be revoked regardless (none: at once). */
+    private volatile BiFunction<Lease, EndReason, CompletableFuture<Void>> stopHolder =
+            (lease, reason) -> CompletableFuture.completedFuture(null);
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
     private final WindowPool windows;
@@ -110,7 +114,7 @@ public final class LeaseManager implements AutoCloseable {
     /**
      * Exposes {@code block} to the peer for {@code duration} with {@code access}. The lease <em>pins</em> the block: it
      * stays the caller's, several leases (to several peers) may expose it at once, and its memory is not reused while
-     * any is live — closing the block ends its leases (the peer is told: REVOKED) and frees it once they have ended.
+     * any is live — closing the block ends its leases (each holder is asked to stop first) and frees it once they ended.
      *
      * @throws LeaseRefusedException naming the limit or argument at fault, or if the block is closed
      */
@@ -129,11 +133,17 @@ public final class LeaseManager implements AutoCloseable {
      */
     public CompletableFuture<Lease> grantAsync(Block block, long offset, long length, Duration duration,
                                                Set<Access> access) {
+        return grantAsync(block, offset, length, duration, access, false);
+    }
+
+    /** A grant the session sends the peer ({@code announced}: an offer), whose holder is asked to stop before its end. */
+    CompletableFuture<Lease> grantAsync(Block block, long offset, long length, Duration duration, Set<Access> access,
+                                        boolean announced) {
         try {
             if (offset < 0 || length <= 0 || offset > block.size() - length) {
                 throw refuse(ErrorCodes.INVALID_REQUEST, "[" + offset + ", +" + length + ") is not inside " + block);
             }
-            return grant(block, offset, length, duration, access, false);
+            return grant(block, offset, length, duration, access, false, announced);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
@@ -144,14 +154,14 @@ public final class LeaseManager implements AutoCloseable {
      * closed when the lease ends, or when the grant fails — so the caller never closes it.
      */
     Lease grantOwned(Block block, Duration duration, Set<Access> access) {
-        return await.join(grant(block, 0, block.size(), duration, access, true));
+        return await.join(grant(block, 0, block.size(), duration, access, true, true));
     }
 
     private CompletableFuture<Lease> grant(Block block, long offset, long length, Duration duration, Set<Access> access,
-                                           boolean owned) {
+                                           boolean owned, boolean announced) {
         Lease lease;
         try {
-            lease = newLease(block, offset, length, duration, access, owned);
+            lease = newLease(block, offset, length, duration, access, owned, announced);
         } catch (RuntimeException e) { // no lease took the block: an owned one goes back here
             if (owned) block.close();
             throw e;
@@ -182,7 +192,8 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /** Checks the grant against the limits and makes its lease, in the graph; from then on its end gives the block back. */
-    private Lease newLease(Block block, long offset, long length, Duration duration, Set<Access> access, boolean owned) {
+    private Lease newLease(Block block, long offset, long length, Duration duration, Set<Access> access, boolean owned,
+                           boolean announced) {
         if (access.isEmpty() || !Access.REMOTE.containsAll(access) || !limits.maxAccess().containsAll(access)) {
             throw refuse(ErrorCodes.INVALID_REQUEST, "a lease needs remote rights within " + limits.maxAccess()
                     + ", not " + access);
@@ -192,7 +203,7 @@ public final class LeaseManager implements AutoCloseable {
                     + limits.maxDuration() + "]");
         }
         reserve(length);
-        Lease lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned);
+        Lease lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned, announced);
         try {
             lease.attach(() -> finishEnd(lease));
         } catch (RuntimeException e) { // the chunk region is closing: so is the arena
@@ -212,7 +223,7 @@ public final class LeaseManager implements AutoCloseable {
         synchronized (this) {
             stopped = closed;
         }
-        if (stopped) end(lease, EndReason.OWNER_CLOSED); // endAll may have run before the put: it missed this one
+        if (stopped) end(lease, EndReason.OWNER_CLOSED, false); // endAll may have run before the put: it missed it
         if (lease.exposed()) { // it began to end (its block was closed, or the line above) while the key was made
             return revoke(lease).thenApply(v -> {
                 throw refuse(stopped ? ErrorCodes.SHUTTING_DOWN : ErrorCodes.INVALID_REQUEST, stopped
@@ -231,20 +242,20 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * The application closed a leased block: the peer is told at once (it stops starting operations on it), and given
-     * the grace margin to finish those in flight before the key is revoked — revoking under an access in flight would
-     * fail it on the NIC and end the peer's whole session. The memory waits for the revocation either way.
+     * The application closed a leased block: the lease ends as {@link Lease#close()} ends it — its holder is asked to
+     * stop and finish its accesses in flight before the key is revoked. The memory waits for the revocation. Not in the
+     * closing thread: the end may give the block's pin back, and the block is in the middle of its close.
      */
     private void blockClosed(Lease lease) {
-        if (!lease.isActive()) return;
-        Consumer<Lease> notice = revocationNotice;
-        if (notice != null) notice.accept(lease);
-        TIMER.schedule(() -> end(lease, EndReason.OWNER_CLOSED), limits.grace().toNanos(), TimeUnit.NANOSECONDS);
+        if (lease.isActive()) TIMER.execute(() -> end(lease, EndReason.OWNER_CLOSED));
     }
 
-    /** Tells the peer that a lease is about to end on the owner's side (a session sends REVOKED). */
-    void onRevocationNotice(Consumer<Lease> notice) {
-        this.revocationNotice = notice;
+    /**
+     * How a holder is asked to stop before its lease's key is revoked (a session: REVOKE, then the holder's RELEASE or
+     * the revoke timeout); the future completes when the key may be revoked.
+     */
+    void onEnding(BiFunction<Lease, EndReason, CompletableFuture<Void>> stopHolder) {
+        this.stopHolder = stopHolder;
     }
 
     /**
@@ -320,13 +331,28 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * Ends a lease: revokes access, then gives the block back once the owner's work requests on it are done.
-     * Idempotent: a second call returns a future that completes when the first one's end is done.
+     * Ends a lease: asks its holder to stop if the session sent it the lease (and waits until it did, at most the
+     * session's revoke timeout), revokes access, then gives the block back once the owner's work requests on it are
+     * done. Idempotent: a second call returns a future that completes when the first one's end is done.
      */
     public CompletableFuture<Void> end(Lease lease, EndReason reason) {
+        return end(lease, reason, true);
+    }
+
+    /** {@link #end(Lease, EndReason)}; without {@code askHolder} (it released the lease, or is gone) it is not waited for. */
+    CompletableFuture<Void> end(Lease lease, EndReason reason, boolean askHolder) {
+        if (!askHolder) lease.holderStopped().complete(null);
         if (lease.beginEnd(reason)) {
             if (lease.expiry != null) lease.expiry.cancel(false);
-            if (lease.claimRevocation()) revoke(lease);
+            if (lease.claimRevocation()) {
+                CompletableFuture<Void> stopped;
+                try {
+                    stopped = askHolder ? stopHolder.apply(lease, reason) : CompletableFuture.completedFuture(null);
+                } catch (RuntimeException e) { // the request could not go out: revoke regardless
+                    stopped = CompletableFuture.completedFuture(null);
+                }
+                stopped.whenComplete((v, e) -> revoke(lease));
+            }
         }
         return lease.ended().thenRun(() -> {});
     }
@@ -383,7 +409,7 @@ public final class LeaseManager implements AutoCloseable {
     public void endAll(EndReason reason) {
         CompletionDispatcher.checkMayWait();
         List<CompletableFuture<Void>> ends = new ArrayList<>();
-        for (Lease l : leases.values()) ends.add(end(l, reason));
+        for (Lease l : leases.values()) ends.add(end(l, reason, false)); // no holder to wait for: it is gone
         try {
             CompletableFuture.allOf(ends.toArray(CompletableFuture[]::new))
                     .get(2 * COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);

@@ -33,8 +33,11 @@ sealed interface Message {
     /** The lease has ended and its window is invalidated. */
     record ReleaseAck(long requestId, long leaseId) implements Message {}
 
-    /** The owner ended a lease on its own (expiry, limits, shutdown). */
-    record Revoked(long requestId, long leaseId, int reason) implements Message {}
+    /**
+     * The owner is ending a lease on its own ({@code reason}: an {@link EndReason} code): the holder stops posting on
+     * it and, once its accesses in flight have completed, acknowledges with a RELEASE; then the key is revoked.
+     */
+    record Revoke(long requestId, long leaseId, int reason) implements Message {}
 
     /**
      * The sender has taken {@code messages} more of the receiver's application messages off its queue: the receiver

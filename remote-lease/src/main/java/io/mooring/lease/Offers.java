@@ -42,7 +42,7 @@ final class Offers {
         } catch (SessionLostException e) {
             return CompletableFuture.failedFuture(e);
         }
-        return leases.grantAsync(block, offset, length, duration, access).thenApply(lease -> {
+        return leases.grantAsync(block, offset, length, duration, access, true).thenApply(lease -> {
             agent.announce(lease, new Message.Offer(link.nextRequestId(), lease.id(), lease.address(), lease.length(),
                     lease.rkey(), Access.mask(access), duration.toNanos()));
             return lease;

@@ -58,6 +58,7 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final LeaseLimits limits;
     private final Isolation isolation;
     private final Duration requestTimeout;
+    private final Duration revokeTimeout;
     private final ConnectOptions connect;
     private final int maxMessageSize;
     private final int messageWindow;
@@ -83,6 +84,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         this.arena = b.arena;
         this.limits = b.limits;
         this.requestTimeout = b.requestTimeout;
+        this.revokeTimeout = b.revokeTimeout;
         this.connect = b.connect;
         this.maxMessageSize = b.maxMessageSize;
         this.messageWindow = b.messageWindow;
@@ -282,6 +284,10 @@ public final class RdmaEndpoint implements AutoCloseable {
         return requestTimeout;
     }
 
+    public Duration revokeTimeout() {
+        return revokeTimeout;
+    }
+
     public int maxMessageSize() {
         return maxMessageSize;
     }
@@ -341,6 +347,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         private LeaseLimits limits = LeaseLimits.DEFAULT;
         private Isolation isolation;
         private Duration requestTimeout = Duration.ofSeconds(10);
+        private Duration revokeTimeout = Duration.ofSeconds(1);
         private Duration handshakeTimeout = Duration.ofSeconds(10);
         private Duration failureBackoff = Duration.ofMillis(100);
         private ConnectOptions connect = ConnectOptions.DEFAULT;
@@ -371,6 +378,15 @@ public final class RdmaEndpoint implements AutoCloseable {
         /** How long a lease REQUEST, RENEW or RELEASE, or a blocking send, waits for the peer (default 10 s). */
         public Builder requestTimeout(Duration timeout) {
             this.requestTimeout = positive(timeout, "requestTimeout");
+            return this;
+        }
+
+        /**
+         * How long a holder asked to stop using a lease (its owner ends it) may take to finish its accesses in flight
+         * and release it before its key is revoked by force, which may end that holder's session (default 1 s).
+         */
+        public Builder revokeTimeout(Duration timeout) {
+            this.revokeTimeout = positive(timeout, "revokeTimeout");
             return this;
         }
 

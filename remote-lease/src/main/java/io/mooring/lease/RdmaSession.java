@@ -74,7 +74,7 @@ public final class RdmaSession implements AutoCloseable {
             this.leases = new LeaseManager(link.dataQp(), endpoint.limits(), endpoint.isolation(), peer);
             this.client = new LeaseClient(link, endpoint.cq(), endpoint.await, endpoint.requestTimeout(),
                     messages::writeWithImm);
-            var owner = new LeaseAgent(link, leases, endpoint.arena(), endpoint.limits());
+            var owner = new LeaseAgent(link, leases, endpoint.arena(), endpoint.limits(), endpoint.revokeTimeout());
             this.offers = new Offers(link, leases, owner, client, endpoint.cq());
             this.inbox = new ControlInbox(link, client, owner, offers, messages);
             QueuePair control = link.controlQp();

@@ -225,7 +225,7 @@ class AgentFuzzTest {
             case 3, 4 -> new Message.Release(id, lease);
             case 5 -> new Message.Renew(id, lease, duration);
             case 6 -> new Message.Grant(id, lease, r.nextLong(), 1 + r.nextInt(4096), r.nextInt(), duration);
-            case 7 -> r.nextBoolean() ? new Message.Revoked(id, lease, r.nextInt(5))
+            case 7 -> r.nextBoolean() ? new Message.Revoke(id, lease, r.nextInt(5))
                     : new Message.Offer(id, lease, r.nextLong(), 1 + r.nextInt(4096), r.nextInt(), 2 * (1 + r.nextInt(7)), duration);
             case 8 -> r.nextBoolean() ? new Message.Error(id, r.nextInt(10), "e".repeat(r.nextInt(250)))
                     : new Message.Credit(id, 1 + r.nextInt(64));

@@ -107,8 +107,8 @@ class HostilePeerTest {
     }
 
     /**
-     * A value offered to a peer and then closed by the owner: the peer is told once (REVOKED at the close, a grace
-     * period before the lease ends), not again when the lease ends — a notice per end, not per way of learning it.
+     * A value offered to a peer and then closed by the owner: the peer is asked once to stop (REVOKE at the close), not
+     * again when the lease ends — one request per end, not per way of learning it.
      */
     @Test
     void aPeerIsToldOfAClosedValuesEndOnce() throws Exception {
@@ -123,7 +123,7 @@ class HostilePeerTest {
             assertEquals(EndReason.OWNER_CLOSED, lease.ended().get(10, TimeUnit.SECONDS));
             List<Message> told = peer.everything(Duration.ofMillis(300));
             assertEquals(1, told.stream().filter(m -> m instanceof Message.Offer).count(), told::toString);
-            assertEquals(1, told.stream().filter(m -> m instanceof Message.Revoked r && r.leaseId() == lease.id()).count(),
+            assertEquals(1, told.stream().filter(m -> m instanceof Message.Revoke r && r.leaseId() == lease.id()).count(),
                     told::toString);
         }
     }
@@ -143,7 +143,7 @@ class HostilePeerTest {
                 peer.send(new Message.Request(i, 4096, 8, Access.mask(RW), Duration.ofMillis(200).toNanos()));
                 assertInstanceOf(Message.Grant.class, peer.nextAnswer("request " + i));
             }
-            peer.stopReceiving(); // 20 leases expire: 20 REVOKED, of which at most 16 find a receive
+            peer.stopReceiving(); // 20 leases expire: 20 REVOKEs, of which at most 16 find a receive
             String why = owner.closed().get(60, TimeUnit.SECONDS);
             assertTrue(why.contains(" lost: "), why);
             // What stays: the endpoint's shared receive blocks, kept posted for the next sessions.
@@ -198,7 +198,7 @@ class HostilePeerTest {
 
     /**
      * Promise 5: lease ends never wait on a peer, so a peer whose control messages are stuck delays no other peer's
-     * lease: an honest 1 s lease ends on time while a wedged peer's REVOKEDs cannot be delivered.
+     * lease: an honest 1 s lease ends on time while a wedged peer's REVOKEs cannot be delivered.
      */
     @Test
     void aWedgedPeerDelaysNoOtherPeersLease() throws Exception {

@@ -82,12 +82,12 @@ final class RawPeer implements AutoCloseable {
         }
     }
 
-    /** The owner's next answer (REVOKED notices and RELEASEs of offers it had no room for skipped), or an AssertionError naming {@code at}. */
+    /** The owner's next answer (REVOKEs and RELEASEs of offers it had no room for skipped), or an AssertionError naming {@code at}. */
     Message nextAnswer(String at) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
         while (true) {
             Message m = answers.poll();
-            if (m instanceof Message.Revoked || m instanceof Message.Release) continue; // notices, not answers
+            if (m instanceof Message.Revoke || m instanceof Message.Release) continue; // requests, not answers
             if (m != null) return m;
             if (System.nanoTime() > deadline) throw new AssertionError("no answer to " + at + " within 15 s");
             poll();

@@ -818,16 +818,16 @@ class RdmaSessionTest {
         }
         assertTrue(first.closeAsync().isDone(), "a revoked segment closes at once: the owner ends it, no RELEASE asked");
         second.close();
-        assertEquals(EndReason.OWNER_CLOSED, one.ended().get(10, TimeUnit.SECONDS), "ended by the owner after grace");
+        assertEquals(EndReason.OWNER_CLOSED, one.ended().get(10, TimeUnit.SECONDS), "ended by the owner once the peer released it");
         assertEquals(null, requester.lostReason());
         assertEquals(0, owner.leases().stats().active());
     }
 
     /**
      * A value closed while its offer is being made — a server replacing a value another client just asked for — ends
-     * that offer too, and the peer learns it after the offer, never before: a notice of a lease it does not know yet
-     * would be dropped, the segment would look usable, and its READ after the grace would fail on the NIC and end the
-     * whole session.
+     * that offer too, and the peer is asked to stop after the offer, never before: a REVOKE of a lease it does not know
+     * yet would be dropped, the segment would look usable, and its READ after the forced revocation would fail on the
+     * NIC and end the whole session.
      */
     @Test
     void aValueClosedWhileItsOfferIsMadeIsRevokedAfterTheOfferArrives() throws Exception {

@@ -19,7 +19,7 @@ import java.util.concurrent.CountDownLatch;
  * The server of a remote key-value cache. A PUT arrives as a message and is stored as it arrived: the block the NIC
  * wrote becomes the value (no copy). A GET is answered with an offer of the stored value, to read only: the client
  * READs it where it lies, and keeps the lease to read it again. Storing a new value closes the old block, which ends
- * its leases (every client is told) before its memory is reused.
+ * its leases before its memory is reused: each client is asked to stop, its READs in flight finish, then the key goes.
  *
  * <p>It needs no thread of its own: it is written on the async forms, so each request is served where its message
  * arrives — on the endpoint's dispatcher — and the reply goes out from there, with no hand-off to another thread on the
