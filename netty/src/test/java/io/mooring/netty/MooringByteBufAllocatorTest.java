@@ -48,6 +48,16 @@ class MooringByteBufAllocatorTest {
     }
 
     @Test
+    void aCopyIsARegisteredBufferOfItsOwn() {
+        ByteBuf buf = f.allocator.directBuffer(16).writeLong(7);
+        ByteBuf copy = buf.copy();
+        buf.release();
+        assertTrue(MooringBuffers.isRegistered(copy));
+        assertEquals(7, copy.readLong());
+        copy.release();
+    }
+
+    @Test
     void everyKindOfDirectRequestIsRegisteredAndHeapIsDelegated() {
         for (ByteBuf buf : new ByteBuf[] {f.allocator.buffer(), f.allocator.buffer(10), f.allocator.ioBuffer(10, 20),
                 f.allocator.directBuffer()}) {
