@@ -64,10 +64,12 @@ final class RegisteredByteBuf extends AbstractByteBuf {
         REF_CNT.set(this, 1); // a plain store, as Netty's own buffers: publishing the buffer orders it
     }
 
-    /** The block under the buffer. */
+    /** The block under the buffer; throws as any access does once the buffer is released (also by a racing release). */
     Block block() {
         ensureAccessible();
-        return block;
+        Block b = block;
+        if (b == null) throw new IllegalReferenceCountException(0);
+        return b;
     }
 
     // ---- reference counting: the block's lifetime --------------------------------------------------------------
