@@ -1,6 +1,7 @@
 package io.mooring.benchmarks;
 
 import io.mooring.netty.MooringByteBufAllocator;
+import io.mooring.netty.ReleasePattern;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import java.util.concurrent.TimeUnit;
@@ -26,7 +27,8 @@ import org.openjdk.jmh.infra.Control;
  * ({@code new AdaptiveByteBufAllocator(true, true)}, magazines on every {@code FastThreadLocalThread}) and its pooled
  * one with thread caches. On one thread ({@code mooring}, {@code nettyAdaptive}, {@code nettyPooled}), and across
  * threads (the {@code ...HandOff} groups: a producer allocates and fills, a consumer reads and releases, through
- * {@link HandOff}'s ring; ops per buffer).
+ * {@link HandOff}'s ring; ops per buffer). {@code mooringOtherThreads...}: the allocator set for buffers released on
+ * other threads ({@link ReleasePattern#OTHER_THREADS}).
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -44,10 +46,22 @@ public class NettyAllocators {
         private final MooringState mooring = new MooringState();
         ByteBufAllocator allocator;
 
+        /** The same for buffers mostly released on other threads: every block handed off as it is allocated. */
+        public static class OtherThreads extends Mooring {
+            @Override
+            ReleasePattern releases() {
+                return ReleasePattern.OTHER_THREADS;
+            }
+        }
+
+        ReleasePattern releases() {
+            return ReleasePattern.SAME_THREAD;
+        }
+
         @Setup(Level.Trial)
         public void open() {
             mooring.open();
-            allocator = new MooringByteBufAllocator(mooring.arena);
+            allocator = new MooringByteBufAllocator(mooring.arena, ByteBufAllocator.DEFAULT, releases());
         }
 
         /** Fails the benchmark if a block is still out (see {@link MooringState#close()}). */
@@ -74,6 +88,11 @@ public class NettyAllocators {
     }
 
     @Benchmark
+    public void mooringOtherThreads(Mooring.OtherThreads mooring) {
+        allocateRelease(mooring.allocator);
+    }
+
+    @Benchmark
     public void nettyAdaptive(NettyState.Adaptive netty) {
         allocateRelease(netty.allocator);
     }
@@ -96,6 +115,20 @@ public class NettyAllocators {
     @Group("mooringHandOff")
     @OperationsPerInvocation(HandOffRing.BATCH)
     public void mooringConsume(HandOff.Ring ring, Control control) {
+        HandOff.consumeNetty(ring, control);
+    }
+
+    @Benchmark
+    @Group("mooringOtherThreadsHandOff")
+    @OperationsPerInvocation(HandOffRing.BATCH)
+    public void mooringOtherThreadsProduce(HandOff.Ring ring, Control control, Mooring.OtherThreads mooring) {
+        HandOff.produceNetty(ring, control, mooring.allocator, size);
+    }
+
+    @Benchmark
+    @Group("mooringOtherThreadsHandOff")
+    @OperationsPerInvocation(HandOffRing.BATCH)
+    public void mooringOtherThreadsConsume(HandOff.Ring ring, Control control) {
         HandOff.consumeNetty(ring, control);
     }
 

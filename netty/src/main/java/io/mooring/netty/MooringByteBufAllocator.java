@@ -27,27 +27,30 @@ import java.util.Objects;
  * pooled and adaptive allocators recycle theirs, so a reference kept past {@code release()} may read or write the next
  * owner's bytes; here such a reference only throws {@link io.netty.util.IllegalReferenceCountException}.
  *
- * <p>Heap buffers are not registered (a NIC cannot reach the Java heap): they come from the heap allocator given, by
- * default {@link ByteBufAllocator#DEFAULT}. Thread-safe.
+ * <p>A buffer may be released on any thread; the {@link ReleasePattern} says which case to make cheap (by default
+ * {@link ReleasePattern#SAME_THREAD}). Heap buffers are not registered (a NIC cannot reach the Java heap): they come
+ * from the heap allocator given, by default {@link ByteBufAllocator#DEFAULT}. Thread-safe.
  */
 public final class MooringByteBufAllocator extends AbstractByteBufAllocator {
     private final RdmaArena arena;
     private final ByteBufAllocator heap;
+    private final boolean handOff;
 
-    /** Direct buffers from {@code arena}, heap buffers from {@link ByteBufAllocator#DEFAULT}. */
+    /** Direct buffers from {@code arena}, heap buffers from {@link ByteBufAllocator#DEFAULT}, for same-thread releases. */
     public MooringByteBufAllocator(RdmaArena arena) {
-        this(arena, ByteBufAllocator.DEFAULT);
+        this(arena, ByteBufAllocator.DEFAULT, ReleasePattern.SAME_THREAD);
     }
 
     /**
-     * Direct buffers from {@code arena}, heap buffers from {@code heap}.
+     * Direct buffers from {@code arena}, heap buffers from {@code heap}, cheap to release as {@code releases} says.
      *
      * @throws IllegalCallerException naming the flag to add, if this JVM denies this module native access
      */
-    public MooringByteBufAllocator(RdmaArena arena, ByteBufAllocator heap) {
+    public MooringByteBufAllocator(RdmaArena arena, ByteBufAllocator heap, ReleasePattern releases) {
         super(true);
         this.arena = Objects.requireNonNull(arena, "arena");
         this.heap = Objects.requireNonNull(heap, "heap");
+        this.handOff = Objects.requireNonNull(releases, "releases") == ReleasePattern.OTHER_THREADS;
         RegisteredMemory.requireNativeAccess();
     }
 
@@ -74,11 +77,13 @@ public final class MooringByteBufAllocator extends AbstractByteBufAllocator {
 
     /** A block for a buffer of {@code capacity} bytes; one byte at least, so that even an empty buffer has keys. */
     Block allocateBlock(int capacity) {
-        return arena.allocate(Math.max(1, capacity));
+        Block b = arena.allocate(Math.max(1, capacity));
+        if (handOff) b.handOff(); // the buffers use no segment: the hand-off only makes every close free at once
+        return b;
     }
 
     @Override
     public String toString() {
-        return "MooringByteBufAllocator[" + arena.name() + "]";
+        return "MooringByteBufAllocator[" + arena.name() + (handOff ? ", " + ReleasePattern.OTHER_THREADS : "") + "]";
     }
 }

@@ -6,6 +6,7 @@ import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.Access;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.RdmaDevices;
+import io.netty.buffer.ByteBufAllocator;
 import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;
 
@@ -18,7 +19,15 @@ final class BufferFixture {
     final DeviceContext context = RdmaDevices.open("soft:soft0", graph);
     final RdmaArena arena = RdmaArena.builder(context.allocateProtectionDomain()).chunkSize(1 << 20)
             .access(EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_READ, Access.REMOTE_WRITE)).build();
-    final MooringByteBufAllocator allocator = new MooringByteBufAllocator(arena);
+    final MooringByteBufAllocator allocator;
+
+    BufferFixture(ReleasePattern releases) {
+        allocator = new MooringByteBufAllocator(arena, ByteBufAllocator.DEFAULT, releases);
+    }
+
+    BufferFixture() {
+        this(ReleasePattern.SAME_THREAD);
+    }
 
     /** Blocks out of the arena now, once the calling thread collected what other threads released for it. */
     long liveBlocks() {

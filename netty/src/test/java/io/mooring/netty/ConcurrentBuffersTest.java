@@ -20,6 +20,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * The allocator under concurrency, platform and virtual threads alike: buffers allocated and released on one thread,
@@ -29,11 +31,11 @@ import org.junit.jupiter.api.Timeout;
 class ConcurrentBuffersTest {
     private static final int THREADS = 8;
     private static final int[] SIZES = {1, 64, 100, 4096, 20_000};
-    private final BufferFixture f = new BufferFixture();
+    private BufferFixture f;
 
     @AfterEach
     void close() throws InterruptedException {
-        f.close();
+        if (f != null) f.close();
     }
 
     /** Runs {@code task} on THREADS platform and THREADS virtual threads at once; rethrows the first failure. */
@@ -63,8 +65,10 @@ class ConcurrentBuffersTest {
         }
     }
 
-    @Test
-    void manyThreadsAllocateWriteGrowAndRelease() throws Exception {
+    @ParameterizedTest
+    @EnumSource(ReleasePattern.class)
+    void manyThreadsAllocateWriteGrowAndRelease(ReleasePattern releases) throws Exception {
+        f = new BufferFixture(releases);
         var stamps = new AtomicInteger();
         onManyThreads(() -> {
             var held = new ArrayList<ByteBuf>();
@@ -89,8 +93,10 @@ class ConcurrentBuffersTest {
         });
     }
 
-    @Test
-    void buffersReleasedOnOtherThreadsComeBack() throws Exception {
+    @ParameterizedTest
+    @EnumSource(ReleasePattern.class)
+    void buffersReleasedOnOtherThreadsComeBack(ReleasePattern releases) throws Exception {
+        f = new BufferFixture(releases);
         BlockingQueue<ByteBuf> queue = new ArrayBlockingQueue<>(256); // bounded: producers wait for the consumers
         int perProducer = 5_000;
         var producersDone = new CountDownLatch(THREADS);
@@ -124,8 +130,10 @@ class ConcurrentBuffersTest {
         f.awaitAllBlocksBack(); // the producers' threads are gone: the arena's collector takes what they owned
     }
 
-    @Test
-    void viewsReleasedConcurrentlyFreeTheBlockExactlyOnce() throws Exception {
+    @ParameterizedTest
+    @EnumSource(ReleasePattern.class)
+    void viewsReleasedConcurrentlyFreeTheBlockExactlyOnce(ReleasePattern releases) throws Exception {
+        f = new BufferFixture(releases);
         int rounds = 2_000;
         try (ExecutorService pool = Executors.newFixedThreadPool(4)) {
             for (int r = 0; r < rounds; r++) {
@@ -153,7 +161,19 @@ class ConcurrentBuffersTest {
     }
 
     @Test
+    void releasedElsewhereABlockIsFreeAtOnceNotLeftForItsOwner() throws Exception {
+        f = new BufferFixture(ReleasePattern.OTHER_THREADS);
+        ByteBuf buf = f.allocator.directBuffer(64);
+        Thread releaser = Thread.ofPlatform().start(buf::release);
+        releaser.join();
+        // Under SAME_THREAD this is an mt free, uncollected until this thread (its owner) or the collector takes it.
+        assertEquals(0, f.arena.stats().uncollectedFrees());
+        assertEquals(0, f.arena.stats().liveBlocks());
+    }
+
+    @Test
     void retainsAndReleasesRaceWithoutLosingACount() throws Exception {
+        f = new BufferFixture();
         ByteBuf buf = f.allocator.directBuffer(8);
         onManyThreads(() -> {
             for (int i = 0; i < 10_000; i++) {

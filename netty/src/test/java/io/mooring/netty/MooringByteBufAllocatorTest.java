@@ -166,7 +166,9 @@ class MooringByteBufAllocatorTest {
         assertThrows(IllegalArgumentException.class, () -> f.allocator.buffer(0, -1));
         assertThrows(IllegalArgumentException.class, () -> f.allocator.heapBuffer(-1));
         assertThrows(NullPointerException.class, () -> new MooringByteBufAllocator(null));
-        assertThrows(NullPointerException.class, () -> new MooringByteBufAllocator(f.arena, null));
+        assertThrows(NullPointerException.class,
+                () -> new MooringByteBufAllocator(f.arena, null, ReleasePattern.SAME_THREAD));
+        assertThrows(NullPointerException.class, () -> new MooringByteBufAllocator(f.arena, f.allocator, null));
         assertEquals(0, f.allocator.directBuffer(0, 0).capacity(), "Netty's empty buffer");
     }
 
