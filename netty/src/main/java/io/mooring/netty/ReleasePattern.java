@@ -14,8 +14,8 @@ public enum ReleasePattern {
     /**
      * Mostly on other threads — I/O threads allocate, workers release. Each block is handed off as it is allocated
      * ({@code Block.handOff()}), so a release anywhere frees it at once into the releasing thread's cache, as jemalloc
-     * frees a foreign pointer. Measured here: about half the CPU of {@link #SAME_THREAD} across threads, twice its CPU
-     * on one thread.
+     * frees a foreign pointer. Measured (docs/benchmarks.md): 0.7–0.9× the CPU of {@link #SAME_THREAD} across threads,
+     * 1.5–2.2× on one thread.
      */
     OTHER_THREADS
 }
