@@ -2,4 +2,5 @@
 module io.mooring.examples {
     requires io.mooring.lease;
     exports io.mooring.examples.kv; // the KV cache, which `mooring kv` runs
+    exports io.mooring.examples.pagestore; // the page store, which `mooring pagestore` runs
 }
