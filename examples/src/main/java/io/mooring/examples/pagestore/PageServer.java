@@ -15,9 +15,9 @@ import java.util.concurrent.CountDownLatch;
 
 /**
  * The server of a remote page store: {@link Pages#COUNT} pages in one arena block, offered whole and read-only to every
- * session — clients READ pages where they lie, the server's CPU not involved — and written by calls, each served on the
- * session's own virtual thread: the body copied in place under the page's lock, the page stamped with its next version
- * and checksum, the version replied.
+ * session — clients READ pages where they lie, the server's CPU not involved — and written by calls, each served where
+ * it arrives, on the endpoint's dispatcher: the body copied in place under the page's lock, the page stamped with its
+ * next version and checksum, the version replied.
  */
 public final class PageServer implements AutoCloseable {
     /** How long a client may READ the table before it must ask again; longer than any run here. */
@@ -45,38 +45,48 @@ public final class PageServer implements AutoCloseable {
         for (int i = 0; i < sessions; i++) {
             RdmaSession session = listener.accept().get();
             session.offer(table, LEASE, EnumSet.of(Access.REMOTE_READ));
-            Thread.ofVirtual().name("pagestore-session-" + i).start(() -> {
-                try (session) {
-                    serveWrites(session);
-                } finally {
-                    ended.countDown();
-                }
-            });
+            serveWrites(session, ended);
         }
         ended.await();
     }
 
-    /** Answers the session's writes until its client leaves. */
-    private void serveWrites(RdmaSession session) {
+    /**
+     * Answers the session's writes where they arrive — on the endpoint's dispatcher, which they never block (a copy, a
+     * checksum, a post) — until its client leaves: each waiting one now, then a callback for the next.
+     */
+    private void serveWrites(RdmaSession session, CountDownLatch ended) {
         while (true) {
-            InboundMessage request;
-            try {
-                request = session.receive();
-            } catch (SessionLostException left) {
+            var next = session.receiveAsync();
+            if (!next.isDone()) {
+                next.whenComplete((request, left) -> {
+                    if (left != null) {
+                        session.closeAsync().whenComplete((v, e) -> ended.countDown());
+                    } else {
+                        serveWrite(request);
+                        serveWrites(session, ended);
+                    }
+                });
                 return;
             }
-            try (request) {
-                if (!request.isCall() || request.length() != Pages.WRITE_REQUEST) continue; // clients are peers: check
-                MemorySegment data = request.data();
-                long page = data.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-                if (page < 0 || page >= Pages.COUNT) continue;
-                Block reply = session.endpoint().arena().allocate(Long.BYTES);
-                reply.segment().set(ValueLayout.JAVA_LONG, 0, write((int) page, data));
-                reply.handOff(); // closed where its send completes
-                request.replyAsync(reply, Long.BYTES).whenComplete((sent, e) -> reply.close());
-            } catch (SessionLostException left) {
+            if (next.isCompletedExceptionally()) {
+                session.closeAsync().whenComplete((v, e) -> ended.countDown());
                 return;
             }
+            serveWrite(next.join());
+        }
+    }
+
+    private void serveWrite(InboundMessage request) {
+        try (request) {
+            if (!request.isCall() || request.length() != Pages.WRITE_REQUEST) return; // clients are peers: check
+            MemorySegment data = request.data();
+            long page = data.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+            if (page < 0 || page >= Pages.COUNT) return;
+            Block reply = request.session().endpoint().arena().allocate(Long.BYTES);
+            reply.segment().set(ValueLayout.JAVA_LONG, 0, write((int) page, data));
+            reply.handOff(); // closed where its send completes
+            request.replyAsync(reply, Long.BYTES).whenComplete((sent, e) -> reply.close());
+        } catch (SessionLostException left) { // the client left meanwhile: the next receive says so
         }
     }
 
