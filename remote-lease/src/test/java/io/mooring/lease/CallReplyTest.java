@@ -307,6 +307,28 @@ class CallReplyTest {
     }
 
     /**
+     * The SEND's immediate is the frame's, so a message's own immediate travels after its bytes: the receiver gets both
+     * intact, and a message with one is 4 bytes shorter at most.
+     */
+    @Test
+    void aMessagesOwnImmediateTravelsAfterItsBytes() throws Exception {
+        connect("soft:soft1");
+        int most = caller.peerMaxMessageSize() - MessageFrame.TRAILER;
+        try (Block message = callerArena.allocate(caller.peerMaxMessageSize(), 8)) {
+            message.segment().fill((byte) 0x5a);
+            caller.sendWithImmAsync(message, most, 0xC0FFEE).get(30, TimeUnit.SECONDS);
+            try (InboundMessage m = server.receive(Duration.ofSeconds(30))) {
+                assertEquals(most, m.length());
+                assertEquals(0xC0FFEE, m.immediate());
+                assertFalse(m.isCall());
+                assertEquals(-1, m.data().mismatch(message.segment().asSlice(0, most)));
+            }
+            var e = assertThrows(IllegalArgumentException.class, () -> caller.sendWithImmAsync(message, most + 1, 1));
+            assertTrue(e.getMessage().contains("4 of them the immediate value"), e.getMessage());
+        }
+    }
+
+    /**
      * A peer that replies to a call this side never made, or frames a message in a way the protocol has no meaning for,
      * breaks the protocol: the session is lost, saying why, and nothing it sent is left behind.
      */
