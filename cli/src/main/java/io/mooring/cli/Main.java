@@ -20,7 +20,7 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "mooring", synopsisSubcommandLabel = "[COMMAND]",
         description = "Mooring, a pure-Java RDMA memory framework: its demos, examples and tools.",
-        subcommands = {Demo.class, KvCommand.class, PingPong.class},
+        subcommands = {Demo.class, KvCommand.class, PageStoreCommand.class, PingPong.class},
         footer = {"",
                 "The ./mooring script runs these too: test [MAVEN ARGS] (the test suite), mvn ARGS (Maven with the",
                 "JDK it found), bench [JMH ARGS] and bench overhead [BLOCKS] (docs/benchmarks.md).",

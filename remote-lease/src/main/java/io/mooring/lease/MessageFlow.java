@@ -5,6 +5,7 @@ import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -16,6 +17,8 @@ import java.util.function.Supplier;
  * returned in batches of half the window by a CREDIT control message. A peer that sends past its credits breaks the
  * protocol and loses the session. The endpoint keeps a window of receives posted per session, so its queue never runs
  * empty under well-behaved peers (no RNR storm), and nothing queues without bound however slow the application.
+ *
+ * <p>Replies to this side's calls are received the same way, but taken at once (by their caller, or freed).
  *
  * <p>Sending: each SEND, SEND with immediate and WRITE with immediate spends one of the peer's credits. Without one
  * it waits in a queue of at most {@link #MAX_WAITING} requests (more are refused with
@@ -69,6 +72,20 @@ final class MessageFlow {
     /** A message arrived (from the dispatcher); the application owns it once taken. */
     void received(InboundMessage m) {
         if (!admit() || !messages.offer(m)) m.close(); // past its credits, or the session ended
+        delivered.incrementAndGet();
+    }
+
+    /**
+     * A reply to one of this side's calls arrived (from the dispatcher): {@code deliver} hands it to its call. It is
+     * taken at once — by its caller, or freed if nobody waits — so its credit goes back as a taken message's does.
+     */
+    void replied(InboundMessage reply, Consumer<InboundMessage> deliver) {
+        if (admit()) {
+            deliver.accept(reply);
+            took();
+        } else {
+            reply.close();
+        }
         delivered.incrementAndGet();
     }
 

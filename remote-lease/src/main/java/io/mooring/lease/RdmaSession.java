@@ -143,7 +143,10 @@ public final class RdmaSession implements AutoCloseable {
         return messages.send(message, length, false, 0);
     }
 
-    /** {@link #sendAsync(Block, int)} with a 32-bit immediate value the receiver gets beside the bytes. */
+    /**
+     * {@link #sendAsync(Block, int)} with a 32-bit immediate value the receiver gets beside the bytes. The value travels
+     * in 4 bytes after the message's, so {@code length} may be at most {@link #peerMaxMessageSize()} − 4.
+     */
     public CompletableFuture<WorkCompletion> sendWithImmAsync(Block message, int length, int immediate) {
         return messages.send(message, length, true, immediate);
     }
@@ -199,6 +202,59 @@ public final class RdmaSession implements AutoCloseable {
     /** Waits for the next WRITE with immediate, at most {@code timeout}. */
     public int receiveWriteImm(Duration timeout) throws TimeoutException {
         return endpoint.await.within(receiveWriteImmAsync(), timeout);
+    }
+
+    // ---- calls -----------------------------------------------------------------------------------------------
+
+    /**
+     * Sends the first {@code length} bytes of {@code request} to the peer as a call, which its {@link #receive()}
+     * delivers as an {@link InboundMessage#isCall() InboundMessage} to {@linkplain InboundMessage#replyAsync reply} to.
+     * The future completes with that reply — the very block the NIC wrote, the caller's to close — and with no other;
+     * replies never show up in {@link #receive()}. The request is sent as {@link #sendAsync} sends (in call order,
+     * waiting for credit if need be); the block must not change until the future completes, and is the caller's again
+     * then. Many calls may be outstanding, from any threads.
+     *
+     * <p>Cancelling the future (or {@code orTimeout}) gives the call up: its slot is freed, a request still waiting for
+     * credit is never sent, and a reply that arrives later is freed ({@link #lateReplies()}). A request already posted
+     * is read by the NIC until its send completes; {@link #call(Block, Duration)} waits for that before it throws.
+     *
+     * @throws IllegalArgumentException if {@code length} exceeds the block or {@link #peerMaxMessageSize()}
+     * @throws FlowControlException     if {@value PendingCalls#MAX_OUTSTANDING} calls already wait for replies, or
+     *                                  {@value MessageFlow#MAX_WAITING} sends for credit
+     * @throws SessionLostException     if the session has ended (the future fails with it if it ends before the reply)
+     */
+    public CompletableFuture<InboundMessage> callAsync(Block request, int length) {
+        return messages.call(request, length).reply();
+    }
+
+    /** {@link #callAsync(Block, int)} with the whole block. */
+    public CompletableFuture<InboundMessage> callAsync(Block request) {
+        return callAsync(request, (int) Math.min(Integer.MAX_VALUE, request.size()));
+    }
+
+    /**
+     * Calls with the whole block and waits at most {@code timeout} for the reply. On a timeout the call is given up
+     * (a late reply is freed) and, if the request was posted, its send is waited for: when this returns or throws, the
+     * block is the caller's again.
+     *
+     * @throws TimeoutException if no reply came within {@code timeout}
+     * @see #callAsync(Block, int)
+     */
+    public InboundMessage call(Block request, Duration timeout) throws TimeoutException {
+        return messages.callAndWait(request, (int) Math.min(Integer.MAX_VALUE, request.size()), timeout);
+    }
+
+    /** Replies that arrived after their call was given up (or a second time to one call), freed on arrival. */
+    public long lateReplies() {
+        return messages.lateReplies();
+    }
+
+    CompletableFuture<WorkCompletion> reply(int callId, Block reply, int length) {
+        return messages.reply(callId, reply, length);
+    }
+
+    void replyAndWait(int callId, Block reply) {
+        messages.replyAndWait(callId, reply);
     }
 
     // What the session's MessageFlow reports: it names the session, so the session passes it on.

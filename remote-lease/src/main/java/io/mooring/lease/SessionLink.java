@@ -4,6 +4,7 @@ import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.Bootstrap;
+import io.mooring.verbs.values.DeviceAttributes;
 import io.mooring.verbs.values.QpCapabilities;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.values.QpState;
@@ -36,8 +37,19 @@ final class SessionLink {
     private static final int PROTOCOL_VERSION = MessageCodec.VERSION;
     /** Sends and receives of the control QP; the agent answers each received message with at most one. */
     static final QpCapabilities CONTROL_QP = new QpCapabilities(ControlChannel.SENDS, ControlChannel.RECEIVES, 1, 1, 0);
-    /** Outstanding requests of the data QP's send queue (messages, the holder's operations, binds). */
-    static final int DATA_SENDS = 256;
+    /**
+     * READs and atomics a data QP has outstanding at most, each way, however many more the devices allow: the depth a
+     * session negotiates is the largest both devices take, capped here (a NIC gains little past 16 on one QP, and every
+     * unit costs responder resources on both sides).
+     */
+    static final int MAX_READ_DEPTH = 16;
+    /**
+     * Outstanding requests of the data QP's send queue: the holder's READs and atomics beyond the negotiated depth wait
+     * here, as on a NIC, so it holds many depths' worth — besides the messages, calls, replies and binds.
+     */
+    static final int DATA_SENDS = 16 * MAX_READ_DEPTH;
+    /** Scatter entries of a data QP's send: a message, and the trailer of one with an immediate ({@link MessageFrame}). */
+    private static final int DATA_SEND_SGES = 2;
     /** RNR retries before a peer that posts no receives is declared lost (7 would retry forever). */
     static final int RNR_RETRY = 6;
     /**
@@ -53,8 +65,11 @@ final class SessionLink {
     private static final Duration FLUSH_WAIT = Duration.ofSeconds(5);
     /** The goodbye a closing side writes on the bootstrap connection: the messages and notices it posted (a long). */
     private static final int GOODBYE_BYTES = Long.BYTES;
-    /** Bootstrap record: protocol version, the data QP's address, the message window and size this side takes. */
-    private static final int RECORD_BYTES = 4 + QpInfo.BYTES + 4 + 4;
+    /**
+     * Bootstrap record: protocol version, the data QP's address, the message window and size this side takes, and the
+     * READ/atomic depths its device allows (capped at {@link #MAX_READ_DEPTH}) as requester and as responder.
+     */
+    private static final int RECORD_BYTES = 4 + QpInfo.BYTES + 4 + 4 + 4 + 4;
 
     /** What the link needs of the session above it. */
     interface Listener {
@@ -85,6 +100,9 @@ final class SessionLink {
     private final QpInfo peerData;
     private final int peerWindow;
     private final int peerMessageSize;
+    /** READs and atomics the data QP may have outstanding as requester, and accepts as responder: negotiated. */
+    private final int readDepth;
+    private final int peerReadDepth;
     private final AtomicLong requestIds = new AtomicLong();
     private Listener listener;
     private volatile String lostReason;
@@ -112,13 +130,17 @@ final class SessionLink {
             own("control buffers", this::closeChannel); // freed last: after the QP that posts receives into them
             this.controlQp = pd.createQueuePair(endpoint.cq(), endpoint.cq(), CONTROL_QP);
             own("control QP", controlQp::close);
-            this.dataQp = pd.createQueuePair(endpoint.cq(), endpoint.cq(), new QpCapabilities(DATA_SENDS, 1, 1, 1, 0),
-                    endpoint.receives().queue());
+            this.dataQp = pd.createQueuePair(endpoint.cq(), endpoint.cq(),
+                    new QpCapabilities(DATA_SENDS, 1, DATA_SEND_SGES, 1, 0), endpoint.receives().queue());
             own("data QP", dataQp::close);
             own("socket", () -> closeQuietly(socket)); // closed before the QPs: the peer learns of the end first
             var record = ByteBuffer.allocate(RECORD_BYTES).putInt(PROTOCOL_VERSION);
             dataQp.info(endpoint.connectOptions()).writeTo(record);
-            record.putInt(endpoint.messageWindow()).putInt(endpoint.maxMessageSize()).flip();
+            DeviceAttributes device = pd.context().device().attributes();
+            int initiates = Math.min(device.maxQpInitRdAtom(), MAX_READ_DEPTH);
+            int accepts = Math.min(device.maxQpRdAtom(), MAX_READ_DEPTH);
+            record.putInt(endpoint.messageWindow()).putInt(endpoint.maxMessageSize()).putInt(initiates).putInt(accepts)
+                    .flip();
             var answer = bootstrap.exchange(controlQp.info(endpoint.connectOptions()), record, RECORD_BYTES);
             ByteBuffer peerRecord = answer.data();
             int peerVersion = peerRecord.getInt();
@@ -129,10 +151,16 @@ final class SessionLink {
             this.peerData = QpInfo.readFrom(peerRecord);
             this.peerWindow = peerRecord.getInt();
             this.peerMessageSize = peerRecord.getInt();
-            if (peerWindow <= 0 || peerMessageSize <= 0) {
-                throw new IOException("peer offers a message window of " + peerWindow + " and a message size of "
-                        + peerMessageSize + "; both must be positive");
+            int peerInitiates = peerRecord.getInt();
+            int peerAccepts = peerRecord.getInt();
+            if (peerWindow <= 0 || peerMessageSize <= 0 || peerInitiates <= 0 || peerAccepts <= 0) {
+                throw new IOException("peer offers a message window of " + peerWindow + ", a message size of "
+                        + peerMessageSize + " and READ depths of " + peerInitiates + " out, " + peerAccepts
+                        + " in; all must be positive");
             }
+            // Each way, the largest depth both ends take: the requester's outstanding ones all fit at the responder.
+            this.readDepth = Math.min(initiates, peerAccepts);
+            this.peerReadDepth = Math.min(accepts, peerInitiates);
             // Buffers only for a peer that passed the bootstrap. Its messages come from the endpoint's shared receive
             // queue, which holds a window for every session.
             endpoint.receives().grow(endpoint.sessionCount() * endpoint.messageWindow());
@@ -189,7 +217,7 @@ final class SessionLink {
         this.listener = listener;
         var options = endpoint.connectOptions().toBuilder().rnrRetry(RNR_RETRY).minRnrTimer(MIN_RNR_TIMER).build();
         controlQp.connect(peerControl, options);
-        dataQp.connect(peerData, options);
+        dataQp.connect(peerData, options.toBuilder().maxRdAtomic(readDepth).maxDestRdAtomic(peerReadDepth).build());
         channel.start();
         bootstrap.barrier(); // both sides have receives posted before either sends anything
         socket.setSoTimeout(0); // from now on the connection only signals liveness: watchPeer blocks on it

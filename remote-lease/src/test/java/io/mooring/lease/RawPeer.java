@@ -4,6 +4,7 @@ import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
 import io.mooring.verbs.MemoryRegion;
+import io.mooring.verbs.values.Opcode;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QueuePair;
@@ -52,10 +53,11 @@ final class RawPeer implements AutoCloseable {
         data = pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
         buffers = pd.register(memory.allocate((RECEIVES + 1L) * SLOT, 4096), EnumSet.of(Access.LOCAL_WRITE));
         var bootstrap = Bootstrap.of(socket);
-        // The session's bootstrap record: protocol version, the data QP, the message window and size it takes.
-        var record = ByteBuffer.allocate(4 + QpInfo.BYTES + 8).putInt(MessageCodec.VERSION);
+        // The session's bootstrap record: protocol version, the data QP, the message window and size it takes, and
+        // the READ depths it allows out and in.
+        var record = ByteBuffer.allocate(4 + QpInfo.BYTES + 16).putInt(MessageCodec.VERSION);
         data.info(ConnectOptions.DEFAULT).writeTo(record);
-        record.putInt(16).putInt(4096).flip();
+        record.putInt(16).putInt(4096).putInt(1).putInt(1).flip();
         var peer = bootstrap.exchange(qp.info(ConnectOptions.DEFAULT), record, record.limit());
         var peerRecord = peer.data();
         peerRecord.getInt();
@@ -71,13 +73,27 @@ final class RawPeer implements AutoCloseable {
 
     /** SENDs {@code frame} and waits for the send's completion (whatever its status: a broken QP is an outcome). */
     void send(byte[] frame) throws InterruptedException {
+        send(qp, WorkRequest.send(buffers, stage(frame), frame.length), frame.length);
+    }
+
+    /** SENDs {@code bytes} as an application message on the data QP, with {@code immediate} (its frame), and waits. */
+    void sendData(byte[] bytes, int immediate) throws InterruptedException {
+        send(data, WorkRequest.send(buffers, stage(bytes), bytes.length).opcode(Opcode.SEND_WITH_IMM).immediate(immediate),
+                bytes.length);
+    }
+
+    private long stage(byte[] bytes) {
         long at = (long) RECEIVES * SLOT;
-        buffers.segment().asSlice(at, frame.length).copyFrom(MemorySegment.ofArray(frame));
+        buffers.segment().asSlice(at, bytes.length).copyFrom(MemorySegment.ofArray(bytes));
+        return at;
+    }
+
+    private void send(QueuePair on, WorkRequest wr, int length) throws InterruptedException {
         sent = false;
-        qp.post(WorkRequest.send(buffers, at, frame.length).wrId(-1));
+        on.post(wr.wrId(-1));
         long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
         while (!sent) {
-            if (System.nanoTime() > deadline) throw new AssertionError("a SEND of " + frame.length + " bytes never completed");
+            if (System.nanoTime() > deadline) throw new AssertionError("a SEND of " + length + " bytes never completed");
             poll();
         }
     }

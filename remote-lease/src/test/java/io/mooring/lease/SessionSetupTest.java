@@ -72,15 +72,15 @@ class SessionSetupTest {
         Peer silent = s -> { }; // says nothing and keeps the connection open
         Peer otherVersion = s -> {
             var fake = new QpInfo(7, 1, Gid.of(InetAddress.getLoopbackAddress()), 1, Mtu.MTU_1024, 1);
-            int record = 4 + QpInfo.BYTES + 8; // a session's bootstrap record, with version 99
+            int record = 4 + QpInfo.BYTES + 16; // a session's bootstrap record, with version 99
             Bootstrap.of(s).exchange(fake, ByteBuffer.allocate(record).putInt(0, 99), record);
         };
         Peer leavesAtTheBarrier = s -> { // passes the bootstrap, then hangs up: every part of the session was made
             var fake = new QpInfo(7, 1, Gid.of(InetAddress.getLoopbackAddress()), 1, Mtu.MTU_1024, 1);
-            int record = 4 + QpInfo.BYTES + 8;
+            int record = 4 + QpInfo.BYTES + 16;
             var data = ByteBuffer.allocate(record).putInt(MessageCodec.VERSION);
             fake.writeTo(data);
-            Bootstrap.of(s).exchange(fake, data.putInt(16).putInt(4096).flip(), record);
+            Bootstrap.of(s).exchange(fake, data.putInt(16).putInt(4096).putInt(1).putInt(1).flip(), record);
             s.close();
         };
         try (var listener = endpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {

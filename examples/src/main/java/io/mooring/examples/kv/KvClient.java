@@ -16,9 +16,11 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
- * The client of {@link KvServer}: PUT sends the value in a message; GET reads it with one RDMA READ where the
+ * The client of {@link KvServer}: PUT sends the value in a call; GET reads it with one RDMA READ where the
  * server keeps it, through a lease the server offered on the first GET and that the client keeps until the server
  * replaces the value (then it asks again). One thread; its blocks are its own.
  */
@@ -91,12 +93,14 @@ public final class KvClient implements AutoCloseable {
         return k.length;
     }
 
-    /** Sends the request's first {@code length} bytes and returns the reply's status. */
+    /** Calls with the request's first {@code length} bytes and returns the reply's status. */
     private byte call(int length) throws Exception {
-        var sent = session.sendAsync(request, length);
-        try (InboundMessage reply = session.receive(WAIT)) { // the request was sent by then: one wait, not two
-            sent.get();
-            return reply.data().get(ValueLayout.JAVA_BYTE, 0);
+        var reply = session.callAsync(request, length);
+        try (InboundMessage status = reply.get(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+            return status.data().get(ValueLayout.JAVA_BYTE, 0);
+        } catch (TimeoutException e) {
+            reply.cancel(false); // a reply that comes later is freed
+            throw e;
         }
     }
 

@@ -16,7 +16,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * The server of a remote key-value cache. A PUT arrives as a message and is stored as it arrived: the block the NIC
+ * The server of a remote key-value cache. A PUT arrives as a call and is stored as it arrived: the block the NIC
  * wrote becomes the value (no copy). A GET is answered with an offer of the stored value, to read only: the client
  * READs it where it lies, and keeps the lease to read it again. Storing a new value closes the old block, which ends
  * its leases before its memory is reused: each client is asked to stop, its READs in flight finish, then the key goes.
@@ -51,11 +51,11 @@ public final class KvServer {
     /** Serves the session's next request, then the one after, until the client leaves. */
     private void serveNext(RdmaSession session, Block reply, CountDownLatch ended) {
         session.receiveAsync()
-                .thenCompose(request -> serve(session, request))
-                .thenCompose(status -> {
+                .thenCompose(request -> serve(session, request).thenCompose(status -> {
                     reply.segment().set(ValueLayout.JAVA_BYTE, 0, status);
-                    return session.sendAsync(reply, 1);
-                })
+                    // A call gets its reply (also once the request was closed or kept), else a message.
+                    return request.isCall() ? request.replyAsync(reply, 1) : session.sendAsync(reply, 1);
+                }))
                 .whenComplete((sent, error) -> {
                     if (error == null) {
                         serveNext(session, reply, ended);
