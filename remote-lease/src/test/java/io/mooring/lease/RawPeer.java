@@ -34,7 +34,7 @@ final class RawPeer implements AutoCloseable {
     private static final int SLOT = 512;
 
     private final Socket socket = new Socket();
-    private final Arena memory = Arena.ofShared();
+    private final Arena memory = Arena.ofAuto(); // freed by the GC: a dropped peer's memory too
     private final CompletionQueue cq;
     private final QueuePair qp;
     private final QueuePair data;
@@ -140,6 +140,14 @@ final class RawPeer implements AutoCloseable {
         socket.getOutputStream().write(ByteBuffer.allocate(Long.BYTES).putLong(sent).array());
     }
 
+    /**
+     * Vanishes as a peer whose process died would, within this JVM: the connection closes without a goodbye, and the
+     * QPs, CQ and region, never closed, are left to the graph's Cleaner once unreachable.
+     */
+    void drop() throws IOException {
+        socket.close();
+    }
+
     @Override
     public void close() throws IOException {
         socket.close();
@@ -147,6 +155,5 @@ final class RawPeer implements AutoCloseable {
         data.close();
         cq.close();
         buffers.close();
-        memory.close();
     }
 }
