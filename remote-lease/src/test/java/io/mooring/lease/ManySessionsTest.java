@@ -90,7 +90,7 @@ class ManySessionsTest {
                     lease.write(b, 0);
                 }
             }
-            Thread.sleep(500); // the soft requesters of quiet QPs end their threads after 100 ms (and free their stacks)
+            Thread.sleep(500); // the soft requesters of quiet QPs end their threads after 100 ms, freeing their stacks
             long heap = HeapAfterGc.bytes() - heapBefore;
             var started = platformThreads();
             started.removeAll(platformBefore);

@@ -23,9 +23,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Raw peers that connect, send a window of lease requests and vanish — the connection dropped without a goodbye, their
- * QPs and CQ never closed — over and over (issue 26, finding 7: the heap of the JVM holding both sides grew by ~190 KiB
- * per cycle). The growth was the peer's side: each vanished peer's QPs wait on the heap for the graph's Cleaner, and
- * each held its whole queue depth of soft work entries and in-flight slots, made up front. Here they are kept
+ * QPs and CQ never closed — over and over (issue 26, finding 7: the heap of the JVM holding both sides grew by ~190
+ * KiB per cycle). The growth was the peer's side: each vanished peer's QPs wait on the heap for the graph's Cleaner,
+ * and each held its whole queue depth of soft work entries and in-flight slots, made up front. Here they are kept
  * reachable until the count (when the Cleaner runs is the GC's business): sessions end, and the heap after garbage
  * collection grows by what a vanished peer's handles hold until they are reclaimed (~24 KiB, most of it its CQ).
  */

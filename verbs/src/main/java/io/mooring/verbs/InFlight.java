@@ -6,10 +6,10 @@ import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 
 /**
- * The outstanding work requests of one queue (send or receive) of one QP, in post order: a ring of slots that grows,
- * up to the queue's {@code depth}, to the most requests that were outstanding at once — so a QP made with a deep queue
- * that keeps a few requests in it holds a few slots (an endpoint's sessions are many), posting allocates nothing once
- * the ring has grown, and posting past the depth is refused.
+ * The outstanding work requests of one queue (send or receive) of one QP, in post order: a ring of slots that
+ * grows, up to the queue's {@code depth}, to the most requests that were outstanding at once — so a QP made with a
+ * deep queue that keeps a few requests in it holds a few slots (an endpoint's sessions are many), posting allocates
+ * nothing once the ring has grown, and posting past the depth is refused.
  *
  * <p>A request's Mooring id is its sequence number (with {@link #RECEIVE_BIT} for the receive queue). A
  * completion for sequence {@code s} retires every slot up to {@code s}: on a reliable connection requests
@@ -45,7 +45,7 @@ final class InFlight extends RequestSlots {
         }
     }
 
-    /** The slots of the sequences from {@code from} on (until a bigger ring takes over): sequence s in slot s % size. */
+    /** The slots of the sequences from {@code from} on, until a bigger ring takes over: sequence s in slot s % size. */
     private static final class Ring {
         final long from;
         final int size;

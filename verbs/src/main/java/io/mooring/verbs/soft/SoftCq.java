@@ -11,9 +11,10 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A completion queue of fixed capacity: a ring of completion entries in primitive arrays, so pushing and polling
  * allocate nothing once the ring has grown — up to the capacity, to the most completions that waited at once (an
- * endpoint sizes its CQ for every session it may hold, most of which are quiet). Overrunning it is an error, as on a NIC (rxe's {@code rxe_cq_post}, mlx5): the completion is
- * lost, the context's async events get {@code IBV_EVENT_CQ_ERR} (once: the CQ stays in error), the QP whose
- * completion was lost moves to ERROR (its pusher sees {@link #push} fail), and polling throws EIO.
+ * endpoint sizes its CQ for every session it may hold, most of which are quiet). Overrunning it is an error, as on a
+ * NIC (rxe's {@code rxe_cq_post}, mlx5): the completion is lost, the context's async events get
+ * {@code IBV_EVENT_CQ_ERR} (once: the CQ stays in error), the QP whose completion was lost moves to ERROR (its pusher
+ * sees {@link #push} fail), and polling throws EIO.
  */
 final class SoftCq implements CqOps {
     /** {@code IBV_EVENT_CQ_ERR}. */

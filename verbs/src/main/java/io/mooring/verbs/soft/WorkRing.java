@@ -35,7 +35,9 @@ final class WorkRing<W extends WorkRing.Entry<W>> {
     /** The entry after the newest, to fill in place: it is queued from now on. */
     W add() {
         if (count == entries.length) {
-            if (count == depth) throw new IllegalStateException("a soft work queue of " + depth + " entries overflowed");
+            if (count == depth) {
+                throw new IllegalStateException("a soft work queue of " + depth + " entries overflowed");
+            }
             grow();
         }
         return at(head + count++);

@@ -2,8 +2,8 @@ package io.mooring.verbs.soft;
 
 /**
  * What tests of the public API need to steer inside the soft NIC: pause an access at a chosen point, see an
- * invalidation waiting for it, start the key counter near its wrap, learn how soon an idle requester's thread ends. Devices are named as the provider names
- * them ({@code soft0}, {@code soft1}, ...) and must be open already.
+ * invalidation waiting for it, start the key counter near its wrap, learn how soon an idle requester's thread ends.
+ * Devices are named as the provider names them ({@code soft0}, {@code soft1}, ...) and must be open already.
  */
 public final class SoftInternals {
     private SoftInternals() {}
