@@ -44,7 +44,7 @@ class MessageOrderTest {
     /** Blocks each sender cycles through, each reused once its send completed. */
     private static final int IN_FLIGHT = 32;
     /** How long a sender pauses before a call, at random: calls land anywhere in a CREDIT's handling. */
-    private static final int PAUSE_NANOS = 5_000;
+    private static final int PAUSE_NANOS = 30_000;
     /** What the receiver spends per message beyond taking it. */
     private static final long RECEIVE_NANOS = 2_000;
 

@@ -35,7 +35,7 @@ final class RawPeer implements AutoCloseable {
     private static final int SLOT = 512;
 
     private final Socket socket = new Socket();
-    private final Arena memory = Arena.ofShared();
+    private final Arena memory = Arena.ofAuto(); // freed by the GC: a dropped peer's memory too
     private final CompletionQueue cq;
     private final QueuePair qp;
     private final QueuePair data;
@@ -156,7 +156,10 @@ final class RawPeer implements AutoCloseable {
         socket.getOutputStream().write(ByteBuffer.allocate(Long.BYTES).putLong(sent).array());
     }
 
-    /** Drops the bootstrap connection without a goodbye, as a crashed peer would; the QPs stay. */
+    /**
+     * Drops the bootstrap connection without a goodbye, as a crashed peer would: the QPs, CQ and region stay, and once
+     * this peer is unreachable, the graph's Cleaner takes them.
+     */
     void hangUp() throws IOException {
         socket.close();
     }
@@ -168,6 +171,5 @@ final class RawPeer implements AutoCloseable {
         data.close();
         cq.close();
         buffers.close();
-        memory.close();
     }
 }

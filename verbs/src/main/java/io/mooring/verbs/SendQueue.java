@@ -20,7 +20,9 @@ final class SendQueue {
     private final QpQueues queues;
     private final CompletionQueue cq;
     private final QpCapabilities capabilities;
-    private final WindowTicket[] tickets; // per slot of queues.send, made at the first window request posted in it
+    // per slot index of queues.send, made at the first window request: a QP that binds no window pays nothing (guarded
+    // by the send queue's lock)
+    private WindowTicket[] tickets;
 
     SendQueue(QueuePair qp, QpOps ops, QpQueues queues, CompletionQueue cq, QpCapabilities capabilities) {
         this.qp = qp;
@@ -28,7 +30,6 @@ final class SendQueue {
         this.queues = queues;
         this.cq = cq;
         this.capabilities = capabilities;
-        this.tickets = new WindowTicket[capabilities.maxSendWr()];
     }
 
     CompletableFuture<WorkCompletion> postAsync(WorkRequest request) {
@@ -112,6 +113,7 @@ final class SendQueue {
     /** The ticket of the slot the next claim takes (caller holds the lock); refuses as the claim would. */
     private WindowTicket ticket(InFlight send) {
         int slot = send.nextSlot(VERB, qp);
+        if (tickets == null) tickets = new WindowTicket[capabilities.maxSendWr()];
         WindowTicket t = tickets[slot];
         return t != null ? t : (tickets[slot] = new WindowTicket(qp));
     }

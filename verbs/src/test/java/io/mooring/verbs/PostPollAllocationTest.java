@@ -167,7 +167,7 @@ class PostPollAllocationTest {
     }
 
     private void awaitParked() {
-        while (requester.getState() != Thread.State.WAITING) Thread.onSpinWait();
+        while (requester.getState() != Thread.State.TIMED_WAITING) Thread.onSpinWait(); // parked until work or idle
     }
 
     private void next(CompletionQueue cq) {

@@ -71,8 +71,7 @@ final class SoftQp implements QpOps {
         sendCq.users.incrementAndGet();
         recvCq.users.incrementAndGet();
         if (srq != null) srq.users.incrementAndGet();
-        device.register(this);
-        requester.start();
+        device.register(this); // its requester's thread starts with the first post or state change
     }
 
     @Override
