@@ -2,7 +2,6 @@ package io.mooring.cli;
 
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
-import io.mooring.verbs.values.DeviceAttributes;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.Errno;
 import io.mooring.verbs.MemoryRegion;
@@ -15,6 +14,7 @@ import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.DeviceAttributes;
 import io.mooring.verbs.values.QpCapabilities;
 import io.mooring.verbs.values.WcOpcode;
 import java.lang.foreign.Arena;

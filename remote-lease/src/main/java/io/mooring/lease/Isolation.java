@@ -1,9 +1,9 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
-import io.mooring.verbs.values.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 import java.util.concurrent.CompletableFuture;

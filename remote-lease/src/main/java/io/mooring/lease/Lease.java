@@ -7,7 +7,6 @@ import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceState;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
-import io.mooring.verbs.values.Access;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WorkCompletion;

@@ -2,8 +2,8 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
-import io.mooring.verbs.values.Access;
 import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.values.Access;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;

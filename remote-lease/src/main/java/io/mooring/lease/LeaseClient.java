@@ -1,11 +1,11 @@
 package io.mooring.lease;
 
 import io.mooring.lifecycle.Resource;
-import io.mooring.verbs.values.Access;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.Map;

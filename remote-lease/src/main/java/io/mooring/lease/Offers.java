@@ -1,8 +1,8 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
-import io.mooring.verbs.values.Access;
 import io.mooring.verbs.CompletionQueue;
+import io.mooring.verbs.values.Access;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
 import java.util.List;

@@ -1,6 +1,7 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.Bootstrap;
@@ -237,10 +238,10 @@ public final class RdmaSession implements AutoCloseable {
      * (a late reply is freed) and, if the request was posted, its send is waited for: when this returns or throws, the
      * block is the caller's again.
      *
-     * @throws TimeoutException if no reply came within {@code timeout}
+     * @throws MooringTimeoutException if no reply came within {@code timeout} (the session goes on)
      * @see #callAsync(Block, int)
      */
-    public InboundMessage call(Block request, Duration timeout) throws TimeoutException {
+    public InboundMessage call(Block request, Duration timeout) {
         return messages.callAndWait(request, (int) Math.min(Integer.MAX_VALUE, request.size()), timeout);
     }
 

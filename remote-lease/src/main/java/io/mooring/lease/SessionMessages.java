@@ -2,11 +2,12 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.verbs.CompletionQueue;
-import io.mooring.verbs.values.Opcode;
-import io.mooring.verbs.values.WcOpcode;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Opcode;
+import io.mooring.verbs.values.WcOpcode;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.time.Duration;
@@ -148,13 +149,13 @@ final class SessionMessages {
      * posted, its send's completion awaited (bounded by the QP's retries) before this throws: the block is the caller's
      * again either way.
      */
-    InboundMessage callAndWait(Block request, int length, Duration timeout) throws TimeoutException {
+    InboundMessage callAndWait(Block request, int length, Duration timeout) {
         PendingCalls.Call call = call(request, length);
         try {
             return await.within(call.reply(), timeout);
         } catch (TimeoutException e) {
             await.join(call.sent().handle((wc, failure) -> null));
-            throw e;
+            throw new MooringTimeoutException("no reply to a call within " + timeout + "; the session goes on");
         }
     }
 

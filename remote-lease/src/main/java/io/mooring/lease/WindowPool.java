@@ -2,13 +2,13 @@ package io.mooring.lease;
 
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
-import io.mooring.verbs.values.MwType;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.MwType;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.IdentityHashMap;

@@ -7,11 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
-import io.mooring.verbs.values.Access;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -180,7 +181,7 @@ class CallReplyTest {
     }
 
     /**
-     * Calls that time out, from 64 callers at once: each throws {@link TimeoutException} with its request block the
+     * Calls that time out, from 64 callers at once: each throws {@link MooringTimeoutException} with its request block the
      * caller's again; the replies the server sends afterwards go to nobody — freed and counted — and the caller's
      * arena is back where it started. A call made afterwards gets its own reply, not a late one.
      */
@@ -198,7 +199,7 @@ class CallReplyTest {
                     try (Block request = callerArena.allocate(8, 8)) {
                         request.segment().set(ValueLayout.JAVA_LONG, 0, tag);
                         caller.call(request, Duration.ofMillis(300)).close();
-                    } catch (TimeoutException e) {
+                    } catch (MooringTimeoutException e) {
                         timedOut.incrementAndGet();
                     }
                     return null;

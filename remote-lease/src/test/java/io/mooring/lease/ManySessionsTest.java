@@ -8,7 +8,6 @@ import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
 import io.mooring.testing.HeapAfterGc;
-import io.mooring.verbs.values.Access;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.values.Access;

@@ -1,10 +1,10 @@
 package io.mooring.examples.pagestore;
 
 import io.mooring.allocator.RdmaArena;
-import io.mooring.verbs.values.Access;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.EnumSet;
