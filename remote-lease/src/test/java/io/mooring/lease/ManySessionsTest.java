@@ -48,7 +48,8 @@ class ManySessionsTest {
         var platformBefore = platformThreads();
         long fdsBefore = openFds();
         long heapBefore = usedHeap();
-        try (var owner = RdmaEndpoint.builder(ownerPd, ownerArena).maxSessions(PEERS).build();
+        try (var owner = RdmaEndpoint.builder(ownerPd, ownerArena).maxSessions(PEERS)
+                     .maxSessionsPerPeer(PEERS).build(); // every peer is on loopback: one peer by address
              var listener = owner.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
              var peers = RdmaEndpoint.builder(peerPd, peerArena).maxSessions(PEERS).build()) {
             long start = System.nanoTime();
