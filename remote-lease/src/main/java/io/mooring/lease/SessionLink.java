@@ -176,7 +176,23 @@ final class SessionLink {
     void undo() {
         closing = true;
         closeQuietly(socket);
-        node.closeTree();
+        closeSubtree();
+    }
+
+    /**
+     * Closes the session's subtree, then the parts' handles: closing a subtree leaves each child's handle armed with
+     * the graph's leak detector, whose Cleaner then keeps the handle, its undo and all the undo reaches — the QPs, their
+     * in-flight tables, the session — for good (issue 26, finding 7: ~200 KiB per session that ended).
+     */
+    private void closeSubtree() {
+        try {
+            node.closeTree();
+        } finally {
+            synchronized (parts) {
+                parts.forEach(Resource::close); // closed already: this only disarms the leak detector
+                parts.clear();
+            }
+        }
     }
 
     /**
@@ -387,7 +403,7 @@ final class SessionLink {
             return;
         }
         try {
-            node.closeTree();
+            closeSubtree();
         } finally {
             tornDown.complete(null);
         }
