@@ -17,13 +17,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Who becomes a session of an endpoint, and how. A connection first proves it speaks the protocol — its HELLO
- * ({@link Greeting}) within the first-bytes timeout, then waits for a handshake slot (at most {@code maxHandshakes} at
- * once, {@code maxHandshakesPerPeer} per peer), holding nothing but its socket and a virtual thread meanwhile (at most
- * {@link #waitingPerPeer} such connections per peer, {@link #waitingTotal} in all); then it needs a session slot ({@code maxSessions}, and
- * {@code maxSessionsPerPeer} per peer); a peer barred after a lost session is refused. A refused peer is told why (the
- * VERDICT). A peer is an address prefix ({@link PeerPrefix}); its {@link PeerAccount} counts its limits across its
- * sessions and the wait it serves after a loss.
+ * Who becomes a session of an endpoint, and how. A connection first proves it speaks the protocol — its HELLO ({@link
+ * Greeting}) within the first-bytes timeout, then waits for a handshake slot (at most {@code maxHandshakes} at once,
+ * {@code maxHandshakesPerPeer} per peer), holding nothing but its socket and a virtual thread meanwhile (at most {@link
+ * #waitingPerPeer} such connections per peer, {@link #waitingTotal} in all); then it needs a session slot ({@code
+ * maxSessions}, and {@code maxSessionsPerPeer} per peer); a peer barred after a lost session is refused. A refused peer
+ * is told why (the VERDICT). A peer is an address prefix ({@link PeerPrefix}); its {@link PeerAccount} counts its
+ * limits across its sessions and the wait it serves after a loss.
  */
 final class Admission {
     /**
@@ -129,8 +129,8 @@ final class Admission {
 
     /**
      * A listener accepted {@code socket}: unless its peer has too many connections waiting for their first bytes
-     * already (refused at once), a virtual thread admits it or refuses it ({@link #admit}) and hands a session that came
-     * about to {@code ready}. Never blocks: the listener goes on accepting.
+     * already (refused at once), a virtual thread admits it or refuses it ({@link #admit}) and hands a session that
+     * came about to {@code ready}. Never blocks: the listener goes on accepting.
      */
     void accepted(Socket socket, Refusals refusals, java.util.function.Consumer<RdmaSession> ready) {
         String prefix = limits.prefix().of(socket.getInetAddress());

@@ -59,7 +59,8 @@ final class ControlInbox {
             m = MessageCodec.decode(link.channel().received(slot, wc.byteLength()));
         } catch (MalformedMessageException e) {
             repost(slot);
-            PeerLog.log(LOG, Level.WARNING, "malformed control message from " + link.peerAddress() + ": " + e.getMessage());
+            PeerLog.log(LOG, Level.WARNING, "malformed control message from " + link.peerAddress() + ": "
+                    + e.getMessage());
             link.tell(new Message.Error(e.requestId(), ErrorCodes.MALFORMED, e.getMessage()));
             if (malformed.incrementAndGet() > MALFORMED_LIMIT) {
                 link.lost("the peer sent " + MALFORMED_LIMIT + " malformed messages");

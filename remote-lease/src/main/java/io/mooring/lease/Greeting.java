@@ -89,7 +89,9 @@ final class Greeting {
             code = data.readUnsignedByte();
             retryAfterMillis = data.readLong();
             int length = data.readUnsignedShort();
-            if (length > MAX_MESSAGE) throw new ProtocolException("the peer's verdict has a " + length + "-byte message");
+            if (length > MAX_MESSAGE) {
+                throw new ProtocolException("the peer's verdict has a " + length + "-byte message");
+            }
             text = data.readNBytes(length);
             if (text.length < length) throw new EOFException();
         } catch (EOFException e) {

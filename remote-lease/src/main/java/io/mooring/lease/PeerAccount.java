@@ -111,7 +111,8 @@ final class PeerAccount {
      * (its wait never grows past that bound), and the endpoint keeps no account per address that ever connected.
      */
     synchronized boolean forget(long nowNanos) {
-        if (sessions > 0 || handshakes > 0 || leases > 0 || failures > 0 && nowNanos - barredUntil < MAX_BACKOFF_NANOS) return false;
+        if (sessions > 0 || handshakes > 0 || leases > 0) return false;
+        if (failures > 0 && nowNanos - barredUntil < MAX_BACKOFF_NANOS) return false;
         forgotten = true;
         return true;
     }

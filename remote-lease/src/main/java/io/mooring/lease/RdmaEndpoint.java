@@ -115,7 +115,8 @@ public final class RdmaEndpoint implements AutoCloseable {
         }
         this.receives = made;
         this.admission = new Admission(this, new Admission.Limits(b.handshakeTimeout, b.firstBytesTimeout,
-                b.failureBackoff, maxSessions, b.maxSessionsPerPeer, b.maxHandshakes, b.maxHandshakesPerPeer, b.prefix));
+                b.failureBackoff, maxSessions, b.maxSessionsPerPeer, b.maxHandshakes, b.maxHandshakesPerPeer,
+                b.prefix));
         // A data QP takes its receives from the shared queue, so no flushed receive of its own reports that it broke (a
         // remote access error moves it to ERROR without a completion on the owner's side): its state is checked.
         this.health = Admission.WATCHDOG.scheduleWithFixedDelay(() -> {
@@ -493,7 +494,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         /**
          * Which addresses count as one peer, for its session cap, handshakes, lease limits and backoff: those sharing
          * the first {@code ipv4Bits} of an IPv4 address or {@code ipv6Bits} of an IPv6 one (default 32 and 64: an IPv4
-         * address, an IPv6 /64 — what one host picks addresses from by itself). Every loopback address is one peer.
+         * address, an IPv6 /64 — what one host picks addresses from by itself). All of 127/8 is one peer.
          * Lower them if a peer may hold a whole IPv4 subnet; raise the IPv6 bits if distinct peers share a /64.
          */
         public Builder peerPrefix(int ipv4Bits, int ipv6Bits) {

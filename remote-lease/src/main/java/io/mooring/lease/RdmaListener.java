@@ -110,8 +110,8 @@ public final class RdmaListener implements AutoCloseable {
     private void offer(RdmaSession session) {
         if (ready.offer(session)) return;
         refused.incrementAndGet(); // closed, or the application takes no sessions: do not pile them up
-        PeerLog.log(LOG, Level.WARNING, "closing the session to " + session.peerAddress() + ": the listener is closed or "
-                + BACKLOG + " sessions wait for accept()");
+        PeerLog.log(LOG, Level.WARNING, "closing the session to " + session.peerAddress()
+                + ": the listener is closed or " + BACKLOG + " sessions wait for accept()");
         session.close();
     }
 

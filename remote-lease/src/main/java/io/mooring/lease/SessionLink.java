@@ -181,8 +181,8 @@ final class SessionLink {
 
     /**
      * Closes the session's subtree, then the parts' handles: closing a subtree leaves each child's handle armed with
-     * the graph's leak detector, whose Cleaner then keeps the handle, its undo and all the undo reaches — the QPs, their
-     * in-flight tables, the session — for good (issue 26, finding 7: ~200 KiB per session that ended).
+     * the graph's leak detector, whose Cleaner then keeps the handle, its undo and all the undo reaches — the QPs,
+     * their in-flight tables, the session — for good (issue 26, finding 7: ~200 KiB per session that ended).
      */
     private void closeSubtree() {
         try {
@@ -346,8 +346,8 @@ final class SessionLink {
      * Blocks on the bootstrap connection, which after the bootstrap carries one thing: the peer's goodbye when it
      * closes — how many messages and notices it posted — and then its end. The goodbye orders the end after the data:
      * the session ends once that many have arrived here, so none is lost to the race between the TCP connection and the
-     * data QP's completions. Its end without a goodbye (the peer process died, its session broke, or it hangs up to spare
-     * itself the backoff) loses the session at once: a loss, which bars the peer a while, never a clean end.
+     * data QP's completions. Its end without a goodbye (the peer process died, its session broke, or it hangs up to
+     * spare itself the backoff) loses the session at once: a loss, which bars the peer a while, never a clean end.
      */
     private void watchPeer() {
         try (InputStream in = socket.getInputStream()) {

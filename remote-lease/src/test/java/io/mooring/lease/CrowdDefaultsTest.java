@@ -123,7 +123,7 @@ class CrowdDefaultsTest extends EndpointPeers {
 
     /**
      * Finding 4: one address took all 256 slots and an honest peer was told only "EOFException". The per-peer cap is
-     * on by default (64), counts a peer by its address prefix — every loopback address is one peer, so rotating local
+     * on by default (64), counts a peer by its address prefix — all of 127/8 is one peer, so rotating local
      * addresses buys nothing — and the refused connect names why.
      */
     @Test
