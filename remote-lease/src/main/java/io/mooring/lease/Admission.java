@@ -266,6 +266,7 @@ final class Admission {
     /** Refuses {@code socket}'s peer, telling it why, and closes it; null for the caller to return. */
     private static RdmaSession refuse(Socket socket, Refusals refusals, SessionRefusedException.Reason reason,
                                       Duration retryAfter, String why) {
+        refusals.refused(socket, why); // counted before the peer learns of it, which may look at once
         Greeting.refuse(socket, reason, retryAfter, why);
         try { // unread bytes (a HELLO) would turn the close into a reset, which may discard the verdict
             var in = socket.getInputStream();
@@ -274,7 +275,6 @@ final class Admission {
             // gone: nothing to drain
         }
         SessionLink.closeQuietly(socket);
-        refusals.refused(socket, why);
         return null;
     }
 
