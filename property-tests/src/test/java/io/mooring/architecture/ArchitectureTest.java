@@ -67,11 +67,15 @@ class ArchitectureTest {
     static final Set<String> PENDING_EXCEPTIONS = Set.of(
             "io.mooring.lease.LeaseEndedException",
             "io.mooring.lease.LeaseExpiredException",
-            "io.mooring.lease.LeaseRevokedException");
+            "io.mooring.lease.LeaseRevokedException",
+            // an IOException today, as the handshake's other failures are: unchecked with them (#29)
+            "io.mooring.lease.SessionRefusedException");
     static final Set<String> PENDING_ORDINAL = Set.of(
             "verbs/src/main/java/io/mooring/verbs/soft/TcpLink.java");
     static final Set<String> PENDING_LONG = Set.of(
-            "allocator/src/main/java/io/mooring/allocator/Block.java"); // 528 lines, the hot path: not yet split (#29)
+            "allocator/src/main/java/io/mooring/allocator/Block.java", // 528 lines, the hot path: not yet split (#29)
+            // 536: the crowd defaults' settings grew its Builder (177 lines); the session registry moves out (#26)
+            "remote-lease/src/main/java/io/mooring/lease/RdmaEndpoint.java");
     /** Threads that move onto the Housekeeper once the verbs and remote-lease branches are merged. */
     static final Set<String> PENDING_DAEMONS = Set.of(
             "remote-lease/src/main/java/io/mooring/lease/LeaseManager.java",

@@ -17,10 +17,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Who becomes a session of an endpoint, and how: the handshakes — at most {@code maxHandshakes} at once, each under the
- * handshake timeout, broken off by the endpoint's close — the session slots ({@code maxSessions}, and
- * {@code maxSessionsPerPeer} per address), and the account of every peer (its limits across its sessions, and the wait
- * a peer whose session was lost serves before its next one).
+ * Who becomes a session of an endpoint, and how. A connection first proves it speaks the protocol — its HELLO ({@link
+ * Greeting}) within the first-bytes timeout, then waits for a handshake slot (at most {@code maxHandshakes} at once,
+ * {@code maxHandshakesPerPeer} per peer), holding nothing but its socket and a virtual thread meanwhile (at most {@link
+ * #waitingPerPeer} such connections per peer, {@link #waitingTotal} in all); then it needs a session slot ({@code
+ * maxSessions}, and {@code maxSessionsPerPeer} per peer); a peer barred after a lost session is refused. A refused peer
+ * is told why (the VERDICT). A peer is an address prefix ({@link PeerPrefix}); its {@link PeerAccount} counts its
+ * limits across its sessions and the wait it serves after a loss.
  */
 final class Admission {
     /**
@@ -35,32 +38,40 @@ final class Admission {
         WATCHDOG.setRemoveOnCancelPolicy(true);
     }
 
+    /** Settings of admission (see {@link RdmaEndpoint.Builder}). */
+    record Limits(Duration handshakeTimeout, Duration firstBytesTimeout, Duration failureBackoff, int maxSessions,
+                  int maxSessionsPerPeer, int maxHandshakes, int maxHandshakesPerPeer, PeerPrefix prefix) {}
+
     private final RdmaEndpoint endpoint;
-    private final Duration handshakeTimeout;
-    private final Duration failureBackoff;
-    private final int maxSessions;
-    private final int maxSessionsPerPeer;
-    private final int maxHandshakes;
+    private final Limits limits;
+    /**
+     * Connections waiting for their HELLO or a handshake slot, of one peer and in all: cheap (a socket and a virtual
+     * thread, for at most the first-bytes plus the handshake timeout), but bounded.
+     */
+    private final int waitingPerPeer;
+    private final int waitingTotal;
     private final Semaphore handshakes;
     /** The sockets of the handshakes running: closing the endpoint breaks them off. */
     private final Set<Socket> handshaking = ConcurrentHashMap.newKeySet();
     private final AtomicInteger sessionSlots = new AtomicInteger();
-    private final Map<InetAddress, PeerAccount> peers = new ConcurrentHashMap<>();
+    private final Map<String, PeerAccount> peers = new ConcurrentHashMap<>();
+    private final Map<String, Integer> waiting = new ConcurrentHashMap<>();
+    private final AtomicInteger waitingCount = new AtomicInteger();
     private volatile boolean closed;
 
-    Admission(RdmaEndpoint endpoint, Duration handshakeTimeout, Duration failureBackoff, int maxSessions,
-              int maxSessionsPerPeer, int maxHandshakes) {
+    Admission(RdmaEndpoint endpoint, Limits limits) {
         this.endpoint = endpoint;
-        this.handshakeTimeout = handshakeTimeout;
-        this.failureBackoff = failureBackoff;
-        this.maxSessions = maxSessions;
-        this.maxSessionsPerPeer = maxSessionsPerPeer;
-        this.maxHandshakes = maxHandshakes;
-        this.handshakes = new Semaphore(maxHandshakes);
+        this.limits = limits;
+        this.waitingPerPeer = 16 * limits.maxHandshakesPerPeer();
+        this.waitingTotal = 16 * limits.maxHandshakes();
+        this.handshakes = new Semaphore(limits.maxHandshakes());
     }
 
-    /** Connects to a peer's listener on a virtual thread and runs the handshake; see {@link RdmaEndpoint#connect}. */
-    CompletableFuture<RdmaSession> connect(InetSocketAddress peer) {
+    /**
+     * Connects to a peer's listener on a virtual thread, from {@code local} (null: any), and runs the handshake; see
+     * {@link RdmaEndpoint#connect}.
+     */
+    CompletableFuture<RdmaSession> connect(InetSocketAddress peer, InetSocketAddress local) {
         var session = new CompletableFuture<RdmaSession>();
         Thread.ofVirtual().name("mooring-connect-" + peer).start(() -> {
             if (!startHandshake()) {
@@ -70,12 +81,24 @@ final class Admission {
             }
             var socket = new Socket();
             handshaking.add(socket); // close() breaks off a connect too
+            PeerAccount account = null;
+            boolean slot = false;
             try {
                 if (closed) throw new IOException("the endpoint is closed");
-                socket.connect(peer, (int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
-                session.complete(handshake(socket, peer));
+                slot = takeSessionSlot();
+                if (!slot) throw new IOException("this endpoint already serves " + limits.maxSessions() + " sessions");
+                if (local != null) socket.bind(local);
+                int timeout = millis(limits.handshakeTimeout());
+                socket.connect(peer, timeout);
+                socket.setSoTimeout(timeout);
+                Greeting.sayHello(socket);
+                Greeting.awaitVerdict(socket);
+                account = enter(socket.getInetAddress());
+                session.complete(setUp(socket, account, peer));
             } catch (IOException | RuntimeException e) {
                 SessionLink.closeQuietly(socket);
+                if (account != null) account.leave();
+                if (slot) sessionSlots.decrementAndGet();
                 session.completeExceptionally(e);
             } finally {
                 handshaking.remove(socket);
@@ -86,10 +109,9 @@ final class Admission {
     }
 
     /**
-     * Waits for one of the {@code maxHandshakes} slots; false if interrupted (the listener is closing) or the endpoint
-     * is closed.
+     * Waits for one of the {@code maxHandshakes} slots; false if interrupted or the endpoint is closed.
      */
-    boolean startHandshake() {
+    private boolean startHandshake() {
         try {
             handshakes.acquire();
         } catch (InterruptedException e) {
@@ -101,62 +123,204 @@ final class Admission {
         return false;
     }
 
-    void handshakeDone() {
+    private void handshakeDone() {
         handshakes.release();
+    }
+
+    /**
+     * A listener accepted {@code socket}: unless its peer has too many connections waiting for their first bytes
+     * already (refused at once), a virtual thread admits it or refuses it ({@link #admit}) and hands a session that
+     * came about to {@code ready}. Never blocks: the listener goes on accepting.
+     */
+    void accepted(Socket socket, Refusals refusals, java.util.function.Consumer<RdmaSession> ready) {
+        String prefix = limits.prefix().of(socket.getInetAddress());
+        if (waitingCount.incrementAndGet() > waitingTotal
+                || waiting.merge(prefix, 1, Integer::sum) > waitingPerPeer) {
+            leaveWaiting(prefix);
+            refuse(socket, refusals, SessionRefusedException.Reason.HANDSHAKE_LIMIT, Duration.ZERO,
+                    "too many connections of " + prefix + " (at most " + waitingPerPeer + ") or in all (at most "
+                            + waitingTotal + ") wait for their first bytes or a handshake slot");
+            return;
+        }
+        Thread.ofVirtual().name("mooring-handshake-" + socket.getRemoteSocketAddress()).start(() -> {
+            try {
+                RdmaSession session = admit(socket, prefix, refusals);
+                if (session != null) ready.accept(session);
+            } catch (IOException | RuntimeException e) {
+                SessionLink.closeQuietly(socket);
+                refusals.refused(socket, "its handshake failed: " + e.getMessage());
+            }
+        });
+    }
+
+    private void leaveWaiting(String prefix) {
+        waitingCount.decrementAndGet();
+        waiting.computeIfPresent(prefix, (p, n) -> n == 1 ? null : n - 1);
+    }
+
+    /** Where the listener hears of connections closed without a session (and counts them). */
+    interface Refusals {
+        void refused(Socket socket, String why);
+    }
+
+    /**
+     * Waits for the HELLO (under the first-bytes timeout), checks the peer's bar, waits (up to the handshake timeout)
+     * for a handshake slot of the peer's and one of the endpoint's, and sets the session up; null if refused (the peer
+     * told why). Until it holds its slots the connection counts as waiting ({@link #accepted}).
+     */
+    private RdmaSession admit(Socket socket, String prefix, Refusals refusals) throws IOException {
+        boolean waiting = true;
+        try {
+            if (!awaitHello(socket, refusals)) return null;
+            long barred = barredForNanos(prefix);
+            if (barred > 0) {
+                return refuse(socket, refusals, SessionRefusedException.Reason.BARRED, Duration.ofNanos(barred),
+                        "a session of " + prefix + " was lost; barred for " + barred / 1_000_000 + " ms more");
+            }
+            long deadline = System.nanoTime() + limits.handshakeTimeout().toNanos();
+            PeerAccount peer = enter(socket.getInetAddress()); // held until freeSlot, or left below
+            boolean done = false;
+            try {
+                if (!peer.startHandshake(limits.maxHandshakesPerPeer(), deadline)) {
+                    return refuse(socket, refusals, SessionRefusedException.Reason.HANDSHAKE_LIMIT, Duration.ZERO,
+                            prefix + " ran " + limits.maxHandshakesPerPeer() + " handshakes (maxHandshakesPerPeer)"
+                                    + " for " + limits.handshakeTimeout());
+                }
+                try {
+                    if (!handshakes.tryAcquire(deadline - System.nanoTime(), TimeUnit.NANOSECONDS)) {
+                        return refuse(socket, refusals, SessionRefusedException.Reason.HANDSHAKE_LIMIT, Duration.ZERO,
+                                "the endpoint ran " + limits.maxHandshakes() + " handshakes (maxHandshakes) for "
+                                        + limits.handshakeTimeout());
+                    }
+                    leaveWaiting(prefix);
+                    waiting = false;
+                    try {
+                        RdmaSession session = admitted(socket, peer, refusals);
+                        done = session != null;
+                        return session;
+                    } finally {
+                        handshakeDone();
+                    }
+                } finally {
+                    peer.handshakeDone();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return refuse(socket, refusals, SessionRefusedException.Reason.CLOSING, Duration.ZERO,
+                        "the endpoint is closing");
+            } finally {
+                if (!done) peer.leave();
+            }
+        } finally {
+            if (waiting) leaveWaiting(prefix);
+        }
+    }
+
+    /** Reads the HELLO within the first-bytes timeout (a watchdog closes the socket then); false if it failed. */
+    private boolean awaitHello(Socket socket, Refusals refusals) {
+        ScheduledFuture<?> firstBytes = WATCHDOG.schedule(() -> SessionLink.closeQuietly(socket),
+                limits.firstBytesTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        handshaking.add(socket); // the endpoint's close breaks the wait off
+        if (closed) SessionLink.closeQuietly(socket);
+        try {
+            Greeting.readHello(socket);
+            return true;
+        } catch (IOException e) {
+            SessionLink.closeQuietly(socket);
+            refusals.refused(socket, firstBytes.isDone() && !firstBytes.isCancelled()
+                    ? "it sent no HELLO within " + limits.firstBytesTimeout() : "no HELLO: " + e.getMessage());
+            return false;
+        } finally {
+            handshaking.remove(socket);
+            firstBytes.cancel(false);
+        }
+    }
+
+    /** With a handshake slot: takes a session slot, checks the peer's cap, tells the peer and sets the session up. */
+    private RdmaSession admitted(Socket socket, PeerAccount peer, Refusals refusals) throws IOException {
+        if (closed) {
+            return refuse(socket, refusals, SessionRefusedException.Reason.CLOSING, Duration.ZERO,
+                    "the endpoint is closing");
+        }
+        // Two handshakes of one peer at its limit may both be refused: a cap errs towards refusing.
+        if (peer.holdsMoreThan(limits.maxSessionsPerPeer())) {
+            return refuse(socket, refusals, SessionRefusedException.Reason.PEER_FULL, Duration.ZERO,
+                    peer.name() + " already holds " + limits.maxSessionsPerPeer() + " sessions, the most one peer may"
+                            + " (maxSessionsPerPeer)");
+        }
+        if (!takeSessionSlot()) {
+            return refuse(socket, refusals, SessionRefusedException.Reason.ENDPOINT_FULL, Duration.ZERO,
+                    "the endpoint already serves " + limits.maxSessions() + " sessions, its limit (maxSessions)");
+        }
+        boolean done = false;
+        try {
+            Greeting.admit(socket);
+            RdmaSession session = setUp(socket, peer, null);
+            done = true;
+            return session;
+        } finally {
+            if (!done) sessionSlots.decrementAndGet();
+        }
+    }
+
+    /** Refuses {@code socket}'s peer, telling it why, and closes it; null for the caller to return. */
+    private static RdmaSession refuse(Socket socket, Refusals refusals, SessionRefusedException.Reason reason,
+                                      Duration retryAfter, String why) {
+        refusals.refused(socket, why); // counted before the peer learns of it, which may look at once
+        Greeting.refuse(socket, reason, retryAfter, why);
+        try { // unread bytes (a HELLO) would turn the close into a reset, which may discard the verdict
+            var in = socket.getInputStream();
+            in.skip(in.available());
+        } catch (IOException e) {
+            // gone: nothing to drain
+        }
+        SessionLink.closeQuietly(socket);
+        return null;
     }
 
     /**
      * Runs the bootstrap on {@code socket} (connected to the peer's {@code listener}, or null if accepted here) under
      * the handshake timeout (a watchdog closes the socket when it runs out, so a peer dripping bytes cannot stretch it)
-     * and lists the session with the endpoint.
+     * and lists the session with the endpoint. The caller holds a session slot and {@code peer}'s account, and gives
+     * them back if this throws.
      */
-    RdmaSession handshake(Socket socket, InetSocketAddress listener) throws IOException {
-        if (!takeSessionSlot()) {
-            SessionLink.closeQuietly(socket);
-            throw new IOException("the endpoint already serves " + maxSessions + " sessions, its limit");
-        }
-        PeerAccount peer = enter(socket.getInetAddress()); // left by freeSlot, or below if no session is listed
-        boolean done = false;
+    private RdmaSession setUp(Socket socket, PeerAccount peer, InetSocketAddress listener) throws IOException {
         ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> SessionLink.closeQuietly(socket),
-                handshakeTimeout.toNanos(), TimeUnit.NANOSECONDS);
+                limits.handshakeTimeout().toNanos(), TimeUnit.NANOSECONDS);
         handshaking.add(socket);
         if (closed) SessionLink.closeQuietly(socket); // close() may have broken the others off before this one came
         try {
-            // Two handshakes of one peer at its limit may both be refused: a cap errs towards refusing.
-            if (peer.holdsMoreThan(maxSessionsPerPeer)) {
-                SessionLink.closeQuietly(socket);
-                throw new IOException(socket.getInetAddress().getHostAddress() + " already holds " + maxSessionsPerPeer
-                        + " sessions, the most one peer may (RdmaEndpoint.Builder.maxSessionsPerPeer)");
-            }
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
+            socket.setSoTimeout(millis(limits.handshakeTimeout()));
             var session = new RdmaSession(endpoint, socket, peer, listener);
             if (!watchdog.cancel(false)) { // the watchdog fired just as the handshake finished: too late all the same
                 session.close();
                 throw new IOException("the handshake with " + socket.getRemoteSocketAddress() + " took longer than "
-                        + handshakeTimeout);
+                        + limits.handshakeTimeout());
             }
             endpoint.list(session);
             if (closed) session.close();
-            done = true;
             return session;
         } catch (IOException e) {
             if (watchdog.isDone() && !watchdog.isCancelled()) {
                 throw new IOException("the handshake with " + socket.getRemoteSocketAddress() + " took longer than "
-                        + handshakeTimeout, e);
+                        + limits.handshakeTimeout(), e);
             }
             throw e;
         } finally {
             handshaking.remove(socket);
             watchdog.cancel(false);
-            if (!done) freeSlot(peer);
         }
+    }
+
+    private static int millis(Duration d) {
+        return (int) Math.min(Integer.MAX_VALUE, d.toMillis());
     }
 
     private boolean takeSessionSlot() {
         int n;
         do {
             n = sessionSlots.get();
-            if (n >= maxSessions) return false;
+            if (n >= limits.maxSessions()) return false;
         } while (!sessionSlots.compareAndSet(n, n + 1));
         return true;
     }
@@ -172,29 +336,30 @@ final class Admission {
         return sessionSlots.get();
     }
 
-    /** The account of the peer at {@code address}, held for a session until {@link #freeSlot}. */
+    /** The account of the peer {@code address} belongs to, held for a session until {@link #freeSlot}. */
     private PeerAccount enter(InetAddress address) {
+        String prefix = limits.prefix().of(address);
         while (true) {
-            PeerAccount a = peers.computeIfAbsent(address, x -> new PeerAccount(x, failureBackoff.toNanos()));
+            PeerAccount a = peers.computeIfAbsent(prefix, x -> new PeerAccount(x, limits.failureBackoff().toNanos()));
             if (a.enter()) return a;
-            peers.remove(address, a); // forgotten meanwhile: a fresh one takes its place
+            peers.remove(prefix, a); // forgotten meanwhile: a fresh one takes its place
         }
     }
 
-    /** The account of the peer at {@code address}, or null if none is kept. */
+    /** The account of the peer {@code address} belongs to, or null if none is kept. */
     PeerAccount account(InetAddress address) {
-        return peers.get(address);
+        return peers.get(limits.prefix().of(address));
     }
 
-    /** How long the peer at {@code address} must still wait before a session is accepted (0 or less: none). */
-    long barredForNanos(InetAddress address) {
-        PeerAccount a = peers.get(address);
+    /** How long the peer {@code prefix} must still wait before a session is accepted (0 or less: none). */
+    private long barredForNanos(String prefix) {
+        PeerAccount a = peers.get(prefix);
         return a == null ? 0 : a.barredForNanos();
     }
 
     /**
      * Forgets the accounts of peers that hold nothing and whose last loss is long enough ago (see
-     * {@link PeerAccount#forget}): one is kept per address, and addresses (an IPv6 prefix) are plenty.
+     * {@link PeerAccount#forget}): one is kept per peer prefix, and prefixes are plenty.
      */
     void forgetIdlePeers() {
         long now = System.nanoTime();
@@ -210,7 +375,7 @@ final class Admission {
     void close() {
         closed = true;
         handshaking.forEach(SessionLink::closeQuietly);
-        handshakes.acquireUninterruptibly(maxHandshakes);
-        handshakes.release(maxHandshakes);
+        handshakes.acquireUninterruptibly(limits.maxHandshakes());
+        handshakes.release(limits.maxHandshakes());
     }
 }

@@ -1,5 +1,6 @@
 package io.mooring.lease;
 
+import io.mooring.verbs.PeerLog;
 import io.mooring.verbs.WorkCompletion;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -58,7 +59,8 @@ final class ControlInbox {
             m = MessageCodec.decode(link.channel().received(slot, wc.byteLength()));
         } catch (MalformedMessageException e) {
             repost(slot);
-            LOG.log(Level.WARNING, "malformed control message from " + link.peerAddress() + ": " + e.getMessage());
+            PeerLog.log(LOG, Level.WARNING, "malformed control message from " + link.peerAddress() + ": "
+                    + e.getMessage());
             link.tell(new Message.Error(e.requestId(), ErrorCodes.MALFORMED, e.getMessage()));
             if (malformed.incrementAndGet() > MALFORMED_LIMIT) {
                 link.lost("the peer sent " + MALFORMED_LIMIT + " malformed messages");
@@ -90,7 +92,7 @@ final class ControlInbox {
                 case Message.Error e -> client.answered(e);
             }
         } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "serving " + m + " failed", e);
+            PeerLog.log(LOG, Level.WARNING, "serving " + m + " failed", e);
             link.tell(new Message.Error(m.requestId(), ErrorCodes.INVALID_REQUEST, String.valueOf(e.getMessage())));
         }
     }

@@ -1,14 +1,14 @@
 package io.mooring.lease;
 
-import java.net.InetAddress;
 import java.util.concurrent.TimeUnit;
 
 /**
- * What one peer — everything connecting from one address — holds across all its sessions with an endpoint, so that
- * opening more sessions never buys more than the {@link LeaseLimits}: its leased bytes and leases, and how soon it
- * may connect again after a session of its ended in failure (the wait doubles with each failure, from the
- * endpoint's first backoff up to {@link #MAX_BACKOFF_NANOS}, and is forgotten after a clean end) — so a peer guessing
- * keys pays a growing wait for every wrong guess, not one reconnect.
+ * What one peer — everything connecting from one address prefix ({@link PeerPrefix}) — holds across all its sessions
+ * with an endpoint, so that opening more sessions never buys more than the {@link LeaseLimits}: its leased bytes and
+ * leases, its sessions and handshakes, and how soon it may connect again after a session of its was lost. The wait
+ * doubles with each loss, from the endpoint's first backoff up to {@link #MAX_BACKOFF_NANOS}, and is forgiven by time
+ * only — once the peer has lost no session for {@link #MAX_BACKOFF_NANOS} after its last bar ended — never by a session
+ * it opens and closes, or a guessing peer would buy forgiveness for every wrong guess with one clean session.
  */
 final class PeerAccount {
     static final long MAX_BACKOFF_NANOS = TimeUnit.SECONDS.toNanos(30);
@@ -21,11 +21,8 @@ final class PeerAccount {
     private long barredUntil;    // guarded by this; System.nanoTime()
     private long failures;       // guarded by this: sessions lost (that barred the peer) so far
     private int sessions;        // guarded by this: sessions set up or being set up that hold the account
+    private int handshakes;      // guarded by this: handshakes of the peer's running now (after its HELLO)
     private boolean forgotten;   // guarded by this: the endpoint dropped it; a fresh account takes its place
-
-    PeerAccount(InetAddress address, long firstBackoffNanos) {
-        this(address.getHostAddress(), firstBackoffNanos);
-    }
 
     PeerAccount(String name, long firstBackoffNanos) {
         this.name = name;
@@ -63,26 +60,33 @@ final class PeerAccount {
         return leases;
     }
 
-    /** A session of this peer was lost (an access error, a protocol violation, a broken connection). */
+    /**
+     * A session of this peer was lost (an access error, a protocol violation, a broken connection, an end without
+     * goodbye): the wait doubles, unless the last bar ended {@link #MAX_BACKOFF_NANOS} ago or longer.
+     */
     synchronized void failed() {
         if (firstBackoffNanos == 0) return;
+        long now = System.nanoTime();
+        if (failures > 0 && now - barredUntil >= MAX_BACKOFF_NANOS) backoffNanos = 0; // forgiven by time
         backoffNanos = backoffNanos == 0 ? firstBackoffNanos : Math.min(MAX_BACKOFF_NANOS, 2 * backoffNanos);
-        barredUntil = System.nanoTime() + backoffNanos;
+        barredUntil = now + backoffNanos;
         failures++;
     }
 
-    /** How many of this peer's sessions were lost so far: a session notes it when it is set up. */
-    synchronized long failures() {
-        return failures;
+    /** Starts a handshake of the peer's once fewer than {@code max} run; false if none ended by {@code deadline}. */
+    synchronized boolean startHandshake(int max, long deadline) throws InterruptedException {
+        while (handshakes >= max) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) return false;
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+        handshakes++;
+        return true;
     }
 
-    /**
-     * A session of this peer, set up when {@link #failures()} was {@code failuresAtStart}, ended cleanly: earlier
-     * failures are forgiven (the next one waits the first backoff again) — unless one came while it was open, or a
-     * peer would buy forgiveness for every wrong guess by closing a session it kept aside. A bar in force stays.
-     */
-    synchronized void endedCleanly(long failuresAtStart) {
-        if (failures == failuresAtStart) backoffNanos = 0;
+    synchronized void handshakeDone() {
+        handshakes--;
+        notifyAll();
     }
 
     /** A session of the peer's is being set up: it holds the account until {@link #leave()}; false if forgotten. */
@@ -107,7 +111,8 @@ final class PeerAccount {
      * (its wait never grows past that bound), and the endpoint keeps no account per address that ever connected.
      */
     synchronized boolean forget(long nowNanos) {
-        if (sessions > 0 || leases > 0 || failures > 0 && nowNanos - barredUntil < MAX_BACKOFF_NANOS) return false;
+        if (sessions > 0 || handshakes > 0 || leases > 0) return false;
+        if (failures > 0 && nowNanos - barredUntil < MAX_BACKOFF_NANOS) return false;
         forgotten = true;
         return true;
     }

@@ -36,11 +36,14 @@ import java.util.concurrent.TimeUnit;
  *     try (InboundMessage m = session.receive()) { ... }
  * }
  * }</pre>
- * {@link #listen} accepts peers concurrently: each handshake runs on its own virtual thread under the handshake
- * timeout, at most {@link Builder#maxHandshakes} at once (more wait for a slot, each freed within the timeout), and a
- * failed or abandoned one leaves nothing behind. {@link #connect} returns a future. A peer —
- * every session from one address — shares one set of {@link LeaseLimits}, and a peer whose session was lost waits a
- * growing time before its next one is accepted. Who is admitted, and how, is {@link Admission}'s job.
+ * {@link #listen} accepts peers concurrently: a connection holds nothing but its socket until it has sent its first
+ * bytes (within {@link Builder#firstBytesTimeout}, 1 s); then each handshake runs on its own virtual thread under the
+ * handshake timeout, at most {@link Builder#maxHandshakes} at once and {@link Builder#maxHandshakesPerPeer} per peer,
+ * and a failed or abandoned one leaves nothing behind. {@link #connect} returns a future. A peer — every session from
+ * one address prefix ({@link Builder#peerPrefix}) — holds at most {@link Builder#maxSessionsPerPeer} sessions (64) and
+ * shares one set of {@link LeaseLimits}, and a peer whose session was lost waits a growing time before its next one is
+ * accepted. A refused peer's connect fails with a {@link SessionRefusedException} naming why. Who is admitted, and
+ * how, is {@link Admission}'s job.
  */
 public final class RdmaEndpoint implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaEndpoint.class.getName());
@@ -113,8 +116,9 @@ public final class RdmaEndpoint implements AutoCloseable {
             throw e;
         }
         this.receives = made;
-        this.admission = new Admission(this, b.handshakeTimeout, b.failureBackoff, maxSessions, b.maxSessionsPerPeer,
-                b.maxHandshakes);
+        this.admission = new Admission(this, new Admission.Limits(b.handshakeTimeout, b.firstBytesTimeout,
+                b.failureBackoff, maxSessions, b.maxSessionsPerPeer, b.maxHandshakes, b.maxHandshakesPerPeer,
+                b.prefix));
         // A data QP takes its receives from the shared queue, so no flushed receive of its own reports that it broke (a
         // remote access error moves it to ERROR without a completion on the owner's side): its state is checked.
         this.health = Admission.WATCHDOG.scheduleWithFixedDelay(() -> {
@@ -166,11 +170,21 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     /**
      * Connects to a peer's {@link #listen listener}. The future fails with an {@link IOException} if the peer cannot
-     * be reached, refuses, or does not finish the handshake within the handshake timeout.
+     * be reached or does not finish the handshake within the handshake timeout, and with a
+     * {@link SessionRefusedException} naming the reason if the peer refuses.
      */
     public CompletableFuture<RdmaSession> connect(InetSocketAddress peer) {
         checkOpen();
-        return admission.connect(peer);
+        return admission.connect(peer, null);
+    }
+
+    /**
+     * {@link #connect} from a chosen local address (and port; 0: any), e.g. the interface of the network the peer
+     * is on, on a host with several.
+     */
+    public CompletableFuture<RdmaSession> connectAsync(InetSocketAddress peer, InetSocketAddress local) {
+        checkOpen();
+        return admission.connect(peer, Objects.requireNonNull(local, "local"));
     }
 
     /** Who becomes a session, and how (the listeners run their handshakes through it). */
@@ -202,7 +216,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         return maxSessions;
     }
 
-    /** What the peer at {@code address} holds across its sessions: leases, and leased bytes. */
+    /** What the peer {@code address} belongs to (its prefix) holds across its sessions: leases, and leased bytes. */
     public PeerUsage usage(InetAddress address) {
         PeerAccount a = admission.account(address);
         return a == null ? new PeerUsage(0, 0) : new PeerUsage(a.leases(), a.leasedBytes());
@@ -355,8 +369,11 @@ public final class RdmaEndpoint implements AutoCloseable {
         private int maxMessageSize = 4096;
         private int messageWindow = 16;
         private int maxSessions = 256;
-        private int maxSessionsPerPeer = Integer.MAX_VALUE;
+        private int maxSessionsPerPeer = 64;
         private int maxHandshakes = 64;
+        private int maxHandshakesPerPeer = 8;
+        private Duration firstBytesTimeout = Duration.ofSeconds(1);
+        private PeerPrefix prefix = PeerPrefix.DEFAULT;
 
         private Builder(ProtectionDomain pd, RdmaArena arena) {
             this.pd = Objects.requireNonNull(pd, "pd");
@@ -390,16 +407,26 @@ public final class RdmaEndpoint implements AutoCloseable {
             return this;
         }
 
-        /** How long a peer may take to complete the handshake (default 10 s). */
+        /** How long a peer may take to complete the handshake once it has sent its first bytes (default 10 s). */
         public Builder handshakeTimeout(Duration timeout) {
             this.handshakeTimeout = positive(timeout, "handshakeTimeout");
             return this;
         }
 
         /**
+         * How long an accepted connection may take to send its first bytes — the HELLO that proves it speaks the
+         * protocol — before it is closed (default 1 s); until then it holds no handshake or session slot.
+         */
+        public Builder firstBytesTimeout(Duration timeout) {
+            this.firstBytesTimeout = positive(timeout, "firstBytesTimeout");
+            return this;
+        }
+
+        /**
          * How long a peer whose session was lost (an access error, a protocol violation, a broken connection) waits
-         * before its next session is accepted; the wait doubles with each further loss, up to 30 s, and the clean end
-         * of a session set up after the last loss forgets it (default 100 ms; zero: never wait).
+         * before its next session is accepted; the wait doubles with each further loss, up to 30 s, and is forgiven
+         * only by time: 30 s after the last bar ended without a loss (default 100 ms; zero: never wait). A TCP end
+         * without the goodbye {@link RdmaSession#close()} sends is a loss.
          */
         public Builder failureBackoff(Duration backoff) {
             if (backoff.isNegative()) throw new IllegalArgumentException("failureBackoff must not be negative, was " + backoff);
@@ -447,8 +474,9 @@ public final class RdmaEndpoint implements AutoCloseable {
         }
 
         /**
-         * Sessions one peer — one address — may hold at once (default: no limit but {@link #maxSessions}); more are
-         * refused at their handshake. Set it when peers do not trust each other: else one address can take every slot.
+         * Sessions one peer — one address prefix, see {@link #peerPrefix} — may hold at once (default 64, a quarter of
+         * the default {@link #maxSessions}); more are refused at their handshake ({@link
+         * SessionRefusedException.Reason#PEER_FULL}). Without it one peer could take every slot.
          */
         public Builder maxSessionsPerPeer(int sessions) {
             if (sessions < 1) throw new IllegalArgumentException("maxSessionsPerPeer must be positive, was " + sessions);
@@ -456,10 +484,37 @@ public final class RdmaEndpoint implements AutoCloseable {
             return this;
         }
 
-        /** Handshakes in progress at once (default 64); a listener accepts more connections as they end. */
+        /**
+         * Handshakes in progress at once, of peers that sent their first bytes (default 64); a peer finding none free
+         * waits for one up to the handshake timeout.
+         */
         public Builder maxHandshakes(int handshakes) {
             if (handshakes < 1) throw new IllegalArgumentException("maxHandshakes must be positive, was " + handshakes);
             this.maxHandshakes = handshakes;
+            return this;
+        }
+
+        /**
+         * Handshakes one peer may run at once (default 8); more are refused ({@link
+         * SessionRefusedException.Reason#HANDSHAKE_LIMIT}). Connections still waiting for their first bytes are bounded
+         * too: 16 times this per peer, 16 times {@link #maxHandshakes} in all.
+         */
+        public Builder maxHandshakesPerPeer(int handshakes) {
+            if (handshakes < 1) {
+                throw new IllegalArgumentException("maxHandshakesPerPeer must be positive, was " + handshakes);
+            }
+            this.maxHandshakesPerPeer = handshakes;
+            return this;
+        }
+
+        /**
+         * Which addresses count as one peer, for its session cap, handshakes, lease limits and backoff: those sharing
+         * the first {@code ipv4Bits} of an IPv4 address or {@code ipv6Bits} of an IPv6 one (default 32 and 64: an IPv4
+         * address, an IPv6 /64 — what one host picks addresses from by itself). All of 127/8 is one peer.
+         * Lower them if a peer may hold a whole IPv4 subnet; raise the IPv6 bits if distinct peers share a /64.
+         */
+        public Builder peerPrefix(int ipv4Bits, int ipv6Bits) {
+            this.prefix = new PeerPrefix(ipv4Bits, ipv6Bits);
             return this;
         }
 

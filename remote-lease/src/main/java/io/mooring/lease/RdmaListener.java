@@ -1,5 +1,6 @@
 package io.mooring.lease;
 
+import io.mooring.verbs.PeerLog;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.net.InetSocketAddress;
@@ -14,12 +15,11 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Accepts peers for an {@link RdmaEndpoint} (async-rdma's {@code RdmaListener}). A virtual thread accepts
- * connections; each handshake runs on a virtual thread of its own, so one silent peer stalls only itself. Sessions
- * that completed their handshake wait for {@link #accept()} in a queue of at most {@link #BACKLOG}: past it — the
- * application does not take them — new sessions are closed at once instead of piling up. While the endpoint's
- * handshake limit is reached, the listener accepts no connection (they wait in the kernel's backlog, bounded by it) until
- * a handshake ends — each ends within the handshake timeout, so silent peers delay others at most that long and cost
- * nothing that stays. A connection from a peer still barred after a lost session is closed without a handshake.
+ * connections and never waits on a peer; each connection is admitted or refused on a virtual thread of its own
+ * ({@link Admission}: it must send its first bytes within the first-bytes timeout before it holds any slot, so silent
+ * connections delay no one and are closed within that timeout). A refused peer is told why. Sessions that completed
+ * their handshake wait for {@link #accept()} in a queue of at most {@link #BACKLOG}: past it — the application does not
+ * take them — new sessions are closed at once instead of piling up.
  */
 public final class RdmaListener implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaListener.class.getName());
@@ -97,36 +97,21 @@ public final class RdmaListener implements AutoCloseable {
                 if (!server.isClosed()) LOG.log(Level.WARNING, "accepting on " + address() + " failed", e);
                 continue;
             }
-            long barred = endpoint.admission().barredForNanos(socket.getInetAddress()); // makes no account: a bare connect costs none
-            if (barred > 0) {
-                refuse(socket, "its last session was lost; barred for " + barred / 1_000_000 + " ms more");
-            } else if (!endpoint.admission().startHandshake()) {
-                refuse(socket, "the endpoint is closing");
-            } else {
-                Thread.ofVirtual().name("mooring-handshake-" + socket.getRemoteSocketAddress()).start(() -> {
-                    try {
-                        offer(endpoint.admission().handshake(socket, null));
-                    } catch (IOException | RuntimeException e) {
-                        refuse(socket, "its handshake failed: " + e.getMessage());
-                    } finally {
-                        endpoint.admission().handshakeDone();
-                    }
-                });
-            }
+            endpoint.admission().accepted(socket, this::refused, this::offer);
         }
     }
 
-    private void refuse(Socket socket, String why) {
+    /** A connection closed without a session; peers trigger these at will, so the log line is rate-limited. */
+    private void refused(Socket socket, String why) {
         refused.incrementAndGet();
-        LOG.log(Level.INFO, "refused " + socket.getRemoteSocketAddress() + " on " + address() + ": " + why);
-        SessionLink.closeQuietly(socket);
+        PeerLog.log(LOG, Level.INFO, "refused " + socket.getRemoteSocketAddress() + " on " + address() + ": " + why);
     }
 
     private void offer(RdmaSession session) {
         if (ready.offer(session)) return;
         refused.incrementAndGet(); // closed, or the application takes no sessions: do not pile them up
-        LOG.log(Level.WARNING, "closing the session to " + session.peerAddress() + ": the listener is closed or "
-                + BACKLOG + " sessions wait for accept()");
+        PeerLog.log(LOG, Level.WARNING, "closing the session to " + session.peerAddress()
+                + ": the listener is closed or " + BACKLOG + " sessions wait for accept()");
         session.close();
     }
 
@@ -139,7 +124,6 @@ public final class RdmaListener implements AutoCloseable {
         } catch (IOException e) {
             LOG.log(Level.DEBUG, "closing the listener socket: " + e.getMessage());
         }
-        acceptor.interrupt(); // it may wait for a handshake slot
         try {
             acceptor.join();
         } catch (InterruptedException e) {

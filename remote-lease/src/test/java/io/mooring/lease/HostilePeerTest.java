@@ -19,12 +19,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Promises an endpoint keeps against peers that do not play along (issue: "an adversarial peer broke these promises"):
@@ -34,48 +31,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  * timers or logs grow with its count — only with what the limits allow at once.
  */
 @Timeout(120)
-class HostilePeerTest {
-    private static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE);
-
-    @RegisterExtension
-    final CapturedLog log = new CapturedLog(RdmaSession.class.getPackageName());
-
-    private final ResourceGraph graph = ResourceGraph.builder().name("hostile").build();
-    private final ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
-    private final ProtectionDomain peerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
-    private final RdmaArena ownerArena = arena(ownerPd);
-    private final RdmaArena peerArena = arena(peerPd);
-    private final List<AutoCloseable> closeLast = new ArrayList<>();
-    private RdmaEndpoint ownerEndpoint;
-
-    private static RdmaArena arena(ProtectionDomain pd) {
-        return RdmaArena.builder(pd).chunkSize(1 << 20).shards(1).access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND))
-                .build();
-    }
-
-    @AfterEach
-    void teardown() throws Exception {
-        for (AutoCloseable c : closeLast.reversed()) c.close();
-        ownerArena.close();
-        peerArena.close();
-        graph.close();
-        assertEquals(0, graph.liveCount(), graph::dump);
-    }
-
-    private RdmaListener listen(RdmaEndpoint.Builder builder) throws Exception {
-        ownerEndpoint = builder.build();
-        closeLast.add(ownerEndpoint);
-        RdmaListener listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-        closeLast.add(listener);
-        return listener;
-    }
-
-    private RdmaEndpoint peerEndpoint() {
-        RdmaEndpoint endpoint = RdmaEndpoint.builder(peerPd, peerArena).build();
-        closeLast.add(endpoint);
-        return endpoint;
-    }
-
+class HostilePeerTest extends EndpointPeers {
     /** Promise 2: one peer with three sessions holds what the limits allow one peer, not three times that. */
     @Test
     void limitsHoldPerPeerAcrossItsSessions() throws Exception {
@@ -299,27 +255,6 @@ class HostilePeerTest {
                 () -> peer.connect(listener.address()).get(10, TimeUnit.SECONDS), "the bar still holds");
         assertInstanceOf(java.io.IOException.class, barred.getCause(), "refused at once: " + barred.getCause());
         lease.close();
-    }
-
-    /** Leases 64 bytes over {@code requester} and WRITEs just past them with the raw QP, as a key guess would. */
-    private RemoteSegment guessPastALease(RdmaSession requester) throws Exception {
-        RemoteSegment lease = requester.requestRemote(64, Duration.ofSeconds(30), RW);
-        try (Block src = peerArena.allocateShared(8, 8)) {
-            var guess = requester.queuePair().postAsync(io.mooring.verbs.WorkRequest.write(src.region(),
-                    src.regionOffset(), 8).remote(lease.address() + 64, lease.rkey()));
-            var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> guess.get(10, TimeUnit.SECONDS));
-            assertEquals(io.mooring.verbs.WcStatus.REM_ACCESS_ERR,
-                    ((io.mooring.verbs.WorkCompletionException) failed.getCause()).status());
-        }
-        return lease;
-    }
-
-    private static void awaitTrue(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) throw new AssertionError("waited 30 s for " + what);
-            Thread.sleep(10);
-        }
     }
 
     // ---- floods: nothing a peer sends may grow this side's tables, timers or logs with its count ----

@@ -56,7 +56,8 @@ class ManySessionsTest {
         var platformBefore = platformThreads();
         long fdsBefore = openFds();
         long heapBefore = HeapAfterGc.bytes();
-        try (var owner = RdmaEndpoint.builder(ownerPd, ownerArena).maxSessions(PEERS).build();
+        try (var owner = RdmaEndpoint.builder(ownerPd, ownerArena).maxSessions(PEERS)
+                     .maxSessionsPerPeer(PEERS).build(); // every peer is on loopback: one peer by address
              var listener = owner.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
              var peers = RdmaEndpoint.builder(peerPd, peerArena).maxSessions(PEERS).build()) {
             long start = System.nanoTime();

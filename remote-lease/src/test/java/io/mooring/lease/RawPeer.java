@@ -48,6 +48,8 @@ final class RawPeer implements AutoCloseable {
 
     RawPeer(ProtectionDomain pd, InetSocketAddress owner) throws IOException {
         socket.connect(owner, 10_000);
+        Greeting.sayHello(socket);
+        Greeting.awaitVerdict(socket);
         cq = pd.context().createCompletionQueue(256);
         qp = pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
         data = pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);

@@ -73,11 +73,15 @@ class SessionSetupTest {
         Peer otherVersion = s -> {
             var fake = new QpInfo(7, 1, Gid.of(InetAddress.getLoopbackAddress()), 1, Mtu.MTU_1024, 1);
             int record = 4 + QpInfo.BYTES + 16; // a session's bootstrap record, with version 99
+            Greeting.sayHello(s);
+            Greeting.awaitVerdict(s);
             Bootstrap.of(s).exchange(fake, ByteBuffer.allocate(record).putInt(0, 99), record);
         };
         Peer leavesAtTheBarrier = s -> { // passes the bootstrap, then hangs up: every part of the session was made
             var fake = new QpInfo(7, 1, Gid.of(InetAddress.getLoopbackAddress()), 1, Mtu.MTU_1024, 1);
             int record = 4 + QpInfo.BYTES + 16;
+            Greeting.sayHello(s);
+            Greeting.awaitVerdict(s);
             var data = ByteBuffer.allocate(record).putInt(MessageCodec.VERSION);
             fake.writeTo(data);
             Bootstrap.of(s).exchange(fake, data.putInt(16).putInt(4096).putInt(1).putInt(1).flip(), record);
@@ -203,6 +207,8 @@ class SessionSetupTest {
         var listener = patient.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
         var silent = new Socket(listener.address().getAddress(), listener.address().getPort());
         try {
+            Greeting.sayHello(silent); // admitted: the endpoint makes the QPs, then waits in the bootstrap
+            Greeting.awaitVerdict(silent);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (queuePairs() == 0) {
                 if (System.nanoTime() > deadline) throw new AssertionError("the handshake made no QP");

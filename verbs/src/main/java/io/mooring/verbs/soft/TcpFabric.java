@@ -1,5 +1,6 @@
 package io.mooring.verbs.soft;
 
+import io.mooring.verbs.PeerLog;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.values.QpState;
 import java.io.DataInputStream;
@@ -89,7 +90,7 @@ final class TcpFabric {
                 return;
             }
             if (!qp.admits(hello)) {
-                LOG.log(qp.isStale(hello) ? Level.DEBUG : Level.WARNING, device.name + ": refused a connection from " + s.getRemoteSocketAddress()
+                PeerLog.log(LOG, qp.isStale(hello) ? Level.DEBUG : Level.WARNING, device.name + ": refused a connection from " + s.getRemoteSocketAddress()
                         + " for qpn " + hello.targetQpn() + " claiming to be qpn " + hello.sourceQpn() + " at "
                         + hello.sourceGid() + " port " + hello.sourceLid() + ": it did not present the QP's token,"
                         + " which only the QP's peer got (with its QpInfo)");
