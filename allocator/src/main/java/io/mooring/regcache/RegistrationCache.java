@@ -25,7 +25,7 @@ import jdk.jfr.FlightRecorder;
 /**
  * Registrations of memory the caller already has (buffers of its own, mapped files), cached so that using the
  * same memory again costs a lookup instead of an {@code ibv_reg_mr} (tens of microseconds). Shaped like UCX's
- * rcache: regions keyed by whole pages, merged on a miss, an LRU of unused regions, counters.
+ * rcache: regions keyed by whole pages, merged on a miss, a bounded set of unused regions, counters.
  * <pre>{@code
  * var cache = RegistrationCache.builder(pd).maxCachedBytes(1L << 30).build();
  * try (Registration reg = cache.acquire(buffer)) {
@@ -38,7 +38,8 @@ import jdk.jfr.FlightRecorder;
  * CAS and counts itself in a striped counter. <b>A miss</b> registers the whole pages around the segment, joined
  * with every overlapping region of the same local-only rights (UCX's merge), outside the lock; concurrent misses
  * on those pages wait for that one registration instead of making their own. Regions in use are never
- * deregistered; unused ones are kept within a bound on bytes and on count and evicted oldest first.
+ * deregistered; unused ones are kept within a bound on bytes and on count, and which go past them is the
+ * {@link EvictionPolicy}'s choice (by default the least often used, so that a scan does not evict the hot regions).
  *
  * <p>The caller owns the memory, so the cache cannot know when it is freed: call {@link #invalidate} before freeing
  * (or unmapping) it. An unused region is deregistered before {@code invalidate} returns; one still in use is handed
@@ -63,6 +64,7 @@ public final class RegistrationCache implements AutoCloseable {
     private final long maxCachedCount;
     private final String name;
     private final Resource resource;
+    private final Eviction eviction;
 
     /** What a hit reads; replaced (never changed) under {@link #lock}. */
     private volatile RegionIndex index = RegionIndex.EMPTY;
@@ -101,6 +103,7 @@ public final class RegistrationCache implements AutoCloseable {
         this.maxCachedCount = b.maxCachedCount;
         this.name = b.name != null ? b.name : "regcache-" + NAMES.incrementAndGet();
         this.resource = pd.resource().createChild("regcache", name, () -> {});
+        this.eviction = b.eviction.create(this, maxCachedBytes, maxCachedCount);
     }
 
     /** A cache of registrations with {@code pd}; see {@link Builder} for the settings. */
@@ -282,6 +285,8 @@ public final class RegistrationCache implements AutoCloseable {
             release(r); // the cache closed meanwhile: no one may use the region
             throw closedError();
         }
+        eviction.added(r);
+        if (r.isRetired()) eviction.left(r); // invalidated since it was published
         return new Registration(this, r, segment);
     }
 
@@ -320,20 +325,34 @@ public final class RegistrationCache implements AutoCloseable {
             superseded.remove(r);
             liveCount.decrement();
             liveBytes.add(-r.length());
+            eviction.left(r);
         } else if (after == 0) {
             unusedDelta(r, +1);
-            // Unused regions are a subset of the index: while all of it fits the bounds, no counter need be summed.
-            RegionIndex all = index;
-            if ((all.size() > maxCachedCount || all.bytes() > maxCachedBytes)
-                    && (cachedCount.sum() > maxCachedCount || cachedBytes.sum() > maxCachedBytes)) {
-                trim();
-            }
+            eviction.unused(r);
         }
     }
 
-    /** Evicts the least recently used unused regions until the bounds hold again. */
-    private void trim() {
-        List<CachedRegion> drop = new ArrayList<>();
+    /** Waits until the evictions the policy already chose are done; for tests, whose counters must agree. */
+    void settleEvictions() {
+        eviction.settle();
+    }
+
+    /** What a hit reads now. */
+    RegionIndex index() {
+        return index;
+    }
+
+    /** Whether the unused regions exceed a bound. */
+    boolean overBounds() {
+        // Unused regions are a subset of the index: while all of it fits the bounds, no counter need be summed.
+        RegionIndex all = index;
+        return (all.size() > maxCachedCount || all.bytes() > maxCachedBytes)
+                && (cachedCount.sum() > maxCachedCount || cachedBytes.sum() > maxCachedBytes);
+    }
+
+    /** Evicts unused regions, the first in {@code order} first, until the bounds hold again. */
+    void trim(Comparator<CachedRegion> order) {
+        List<CachedRegion> evicted = new ArrayList<>();
         lock.lock();
         try {
             List<CachedRegion> unused = new ArrayList<>();
@@ -346,25 +365,47 @@ public final class RegistrationCache implements AutoCloseable {
                     bytes += r.length();
                 }
             }
-            unused.sort(Comparator.comparingLong(CachedRegion::lastUsed));
-            List<CachedRegion> evicted = new ArrayList<>();
+            unused.sort(order);
             for (CachedRegion r : unused) {
                 if (count <= maxCachedCount && bytes <= maxCachedBytes) break;
-                if (!r.retireIfUnused()) continue; // taken by a hit meanwhile
+                if (!evictLocked(r)) continue; // taken by a hit meanwhile
                 count--;
                 bytes -= r.length();
-                unusedDelta(r, -1);
-                gone(r);
                 evicted.add(r);
             }
-            evictions += evicted.size();
-            evicted.forEach(r -> record("evict", r));
-            drop.addAll(evicted);
             if (!evicted.isEmpty()) index = index.with(null, evicted);
         } finally {
             lock.unlock();
-            deregister(drop);
+            deregister(evicted);
         }
+    }
+
+    /**
+     * Evicts {@code r} if it is still unused: a hit may have taken it since the policy chose it.
+     *
+     * @return whether it was evicted (and is deregistered now)
+     * @throws DestroyFailedException if the deregistration failed
+     */
+    boolean evict(CachedRegion r) {
+        lock.lock();
+        try {
+            if (closed || !evictLocked(r)) return false;
+            index = index.with(null, List.of(r));
+        } finally {
+            lock.unlock();
+        }
+        deregister(List.of(r));
+        return true;
+    }
+
+    /** Retires {@code r} if it is unused and counts the eviction; the caller takes it out of the index. Lock held. */
+    private boolean evictLocked(CachedRegion r) {
+        if (!r.retireIfUnused()) return false;
+        unusedDelta(r, -1);
+        gone(r);
+        evictions++;
+        record("evict", r);
+        return true;
     }
 
     /**
@@ -455,9 +496,10 @@ public final class RegistrationCache implements AutoCloseable {
      * Closes the regions' handles: an unused region is deregistered now, one in use when its last registration
      * closes (its pin holds it). Outside the lock, since a deregistration is a system call.
      */
-    private static void deregister(List<CachedRegion> regions) {
+    private void deregister(List<CachedRegion> regions) {
         DestroyFailedException failure = null;
         for (CachedRegion r : regions) {
+            eviction.left(r);
             try {
                 r.region.close();
             } catch (DestroyFailedException e) {
@@ -557,6 +599,7 @@ public final class RegistrationCache implements AutoCloseable {
         try {
             deregister(drop);
         } finally {
+            eviction.close();
             resource.close();
         }
     }
@@ -572,6 +615,7 @@ public final class RegistrationCache implements AutoCloseable {
         private Set<Access> access = EnumSet.of(Access.LOCAL_WRITE);
         private long maxCachedBytes = 256L << 20;
         private long maxCachedCount = 1024;
+        private EvictionPolicy eviction = EvictionPolicy.FREQUENCY;
         private String name;
 
         private Builder(ProtectionDomain pd) {
@@ -585,7 +629,11 @@ public final class RegistrationCache implements AutoCloseable {
             return this;
         }
 
-        /** Bytes of unused regions kept registered (default 256 MiB); 0 deregisters each region when released. */
+        /**
+         * Bytes of unused regions kept registered (default 256 MiB); 0 deregisters each region once released (as the
+         * release returns under {@link EvictionPolicy#LEAST_RECENTLY_USED}, shortly after on the policy's thread
+         * under {@link EvictionPolicy#FREQUENCY}).
+         */
         public Builder maxCachedBytes(long bytes) {
             if (bytes < 0) throw new IllegalArgumentException("max cached bytes must be >= 0, was " + bytes);
             this.maxCachedBytes = bytes;
@@ -596,6 +644,12 @@ public final class RegistrationCache implements AutoCloseable {
         public Builder maxCachedCount(long count) {
             if (count < 0) throw new IllegalArgumentException("max cached count must be >= 0, was " + count);
             this.maxCachedCount = count;
+            return this;
+        }
+
+        /** Which unused regions go when they exceed the bounds (default {@link EvictionPolicy#FREQUENCY}). */
+        public Builder eviction(EvictionPolicy policy) {
+            this.eviction = Objects.requireNonNull(policy, "policy");
             return this;
         }
 
