@@ -30,8 +30,9 @@ import java.util.function.Function;
  *   <li><b>expiring with its lease</b>, a {@link Builder#margin margin} before the {@link RemoteSegment#remaining()}
  *       term ends (itself a margin before the owner's deadline), so a segment handed out has time left for an
  *       operation, and the release reaches the owner before it would end the lease itself;</li>
- *   <li><b>releasing</b> ({@link RemoteSegment#closeAsync()}) whatever leaves it: evicted, expired, invalidated,
- *       or at {@link #close()};</li>
+ *   <li><b>releasing</b> ({@link RemoteSegment#closeAsync()}) whatever leaves it — evicted, expired, invalidated,
+ *       or at {@link #close()} — once no task borrows it ({@link BorrowedLease}): the owner ends a released lease at
+ *       once, and an access after that would fail on the NIC and end the session;</li>
  *   <li><b>dropping a revoked lease</b> as soon as it is asked for: the owner is asked again, not the dead key
  *       handed out (call {@link #invalidate} when an operation finds a lease ended between the two);</li>
  *   <li><b>loading once per key</b>: tasks that miss the same key together share one call of the loader.</li>
@@ -39,8 +40,9 @@ import java.util.function.Function;
  * <pre>{@code
  * LeaseCache<String> values = LeaseCache.<String>builder(session).limits(serverLimits)
  *         .build(key -> askServerFor(key));   // a future of the segment the server offers
- * RemoteSegment value = values.get("user:42");
- * value.read(local, 0);
+ * try (BorrowedLease value = values.acquire("user:42")) {
+ *     value.segment().read(local, 0);   // the cache does not release a lease while it is borrowed
+ * }
  * }</pre>
  *
  * <p>Caffeine's maintenance and the removal listener run on virtual threads of the cache's own, never on a caller's
@@ -51,8 +53,9 @@ import java.util.function.Function;
 public final class LeaseCache<K> implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LeaseCache.class.getName());
 
-    private final AsyncLoadingCache<K, RemoteSegment> cache;
+    private final AsyncLoadingCache<K, CachedLease> cache;
     private final Duration timeout;
+    private final Executor executor;
     /**
      * How long the peer may still count a lease it revoked or that expired: its {@link LeaseLimits#grace()}, then the
      * revocation itself, which no answer reports (covered by the margin).
@@ -67,7 +70,7 @@ public final class LeaseCache<K> implements AutoCloseable {
         this.ending = b.grace.plus(b.margin);
         this.leases = new Semaphore(b.maxLeases);
         ThreadFactory threads = Thread.ofVirtual().name("lease-cache-", 0).factory();
-        Executor executor = task -> threads.newThread(task).start(); // nothing to stop: a thread per task
+        this.executor = task -> threads.newThread(task).start(); // nothing to stop: a thread per task
         // One weight stands for both bounds: a segment weighs its bytes but at least its share of the byte budget
         // (maxBytes / maxLeases), so no more than maxLeases segments and maxBytes bytes fit (exact when all segments
         // are on the same side of the share, stricter for a mix). Units keep a weight within an int.
@@ -80,11 +83,11 @@ public final class LeaseCache<K> implements AutoCloseable {
                 .executor(executor)
                 .scheduler(Scheduler.systemScheduler()) // an expired lease is released on time, not at the next access
                 .maximumWeight(budget)
-                .<K, RemoteSegment>weigher((key, s) -> Math.clamp(Math.max(Math.ceilDiv(s.length(), unit), share),
-                        0, Integer.MAX_VALUE))
-                .expireAfter(Expiry.<K, RemoteSegment>writing((key, s) -> s.remaining().minus(margin)))
-                .removalListener((key, s, cause) -> {
-                    if (s != null) release(s);
+                .<K, CachedLease>weigher((key, l) -> Math.clamp(Math.max(Math.ceilDiv(l.segment.length(), unit),
+                        share), 0, Integer.MAX_VALUE))
+                .expireAfter(Expiry.<K, CachedLease>writing((key, l) -> l.segment.remaining().minus(margin)))
+                .removalListener((key, l, cause) -> {
+                    if (l != null && l.leave()) release(l.segment); // else its last borrower releases it
                 })
                 .recordStats()
                 .buildAsync((key, pool) -> CompletableFuture.supplyAsync(() -> load(key, loader), pool)
@@ -97,34 +100,46 @@ public final class LeaseCache<K> implements AutoCloseable {
     }
 
     /**
-     * The segment of {@code key}: a usable one the cache holds, or the loader's. A revoked or expired one the cache
-     * still held is dropped (released) and loaded again. Concurrent calls for a missing key share one load.
+     * Borrows the segment of {@code key}: a usable one the cache holds, or the loader's. A revoked or expired one the
+     * cache still held is dropped and loaded again. Concurrent calls for a missing key share one load. Close what it
+     * returns when the operations on the segment are done: until then the cache does not release the lease.
      *
-     * @return a future of the segment, or of null if the loader found nothing for the key; failing with the loader's
-     *         exception (e.g. {@link LeaseRefusedException})
+     * @return a future of the borrowed segment, or of null if the loader found nothing for the key; failing with the
+     *         loader's exception (e.g. {@link LeaseRefusedException})
      * @throws IllegalStateException if the cache is closed
      */
-    public CompletableFuture<RemoteSegment> getAsync(K key) {
+    public CompletableFuture<BorrowedLease> acquireAsync(K key) {
         if (closed) throw new IllegalStateException("the lease cache is closed");
-        CompletableFuture<RemoteSegment> held = cache.get(key);
-        // A load in flight, failed or empty is the answer as it is; a segment the owner revoked meanwhile is not.
-        if (!held.isDone() || held.isCompletedExceptionally() || held.join() == null || held.join().isUsable()) {
-            return held;
-        }
-        cache.asMap().remove(key, held); // one caller wins, the listener releases the segment
-        return cache.get(key);
+        return acquireAsync(key, 3);
+    }
+
+    private CompletableFuture<BorrowedLease> acquireAsync(K key, int attempts) {
+        CompletableFuture<CachedLease> held = cache.get(key);
+        return held.thenCompose(l -> {
+            if (l == null) return CompletableFuture.completedFuture(null);
+            // Let go (and perhaps released) since the lookup; a task waiting for a load always gets it: look again.
+            if (!l.borrow()) return acquireAsync(key, attempts);
+            if (l.segment.isUsable()) return CompletableFuture.completedFuture(new BorrowedLease(this, l));
+            // Revoked or expired: one caller takes it out, every one asks again — a few times, if the peer keeps ending
+            // new leases at once.
+            if (l.giveBack()) release(l.segment);
+            cache.asMap().remove(key, held);
+            if (attempts > 1) return acquireAsync(key, attempts - 1);
+            return CompletableFuture.failedFuture(new IllegalStateException("the peer's leases of " + key
+                    + " ended as soon as they were loaded, three times: " + l.segment));
+        });
     }
 
     /**
-     * {@link #getAsync} and waits, at most twice the endpoint's {@link RdmaEndpoint#requestTimeout()} (for a lease to
-     * come free, then for the load).
+     * {@link #acquireAsync} and waits, at most twice the endpoint's {@link RdmaEndpoint#requestTimeout()} (for a lease
+     * to come free, then for the load).
      *
      * @throws TimeoutException if the load took longer, or no lease came free for it
      * @throws RuntimeException the loader's exception (e.g. {@link LeaseRefusedException}), as thrown
      */
-    public RemoteSegment get(K key) throws TimeoutException, InterruptedException {
+    public BorrowedLease acquire(K key) throws TimeoutException, InterruptedException {
         try {
-            return getAsync(key).get(2 * timeout.toNanos(), TimeUnit.NANOSECONDS); // a lease's wait, then the load
+            return acquireAsync(key).get(2 * timeout.toNanos(), TimeUnit.NANOSECONDS); // a lease's wait, then the load
         } catch (ExecutionException e) {
             if (e.getCause() instanceof RuntimeException r) throw r;
             if (e.getCause() instanceof TimeoutException t) throw t;
@@ -132,7 +147,10 @@ public final class LeaseCache<K> implements AutoCloseable {
         }
     }
 
-    /** Drops and releases the segment of {@code key}, if the cache holds one: e.g. one an operation found revoked. */
+    /**
+     * Drops the segment of {@code key}, if the cache holds one (e.g. one an operation found revoked): released now, or
+     * when its last borrower is done.
+     */
     public void invalidate(K key) {
         cache.synchronous().invalidate(key);
     }
@@ -158,7 +176,7 @@ public final class LeaseCache<K> implements AutoCloseable {
     }
 
     /** On a thread of the cache's: waits for a lease the peer would grant, then asks the loader. */
-    private CompletableFuture<RemoteSegment> load(K key, Function<? super K, CompletableFuture<RemoteSegment>> loader) {
+    private CompletableFuture<CachedLease> load(K key, Function<? super K, CompletableFuture<RemoteSegment>> loader) {
         try {
             if (!leases.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
                 return CompletableFuture.failedFuture(new TimeoutException("no lease of the peer's came free in "
@@ -173,10 +191,17 @@ public final class LeaseCache<K> implements AutoCloseable {
         } catch (RuntimeException e) {
             loaded = CompletableFuture.failedFuture(e);
         }
-        return loaded.whenComplete((s, failed) -> {
+        CompletableFuture<CachedLease> cached = loaded.whenComplete((s, failed) -> {
             if (failed != null || s == null) leases.release(); // the peer granted nothing
-            else if (closed) release(s); // loaded after close: nobody will take it out
-        });
+        }).thenApply(s -> s == null ? null : new CachedLease(s));
+        // The load's own borrow, given back once the tasks that waited for it have borrowed (they do as it completes,
+        // on the completing thread; this runs on another).
+        cached.thenAcceptAsync(l -> {
+            if (l == null) return;
+            if (closed) cache.synchronous().invalidate(key); // loaded after close: nobody else takes it out
+            if (l.giveBack()) release(l.segment);
+        }, executor);
+        return cached;
     }
 
     /**
@@ -184,7 +209,7 @@ public final class LeaseCache<K> implements AutoCloseable {
      * acknowledged the release, or — a lease it revoked or that expired, which it ends on its own — after its grace
      * and the margin.
      */
-    private void release(RemoteSegment s) {
+    void release(RemoteSegment s) {
         boolean ended = !s.isUsable();
         CompletableFuture<Void> released;
         try {

@@ -120,6 +120,13 @@ class LeaseCacheTest {
         return LeaseCache.<String>builder(requester).limits(LIMITS).build(this::load);
     }
 
+    /** Borrows the segment of {@code key} and gives it back at once. */
+    private static RemoteSegment segment(LeaseCache<String> cache, String key) throws Exception {
+        try (BorrowedLease borrowed = cache.acquire(key)) {
+            return borrowed.segment();
+        }
+    }
+
     private Lease ownerLease(RemoteSegment s) {
         return owner.leases().lease(s.leaseId());
     }
@@ -140,11 +147,11 @@ class LeaseCacheTest {
     void aSegmentLeavesTheCacheAndIsReleasedBeforeTheOwnersDeadline() throws Exception {
         term = Duration.ofSeconds(3); // the cache stops handing it out ~2 s before its end (the default margin)
         try (LeaseCache<String> cache = cache()) {
-            RemoteSegment first = cache.get("k");
+            RemoteSegment first = segment(cache, "k");
             Lease lease = ownerLease(first);
             assertEquals(EndReason.RELEASED, lease.ended().get(20, TimeUnit.SECONDS),
                     "the cache released it: the owner did not have to expire it");
-            RemoteSegment second = cache.get("k");
+            RemoteSegment second = segment(cache, "k");
             assertNotEquals(first.leaseId(), second.leaseId(), "a new lease");
             assertEquals(2, loads.get("k").get());
         }
@@ -154,7 +161,7 @@ class LeaseCacheTest {
     void anEvictedSegmentIsReleased() throws Exception {
         List<RemoteSegment> all = new ArrayList<>();
         try (LeaseCache<String> cache = cache()) {
-            for (int i = 0; i < 20; i++) all.add(cache.get("key-" + i));
+            for (int i = 0; i < 20; i++) all.add(segment(cache, "key-" + i));
             await(() -> ownerCount() <= 7, "the owner counts at most the cache's 7 held segments");
             long active = all.stream().filter(s -> ownerLease(s) != null && ownerLease(s).isActive()).count();
             assertEquals(ownerCount(), active);
@@ -167,14 +174,34 @@ class LeaseCacheTest {
         await(() -> ownerCount() == 0, "closing the cache released the rest");
     }
 
+    /**
+     * The owner ends a released lease at once, and an access after that would fail on the NIC and end the session: a
+     * segment the cache lets go (invalidated here, evicted or expired alike) is released only when its borrower is
+     * done with it.
+     */
+    @Test
+    void aBorrowedSegmentIsReleasedOnlyWhenGivenBack() throws Exception {
+        try (LeaseCache<String> cache = cache(); Block local = requesterArena.allocate(64)) {
+            BorrowedLease borrowed = cache.acquire("k");
+            cache.invalidate("k");
+            Lease lease = ownerLease(borrowed.segment());
+            borrowed.segment().read(local, 0); // still leased: the cache let it go, the borrower did not
+            assertTrue(lease.isActive());
+            borrowed.close();
+            assertEquals(EndReason.RELEASED, lease.ended().get(20, TimeUnit.SECONDS));
+            borrowed.close(); // idempotent: the lease is not given back twice
+            assertNotEquals(borrowed.segment().leaseId(), segment(cache, "k").leaseId(), "loaded again");
+        }
+    }
+
     @Test
     void aRevokedSegmentIsDroppedAndTheOwnerAskedAgain() throws Exception {
         try (LeaseCache<String> cache = cache()) {
-            RemoteSegment first = cache.get("k");
-            assertSame(first, cache.get("k"), "a hit");
+            RemoteSegment first = segment(cache, "k");
+            assertSame(first, segment(cache, "k"), "a hit");
             offered.remove("k").close(); // the owner replaces the value: the lease is revoked, the requester told
             await(() -> !first.isUsable(), "the requester learnt of the revocation");
-            RemoteSegment second = cache.get("k");
+            RemoteSegment second = segment(cache, "k");
             assertNotEquals(first.leaseId(), second.leaseId());
             assertTrue(second.isUsable());
             assertEquals(2, loads.get("k").get());
@@ -193,7 +220,7 @@ class LeaseCacheTest {
                 done.add(CompletableFuture.runAsync(() -> {
                     try {
                         start.await();
-                        got.add(cache.get("hot").leaseId());
+                        got.add(segment(cache, "hot").leaseId());
                     } catch (Exception e) {
                         throw new IllegalStateException(e);
                     }
@@ -226,7 +253,9 @@ class LeaseCacheTest {
                     try {
                         for (int i = 0; i < 40; i++) {
                             String key = "key-" + (task * 7 + i) % 50;
-                            assertEquals(64, cache.get(key).length());
+                            try (BorrowedLease s = cache.acquire(key)) {
+                                assertEquals(64, s.segment().length());
+                            }
                             peak.accumulateAndGet(ownerCount(), Math::max);
                             Block b = offered.get(key);
                             if (revoking && i % 10 == 0 && b != null && offered.remove(key, b)) b.close();

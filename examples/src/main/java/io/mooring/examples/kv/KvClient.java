@@ -1,6 +1,7 @@
 package io.mooring.examples.kv;
 
 import io.mooring.allocator.Block;
+import io.mooring.lease.BorrowedLease;
 import io.mooring.lease.InboundMessage;
 import io.mooring.lease.LeaseCache;
 import io.mooring.lease.LeaseLimits;
@@ -61,11 +62,12 @@ public final class KvClient implements AutoCloseable {
     public byte[] get(String key) throws Exception {
         keyBytes(key); // refused here, not in the cache's load
         while (true) {
-            RemoteSegment value = leases.get(key);
-            if (value == null) return null;
-            try (Block local = session.endpoint().arena().allocate(value.length())) {
-                value.read(local, 0); // the common case: one READ
-                return local.segment().toArray(ValueLayout.JAVA_BYTE);
+            try (BorrowedLease value = leases.acquire(key)) { // not released under our READ, even if evicted
+                if (value == null) return null;
+                try (Block local = session.endpoint().arena().allocate(value.segment().length())) {
+                    value.segment().read(local, 0); // the common case: one READ
+                    return local.segment().toArray(ValueLayout.JAVA_BYTE);
+                }
             } catch (IllegalStateException revoked) { // replaced meanwhile, even right after the offer: ask again
                 leases.invalidate(key);
             }
