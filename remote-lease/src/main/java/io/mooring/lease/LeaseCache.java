@@ -24,8 +24,8 @@ import java.util.function.Function;
  *   <li><b>bounded by the peer's limits</b> — at most {@link LeaseLimits#maxLeases()} leases and
  *       {@link LeaseLimits#maxBytes()} bytes (or the smaller bounds set), so the peer never refuses a lease because
  *       this host holds too much. The lease bound counts what the peer counts: segments held, loads under way, and
- *       released ones until the peer acknowledged the release (a revoked one until the peer's grace and the margin
- *       are over), and a load past it waits; the cache keeps a sixteenth of it free for those. Which segments go is Caffeine's
+ *       released ones until the peer acknowledged the release (a revoked one for twice the peer's grace), and a
+ *       load past it waits; the cache keeps a sixteenth of it free for those. Which segments go is Caffeine's
  *       W-TinyLFU choice, so a scan keeps the hot keys;</li>
  *   <li><b>expiring with its lease</b>, a {@link Builder#margin margin} before the {@link RemoteSegment#remaining()}
  *       term ends (itself a margin before the owner's deadline), so a segment handed out has time left for an
@@ -58,7 +58,7 @@ public final class LeaseCache<K> implements AutoCloseable {
     private final Executor executor;
     /**
      * How long the peer may still count a lease it revoked or that expired: its {@link LeaseLimits#grace()}, then the
-     * revocation itself, which no answer reports (covered by the margin).
+     * revocation itself, which no answer reports: allowed as long again.
      */
     private final Duration ending;
     /** Leases the peer may count against this cache: taken by a load, given back when the peer no longer counts it. */
@@ -67,7 +67,7 @@ public final class LeaseCache<K> implements AutoCloseable {
 
     private LeaseCache(Builder<K> b, Function<? super K, CompletableFuture<RemoteSegment>> loader) {
         this.timeout = b.session.endpoint().requestTimeout();
-        this.ending = b.grace.plus(b.margin);
+        this.ending = b.grace.multipliedBy(2);
         this.leases = new Semaphore(b.maxLeases);
         ThreadFactory threads = Thread.ofVirtual().name("lease-cache-", 0).factory();
         this.executor = task -> threads.newThread(task).start(); // nothing to stop: a thread per task
@@ -206,8 +206,8 @@ public final class LeaseCache<K> implements AutoCloseable {
 
     /**
      * Releases {@code s} and gives its lease back to the bound once the peer no longer counts it: when it
-     * acknowledged the release, or — a lease it revoked or that expired, which it ends on its own — after its grace
-     * and the margin.
+     * acknowledged the release, or — a lease it revoked or that expired, which it ends on its own — after twice its
+     * grace.
      */
     void release(RemoteSegment s) {
         boolean ended = !s.isUsable();

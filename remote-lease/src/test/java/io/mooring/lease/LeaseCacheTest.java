@@ -243,9 +243,7 @@ class LeaseCacheTest {
     @ValueSource(booleans = {false, true})
     void theOwnerNeverRefusesALease(boolean revoking) throws Exception {
         var peak = new AtomicInteger();
-        try (LeaseCache<String> cache = LeaseCache.<String>builder(requester).limits(LIMITS)
-                .margin(Duration.ofMillis(300)).build(this::load);
-             var threads = Executors.newVirtualThreadPerTaskExecutor()) {
+        try (LeaseCache<String> cache = cache(); var threads = Executors.newVirtualThreadPerTaskExecutor()) {
             List<CompletableFuture<Void>> done = new ArrayList<>();
             for (int t = 0; t < 8; t++) {
                 int task = t;
