@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Uses Mooring the way an application does: a separate Maven project imports io.mooring:mooring-bom, depends on
-# io.mooring:mooring-remote-lease, compiles the user guide's examples (examples/.../guide) and runs them twice —
-# on the module path with native access granted to Mooring's two native modules by name, and from an executable
-# jar on the class path with Enable-Native-Access in its manifest. A warning or error on stderr fails the check.
+# io.mooring:mooring-remote-lease and io.mooring:mooring-netty (with Netty's transport, at the version Mooring builds
+# with), compiles the user guide's examples (examples/.../guide) and runs them — the lease example twice: on the module
+# path with native access granted to Mooring's native modules by name, and from an executable jar on the class path
+# with Enable-Native-Access in its manifest. A warning or error on stderr fails the check.
 # Needs the artifacts installed first (./mooring mvn -DskipTests install). Prints one closing line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
 version=$(sed -n 's:^  <version>\(.*\)</version>:\1:p' pom.xml | head -1)
+netty_version=$(sed -n 's:.*<netty.version>\(.*\)</netty.version>.*:\1:p' pom.xml)
 work=$(mktemp -d "${TMPDIR:-/tmp}/mooring-consumer.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 java=$(./mooring mvn -v | sed -n 's/^Java version: .*, runtime: //p')/bin/java
@@ -18,6 +20,8 @@ rm -rf "$work/src/main/java/io/mooring/examples/kv" # only the guide's examples:
 cat >"$work/src/main/java/module-info.java" <<'EOF'
 module consumer {
     requires io.mooring.lease;
+    requires io.mooring.netty;
+    requires io.netty.transport;
 }
 EOF
 cat >"$work/pom.xml" <<EOF
@@ -46,6 +50,15 @@ cat >"$work/pom.xml" <<EOF
     <dependency>
       <groupId>io.mooring</groupId>
       <artifactId>mooring-remote-lease</artifactId>
+    </dependency>
+    <dependency>
+      <groupId>io.mooring</groupId>
+      <artifactId>mooring-netty</artifactId>
+    </dependency>
+    <dependency>
+      <groupId>io.netty</groupId>
+      <artifactId>netty-transport</artifactId>
+      <version>$netty_version</version>
     </dependency>
   </dependencies>
   <build>
@@ -105,7 +118,7 @@ lib=$(ls "$work"/target/lib/*.jar | paste -sd:)
 # Sets cmd to the java command that starts example $2 the way mode $1 does.
 command_for() {
   case $1 in
-    module-path) cmd=("$java" --enable-native-access=io.mooring.verbs,io.mooring.allocator
+    module-path) cmd=("$java" --enable-native-access=io.mooring.verbs,io.mooring.allocator,io.mooring.netty
                       -p "$work/target/consumer.jar:$lib" -m "consumer/io.mooring.examples.guide.$2") ;;
     # The executable jar's manifest names LeaseExample and grants native access (honoured for -jar only).
     class-path) cmd=("$java" -jar "$work/target/consumer.jar") ;;
@@ -144,6 +157,14 @@ if timeout 120 "${cmd[@]}" >"$work/alloc.out" 2>"$work/alloc.err" && clean "$wor
   passed=$((passed + 1))
 else
   failed=$((failed + 1)); echo "consumer-check: module-path: AllocatorExample failed:"; cat "$work"/alloc.*
+fi
+# The Netty example: an echo through buffers of mooring-netty's allocator, on the module path.
+command_for module-path NettyEchoExample
+if timeout 120 "${cmd[@]}" >"$work/netty.out" 2>"$work/netty.err" && clean "$work/netty.err" &&
+   [ "$(cat "$work/netty.out")" = "$(printf 'registered: true\nechoed: hello from registered memory')" ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1)); echo "consumer-check: module-path: NettyEchoExample failed:"; cat "$work"/netty.*
 fi
 check_lease module-path
 check_lease class-path

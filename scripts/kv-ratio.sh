@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # KV GET and PUT against the READ and SEND pingpong of the same provider (soft over TCP, two processes each, events
 # mode), alternating ROUNDS times so that the machine's load drifts over all three alike (docs/verification.md).
+# pingpong's p50 is a whole round trip in every mode: a PUT compares with the SEND figure as printed.
 #   scripts/kv-ratio.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."

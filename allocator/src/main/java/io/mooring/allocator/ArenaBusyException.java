@@ -1,9 +1,10 @@
 package io.mooring.allocator;
 
+import io.mooring.lifecycle.MooringException;
 import java.util.stream.Collectors;
 
 /** A STRICT close found live blocks; the arena stays open. Lists the live counts per class. */
-public final class ArenaBusyException extends IllegalStateException {
+public final class ArenaBusyException extends MooringException {
     private static final long serialVersionUID = 1L;
 
     private final transient ArenaStats stats;

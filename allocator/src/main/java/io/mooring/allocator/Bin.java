@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.LongSupplier;
 
 /**
  * The slabs of one small class in one shard. Allocation takes the lowest free region of the first slab with
@@ -202,25 +201,16 @@ final class Bin {
 
     /** Regions handed to callers directly (not through a thread cache), for stats. */
     long allocations() {
-        return underLock(() -> allocations);
+        return Locks.read(lock, () -> allocations);
     }
 
     /** Regions freed directly, for stats. */
     long frees() {
-        return underLock(() -> frees);
+        return Locks.read(lock, () -> frees);
     }
 
     /** Slabs holding regions of this class now, for stats. */
     long slabs() {
-        return underLock(() -> slabs);
-    }
-
-    private long underLock(LongSupplier counter) {
-        lock.lock();
-        try {
-            return counter.getAsLong();
-        } finally {
-            lock.unlock();
-        }
+        return Locks.read(lock, () -> slabs);
     }
 }

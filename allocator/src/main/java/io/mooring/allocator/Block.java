@@ -1,7 +1,7 @@
 package io.mooring.allocator;
 
-import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;

@@ -1,15 +1,14 @@
 package io.mooring.allocator;
 
+import io.mooring.lifecycle.Housekeeper;
 import io.mooring.lifecycle.Resource;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.values.Access;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Predicate;
@@ -26,10 +25,6 @@ import jdk.jfr.FlightRecorder;
  * and no work request holds it, whatever order things are closed in.
  */
 final class ChunkSource {
-    /** The allocator's one background thread: decay purges, and the collector's passes ({@link MtFreeCollector}). */
-    static final ScheduledExecutorService PURGER = Executors.newSingleThreadScheduledExecutor(
-            Thread.ofPlatform().daemon().name("mooring-arena-purger").factory());
-
     private final ProtectionDomain pd;
     private final Set<Access> access;
     private final long chunkSize;
@@ -107,10 +102,10 @@ final class ChunkSource {
 
     // ---- purging ---------------------------------------------------------------------------------------------
 
-    /** Runs {@code purgeExpired} every half decay on the purger thread, until the returned future is cancelled. */
-    ScheduledFuture<?> scheduleDecayPurges(Runnable purgeExpired) {
+    /** Runs {@code purgeExpired} every half decay on the {@link Housekeeper}, until the returned task is cancelled. */
+    Housekeeper.Task scheduleDecayPurges(Runnable purgeExpired) {
         long period = Math.max(10, TimeUnit.NANOSECONDS.toMillis(decayNanos) / 2);
-        return PURGER.scheduleWithFixedDelay(purgeExpired, period, period, TimeUnit.MILLISECONDS);
+        return Housekeeper.shared().scheduleWithFixedDelay(purgeExpired, Duration.ofMillis(period));
     }
 
     /**

@@ -1,6 +1,8 @@
 package io.mooring.allocator;
 
+import io.mooring.lifecycle.Housekeeper;
 import java.lang.ref.WeakReference;
+import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -48,7 +50,7 @@ final class MtFreeCollector {
 
     MtFreeCollector(ThreadBinding threads) {
         this.threads = threads;
-        var self = new WeakReference<>(this); // the purger must not keep a dropped arena's collector alive
+        var self = new WeakReference<>(this); // the housekeeper must not keep a dropped arena's collector alive
         this.scheduledPass = () -> {
             MtFreeCollector collector = self.get();
             if (collector != null) collector.runScheduled();
@@ -100,7 +102,7 @@ final class MtFreeCollector {
     /** Runs a pass {@value #DELAY_MILLIS} ms from now, unless one is already due. */
     void schedule() {
         if (!scheduled.get() && scheduled.compareAndSet(false, true)) {
-            ChunkSource.PURGER.schedule(scheduledPass, DELAY_MILLIS, TimeUnit.MILLISECONDS);
+            Housekeeper.shared().schedule(scheduledPass, Duration.ofMillis(DELAY_MILLIS));
         }
     }
 

@@ -1,5 +1,6 @@
 package io.mooring.allocator;
 
+import io.mooring.allocator.internal.KernelPage;
 import io.mooring.verbs.Errno;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -39,9 +40,6 @@ final class NativeMemory {
             ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), CAPTURE_ERRNO);
     private static final MethodHandle MADVISE = downcall("madvise", FunctionDescriptor.of(ValueLayout.JAVA_INT,
             ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), CAPTURE_ERRNO);
-    private static final MethodHandle GETPAGESIZE = downcall("getpagesize", FunctionDescriptor.of(ValueLayout.JAVA_INT));
-    /** What {@code mmap} aligns to anyway; larger alignments need the over-allocation of {@link #map}. */
-    static final long KERNEL_PAGE = kernelPageSize();
 
     private NativeMemory() {}
 
@@ -52,15 +50,6 @@ final class NativeMemory {
         return LINKER.downcallHandle(symbol, descriptor, options);
     }
 
-    /** The kernel's base page size: the unit the kernel pins when memory is registered. */
-    static long kernelPageSize() {
-        try {
-            return (int) GETPAGESIZE.invokeExact();
-        } catch (Throwable t) {
-            throw new AssertionError("getpagesize cannot fail", t);
-        }
-    }
-
     /**
      * Maps {@code size} bytes of zeroed memory whose address is a multiple of {@code alignment} (a power of two):
      * above the kernel's page size (4 KiB here, less than the allocator's 8 KiB page) it maps
@@ -69,7 +58,7 @@ final class NativeMemory {
      * @throws OutOfMemoryError naming the errno when the kernel refuses
      */
     static long map(long size, long alignment, boolean hugePages) {
-        long span = size + (alignment > KERNEL_PAGE ? alignment : 0);
+        long span = size + (alignment > KernelPage.SIZE ? alignment : 0); // mmap aligns to a page anyway
         int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (hugePages ? MAP_HUGETLB : 0);
         long base;
         try (Arena a = Arena.ofConfined()) {

@@ -1,9 +1,11 @@
 package io.mooring.allocator;
 
+import io.mooring.allocator.internal.NativeAccess;
 import io.mooring.lifecycle.ClosePolicy;
+import io.mooring.lifecycle.Housekeeper;
 import io.mooring.lifecycle.Resource;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
 import java.lang.ref.WeakReference;
@@ -12,7 +14,6 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -65,7 +66,7 @@ public final class RdmaArena implements AutoCloseable {
     final MtFreeCollector collector;
     /** Blocks closed while pinned whose memory waits for their last unpin (see {@link Block#pin}). */
     final AtomicLong closedPinned = new AtomicLong();
-    private final ScheduledFuture<?> purging;
+    private final Housekeeper.Task purging;
 
     private RdmaArena(Builder b) {
         this.chunkSize = b.chunkSize;
@@ -295,7 +296,7 @@ public final class RdmaArena implements AutoCloseable {
         }
         chunks.beginClose();
         threads.retireCaches(); // after the chunks' closing: an owner that sees its cache retired sees that too
-        purging.cancel(false);
+        purging.cancel();
         catchUpCallingThread();
         boolean ownerBusy = collector.collect(); // the caches of owners between calls come back now, before the chunks go
         chunks.releaseEmpty(shards);
@@ -421,7 +422,7 @@ public final class RdmaArena implements AutoCloseable {
                 throw new IllegalArgumentException("huge threshold " + hugeThreshold + " exceeds the chunk size "
                         + chunkSize + ": smaller requests are cut from a chunk, so none may be larger than one");
             }
-            NativeAccess.require();
+            NativeAccess.require("the allocator calls the kernel through FFM (mmap, getpagesize)");
             return new RdmaArena(this);
         }
     }

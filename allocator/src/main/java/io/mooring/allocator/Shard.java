@@ -5,7 +5,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 
 /**
@@ -213,14 +212,14 @@ final class Shard {
     /** Adds the blocks handed out here directly (not through a thread cache). */
     void countAllocations(StatsSnapshot s) {
         for (Bin bin : bins) s.addAllocations(bin.classIndex, bin.allocations());
-        s.largeAllocations += underLock(() -> largeAllocations);
+        s.largeAllocations += Locks.read(lock, () -> largeAllocations);
         s.hugeAllocations += hugeAllocations.get();
     }
 
     /** Adds the blocks freed here directly. */
     void countFrees(StatsSnapshot s) {
         for (Bin bin : bins) s.addFrees(bin.classIndex, bin.frees());
-        s.largeFrees += underLock(() -> largeFrees);
+        s.largeFrees += Locks.read(lock, () -> largeFrees);
         s.hugeFrees += hugeFrees.get();
     }
 
@@ -235,15 +234,6 @@ final class Shard {
                 s.usedPages += c.usedPages();
                 if (c.isEmpty()) s.emptyChunkBytes += c.size;
             }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private long underLock(LongSupplier counter) {
-        lock.lock();
-        try {
-            return counter.getAsLong();
         } finally {
             lock.unlock();
         }

@@ -1,9 +1,11 @@
 package io.mooring.regcache;
 
+import io.mooring.lifecycle.DestroyFailedException;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.MemoryRegion;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.List;
 
 /**
  * One memory region a {@link RegistrationCache} registered: whole pages with some rights, shared by every
@@ -157,5 +159,22 @@ final class CachedRegion {
     @Override
     public String toString() {
         return region + " [0x" + Long.toHexString(start) + ", +" + length() + ")";
+    }
+
+    /**
+     * Closes the regions' handles: an unused region is deregistered now, one in use when its last registration
+     * closes (its pin holds it). Outside the lock, since a deregistration is a system call.
+     */
+    static void deregister(List<CachedRegion> regions) {
+        DestroyFailedException failure = null;
+        for (CachedRegion r : regions) {
+            try {
+                r.region.close();
+            } catch (DestroyFailedException e) {
+                if (failure == null) failure = e;
+                else failure.addSuppressed(e);
+            }
+        }
+        if (failure != null) throw failure;
     }
 }

@@ -9,7 +9,7 @@ public enum EvictionPolicy {
      */
     FREQUENCY {
         @Override
-        Eviction create(RegistrationCache cache, long maxBytes, long maxCount) {
+        Eviction create(RegistrationCache cache, RegionCounts counts, long maxBytes, long maxCount) {
             return new FrequencyEviction(cache, maxBytes, maxCount);
         }
     },
@@ -19,10 +19,10 @@ public enum EvictionPolicy {
      */
     LEAST_RECENTLY_USED {
         @Override
-        Eviction create(RegistrationCache cache, long maxBytes, long maxCount) {
-            return new LruEviction(cache);
+        Eviction create(RegistrationCache cache, RegionCounts counts, long maxBytes, long maxCount) {
+            return new LruEviction(cache, counts, maxBytes, maxCount);
         }
     };
 
-    abstract Eviction create(RegistrationCache cache, long maxBytes, long maxCount);
+    abstract Eviction create(RegistrationCache cache, RegionCounts counts, long maxBytes, long maxCount);
 }

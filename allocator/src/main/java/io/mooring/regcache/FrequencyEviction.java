@@ -3,7 +3,9 @@ package io.mooring.regcache;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
+import io.mooring.allocator.internal.KernelPage;
 import io.mooring.lifecycle.DestroyFailedException;
+import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -44,7 +46,7 @@ final class FrequencyEviction implements Eviction {
         this.cache = cache;
         this.learnAboveCount = maxCount / 2;
         this.learnAboveBytes = maxBytes / 2;
-        long budget = maxCount == 0 ? 0 : maxBytes / Pages.SIZE; // in pages: a weight is an int
+        long budget = maxCount == 0 ? 0 : maxBytes / KernelPage.SIZE; // in pages: a weight is an int
         long share = Math.clamp(Math.ceilDiv(budget, Math.max(1, maxCount)), 1, Integer.MAX_VALUE);
         // One thread, so tasks run in the order Caffeine submits them; the queue holds one task per region Caffeine
         // evicted (or one maintenance run), so it is bounded by the regions registered.
@@ -53,7 +55,7 @@ final class FrequencyEviction implements Eviction {
         this.regions = Caffeine.newBuilder()
                 .maximumWeight(budget)
                 .<CachedRegion.RegionKey, CachedRegion>weigher(
-                        (key, r) -> Math.clamp(Math.max(r.length() / Pages.SIZE, share), 0, Integer.MAX_VALUE))
+                        (key, r) -> Math.clamp(Math.max(r.length() / KernelPage.SIZE, share), 0, Integer.MAX_VALUE))
                 .executor(evictor)
                 .removalListener((key, r, cause) -> {
                     if (cause == RemovalCause.SIZE && r != null) chosen(r);
@@ -94,12 +96,17 @@ final class FrequencyEviction implements Eviction {
     /** Caffeine evicted {@code r} (on the evictor): deregister it unless a hit took it meanwhile. */
     private void chosen(CachedRegion r) {
         try {
-            if (r.isRetired() || cache.evict(r)) return;
+            if (r.isRetired() || evict(r)) return;
             r.outOfPolicy = true; // in use: its last release puts it back
-            cache.evict(r); // unless that release came before the flag: then it is unused now, and goes
+            evict(r); // unless that release came before the flag: then it is unused now, and goes
         } catch (DestroyFailedException e) {
             LOG.log(System.Logger.Level.WARNING, "deregistering " + r + ", evicted from " + cache.name() + ", failed", e);
         }
+    }
+
+    /** Whether {@code r} was still unused, and is evicted now. */
+    private boolean evict(CachedRegion r) {
+        return cache.evict(index -> r.retireIfUnused() ? List.of(r) : List.of()) > 0;
     }
 
     /** Runs Caffeine's maintenance and waits until the evictions it chose are done. */

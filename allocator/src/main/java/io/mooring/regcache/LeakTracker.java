@@ -1,22 +1,25 @@
 package io.mooring.regcache;
 
+import io.mooring.lifecycle.Housekeeper;
+import java.lang.ref.Reference;
 import java.lang.ref.ReferenceQueue;
 
 /**
  * Finds registrations that became unreachable unclosed and gives their regions back, so pages are not pinned
  * forever by a forgotten {@code close()}. A {@link java.lang.ref.Cleaner} would do it, but its list of cleanables
  * is one {@code synchronized} list per Cleaner: a global lock on every hit. Here each thread tracks its holds in one
- * of several stripes (by thread id), so threads meet on a monitor only when they share a stripe; one daemon thread
- * per JVM waits on the reference queue.
+ * of several stripes (by thread id), so threads meet on a monitor only when they share a stripe; the {@link Housekeeper}
+ * drains the reference queue.
  */
 final class LeakTracker {
     static final ReferenceQueue<Registration> QUEUE = new ReferenceQueue<>();
+    private static final System.Logger LOG = System.getLogger(RegistrationCache.class.getName());
     private static final Stripe[] STRIPES = new Stripe[Integer.highestOneBit(
             Math.max(1, Runtime.getRuntime().availableProcessors()) * 4 - 1) << 1];
 
     static {
         for (int i = 0; i < STRIPES.length; i++) STRIPES[i] = new Stripe();
-        Thread.ofPlatform().daemon().name("mooring-regcache-leaks").start(LeakTracker::run);
+        Housekeeper.shared().drain(QUEUE, LeakTracker::release);
     }
 
     private LeakTracker() {}
@@ -66,18 +69,12 @@ final class LeakTracker {
         h.stripe.remove(h);
     }
 
-    private static void run() {
-        for (;;) {
-            try {
-                Hold h = (Hold) QUEUE.remove();
-                untrack(h);
-                if (h.markClosed()) h.cache.releaseLeaked(h);
-            } catch (InterruptedException e) {
-                // a daemon that lives as long as the JVM: nothing asks it to stop
-            } catch (RuntimeException e) {
-                System.getLogger(LeakTracker.class.getName()).log(System.Logger.Level.ERROR,
-                        "releasing a leaked registration failed", e);
-            }
-        }
+    private static void release(Reference<?> leaked) {
+        Hold h = (Hold) leaked;
+        untrack(h);
+        if (!h.markClosed()) return;
+        h.cache.releaseLeaked(h);
+        LOG.log(System.Logger.Level.WARNING, "a registration of {0} in {1} of {2} was never closed: released when it"
+                + " became unreachable; its pages stayed pinned until then", h, h.cached, h.cache.name());
     }
 }

@@ -1,31 +1,16 @@
 package io.mooring.regcache;
 
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
+import io.mooring.allocator.internal.KernelPage;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 
 /**
- * The kernel's base page, the unit {@code ibv_reg_mr} pins: the cache keys regions by whole pages, so every byte
+ * Whole kernel pages ({@link KernelPage}), the unit {@code ibv_reg_mr} pins: the cache keys regions by whole pages, so every byte
  * range inside the same pages finds the same region (exact-byte keys gave libfabric a 0% hit rate, #12836).
  */
 final class Pages {
-    static final long SIZE = kernelPageSize();
+    private static final long SIZE = KernelPage.SIZE;
 
     private Pages() {}
-
-    @SuppressWarnings("restricted") // libc's getpagesize, bound with its documented signature
-    private static long kernelPageSize() {
-        Linker linker = Linker.nativeLinker();
-        MethodHandle getpagesize = linker.downcallHandle(linker.defaultLookup().find("getpagesize").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT));
-        try {
-            return (int) getpagesize.invokeExact();
-        } catch (Throwable t) {
-            throw new AssertionError("getpagesize cannot fail", t);
-        }
-    }
 
     /** The first page of {@code segment}: refuses what can never be registered, on a hit as on a miss. */
     static long start(MemorySegment segment) {

@@ -89,4 +89,31 @@ final class RegionIndex {
     long bytes() {
         return bytes;
     }
+
+    /**
+     * Retires the least recently used unused regions until the unused ones left number at most {@code maxCount} and
+     * hold at most {@code maxBytes}, and returns them; one a hit takes meanwhile is skipped. Under the cache's lock.
+     */
+    List<CachedRegion> retireLeastRecentlyUsed(long maxCount, long maxBytes) {
+        List<CachedRegion> unused = new ArrayList<>();
+        long count = 0;
+        long bytes = 0;
+        for (CachedRegion r : regions) {
+            if (r.isUnused()) {
+                unused.add(r);
+                count++;
+                bytes += r.length();
+            }
+        }
+        unused.sort(Comparator.comparingLong(CachedRegion::lastUsed));
+        List<CachedRegion> retired = new ArrayList<>();
+        for (CachedRegion r : unused) {
+            if (count <= maxCount && bytes <= maxBytes) break;
+            if (!r.retireIfUnused()) continue; // taken by a hit meanwhile
+            count--;
+            bytes -= r.length();
+            retired.add(r);
+        }
+        return retired;
+    }
 }

@@ -1,26 +1,24 @@
 package io.mooring.regcache;
 
+import io.mooring.allocator.internal.NativeAccess;
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.DestroyFailedException;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Function;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.ReentrantLock;
-import jdk.jfr.FlightRecorder;
 
 /**
  * Registrations of memory the caller already has (buffers of its own, mapped files), cached so that using the
@@ -52,12 +50,8 @@ import jdk.jfr.FlightRecorder;
  */
 public final class RegistrationCache implements AutoCloseable {
     private static final AtomicInteger NAMES = new AtomicInteger();
-    private static final System.Logger LOG = System.getLogger(RegistrationCache.class.getName());
 
     private final ProtectionDomain pd;
-    private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
-    private static final int REMOTE = Access.mask(Access.REMOTE);
-
     private final Set<Access> access;
     private final int accessMask;
     private final long maxCachedBytes;
@@ -71,15 +65,7 @@ public final class RegistrationCache implements AutoCloseable {
     /** The misses so far: the clock of the LRU, read by every release that leaves a region unused. */
     private volatile long tick;
 
-    // Written by hits and releases, outside the lock: striped, so threads do not contend on one counter.
-    private final LongAdder hits = new LongAdder();
-    private final LongAdder leaks = new LongAdder();
-    /** Unused regions in the index (what the bounds limit): a hit of one subtracts, its last release adds. */
-    private final LongAdder cachedCount = new LongAdder();
-    private final LongAdder cachedBytes = new LongAdder();
-    /** Regions registered and not yet deregistered, in the index or retired in use (their last release subtracts). */
-    private final LongAdder liveCount = new LongAdder();
-    private final LongAdder liveBytes = new LongAdder();
+    private final RegionCounts counts = new RegionCounts();
     /**
      * Regions a merge retired while in use, handles still open for their holders: an invalidation of their pages or
      * the cache's close must still close them. Each leaves at its last release.
@@ -89,10 +75,6 @@ public final class RegistrationCache implements AutoCloseable {
     // Guarded by lock.
     private final ReentrantLock lock = new ReentrantLock();
     private final List<Pending> pending = new ArrayList<>();
-    private long misses;
-    private long merges;
-    private long evictions;
-    private long invalidations;
     private boolean closed;
 
     private RegistrationCache(Builder b) {
@@ -103,7 +85,7 @@ public final class RegistrationCache implements AutoCloseable {
         this.maxCachedCount = b.maxCachedCount;
         this.name = b.name != null ? b.name : "regcache-" + NAMES.incrementAndGet();
         this.resource = pd.resource().createChild("regcache", name, () -> {});
-        this.eviction = b.eviction.create(this, maxCachedBytes, maxCachedCount);
+        this.eviction = b.eviction.create(this, counts, maxCachedBytes, maxCachedCount);
     }
 
     /** A cache of registrations with {@code pd}; see {@link Builder} for the settings. */
@@ -128,8 +110,8 @@ public final class RegistrationCache implements AutoCloseable {
      */
     public Registration acquire(MemorySegment segment, Set<Access> rights) {
         int mask = Access.mask(rights);
-        // The bit test keeps the stream of Access.requireConsistent off the hit path; it throws with the message.
-        if ((mask & NEEDS_LOCAL_WRITE) != 0 && (mask & Access.LOCAL_WRITE.bit()) == 0) {
+        // The bit test keeps Access.requireConsistent, which masks the set again, off the hit path; it throws.
+        if (!Access.writableFor(mask, mask)) {
             Access.requireConsistent(rights, "a registration");
         }
         return acquire(segment, rights, mask);
@@ -149,41 +131,9 @@ public final class RegistrationCache implements AutoCloseable {
     }
 
     private Registration hit(CachedRegion r, int usersBefore, MemorySegment segment) {
-        hits.increment();
-        if (usersBefore == 0) unusedDelta(r, -1);
+        counts.hits.increment();
+        if (usersBefore == 0) counts.unused(r, -1);
         return new Registration(this, r, segment);
-    }
-
-    private void unusedDelta(CachedRegion r, int sign) {
-        cachedCount.add(sign);
-        cachedBytes.add(sign * r.length());
-    }
-
-    /** A registration in flight: misses on pages it covers wait for it rather than register them again. */
-    private static final class Pending {
-        final long from;
-        final long to;
-        final int access;
-        /** The regions it joins, retired once it is registered. */
-        final List<CachedRegion> merging;
-        final CountDownLatch done = new CountDownLatch(1);
-        /** Set by an invalidation of its pages while it registers: it is then retired at once. */
-        boolean invalidated;
-
-        Pending(long from, long to, int access, List<CachedRegion> merging) {
-            this.from = from;
-            this.to = to;
-            this.access = access;
-            this.merging = merging;
-        }
-
-        boolean serves(long from, long to, int rights) {
-            return this.from <= from && to <= this.to && (access & rights) == rights;
-        }
-
-        boolean overlaps(long from, long to) {
-            return this.from < to && from < this.to;
-        }
     }
 
     /** Under the lock: a hit after all, a registration in flight to wait for, or this thread's own miss. */
@@ -200,13 +150,13 @@ public final class RegistrationCache implements AutoCloseable {
                     if (users >= 0) return hit(r, users, segment);
                     // Retirements happen under this lock, so this one's MR was closed under the cache (its PD's
                     // tree closed): it can never serve again.
-                    withdraw(List.of(r), drop);
+                    withdraw(List.of(r), drop, true);
                 }
                 for (Pending p : pending) {
                     if (p.serves(from, to, mask)) wait = p;
                 }
                 if (wait == null) {
-                    mine = newPending(from, to, mask);
+                    mine = Pending.joining(index, from, to, mask);
                     pending.add(mine);
                 }
             } finally {
@@ -214,33 +164,13 @@ public final class RegistrationCache implements AutoCloseable {
                 deregister(drop);
             }
             if (mine != null) return miss(mine, from, to, rights, segment);
-            awaitUninterruptibly(wait.done);
+            wait.awaitDone();
         }
-    }
-
-    /**
-     * A registration of {@code [from, to)} joined with every region overlapping it that has the same rights, none of
-     * them remote. Remote regions are never merged: a merge would widen what an rkey already given to a peer
-     * reaches. Adjacent regions are not merged either: a pool of neighbouring buffers would re-register a growing
-     * region once per buffer.
-     */
-    private Pending newPending(long from, long to, int mask) {
-        List<CachedRegion> merging = new ArrayList<>();
-        if ((mask & REMOTE) == 0) {
-            for (CachedRegion r : index.overlapping(from, to)) {
-                if (r.access == mask && !r.isRetired()) {
-                    merging.add(r);
-                    from = Math.min(from, r.start);
-                    to = Math.max(to, r.end);
-                }
-            }
-        }
-        return new Pending(from, to, mask, merging);
     }
 
     /** Registers a pending range outside the lock, then publishes it and wakes the misses waiting for it. */
     private Registration miss(Pending mine, long from, long to, Set<Access> rights, MemorySegment segment) {
-        RegistrationEvent event = recording() ? RegistrationEvent.begun() : null;
+        RegistrationEvent event = RegistrationEvents.recording() ? RegistrationEvent.begun() : null;
         List<CachedRegion> drop = new ArrayList<>();
         CachedRegion r;
         boolean open;
@@ -251,17 +181,15 @@ public final class RegistrationCache implements AutoCloseable {
             lock.lock();
             try {
                 pending.remove(mine);
-                misses++;
-                tick = misses;
-                liveCount.increment();
-                liveBytes.add(r.length());
+                tick = ++counts.misses;
+                counts.live(r, +1);
                 open = !closed;
                 if (closed || mine.invalidated) {
                     r.retire();
                     drop.add(r); // its handle closes now; the creator's release deregisters it
                 } else {
                     List<CachedRegion> joined = mine.merging.stream().filter(m -> !m.isRetired()).toList();
-                    merges += joined.size();
+                    counts.merges += joined.size();
                     if (event != null) event.commit(name, "register", r, joined.size());
                     withdraw(joined, drop, false);
                     index = index.with(r, List.of()); // withdraw took the joined ones out
@@ -278,7 +206,7 @@ public final class RegistrationCache implements AutoCloseable {
             }
             throw t;
         } finally {
-            mine.done.countDown();
+            mine.done();
             deregister(drop);
         }
         if (!open) {
@@ -309,13 +237,11 @@ public final class RegistrationCache implements AutoCloseable {
         }
     }
 
-    /** A registration became unreachable unclosed: the tracker gives its user back. */
+    /** A registration became unreachable unclosed: the tracker gives its user back (and logs the leak). */
     void releaseLeaked(Hold hold) {
-        leaks.increment();
-        record("leak", hold.cached);
+        counts.leaks.increment();
+        RegistrationEvents.record(name, "leak", hold.cached);
         release(hold.cached);
-        LOG.log(System.Logger.Level.WARNING, "a registration of {0} in {1} of {2} was never closed: released when "
-                + "it became unreachable; its pages stayed pinned until then", hold, hold.cached, name);
     }
 
     /** Gives a user of {@code r} back: by {@link Registration#close()} or by the leak tracker. */
@@ -323,11 +249,10 @@ public final class RegistrationCache implements AutoCloseable {
         int after = r.release(tick);
         if (after == CachedRegion.RETIRED) {
             superseded.remove(r);
-            liveCount.decrement();
-            liveBytes.add(-r.length());
+            counts.live(r, -1);
             eviction.left(r);
         } else if (after == 0) {
-            unusedDelta(r, +1);
+            counts.unused(r, +1);
             eviction.unused(r);
         }
     }
@@ -342,70 +267,29 @@ public final class RegistrationCache implements AutoCloseable {
         return index;
     }
 
-    /** Whether the unused regions exceed a bound. */
-    boolean overBounds() {
-        // Unused regions are a subset of the index: while all of it fits the bounds, no counter need be summed.
-        RegionIndex all = index;
-        return (all.size() > maxCachedCount || all.bytes() > maxCachedBytes)
-                && (cachedCount.sum() > maxCachedCount || cachedBytes.sum() > maxCachedBytes);
-    }
-
-    /** Evicts unused regions, the first in {@code order} first, until the bounds hold again. */
-    void trim(Comparator<CachedRegion> order) {
-        List<CachedRegion> evicted = new ArrayList<>();
-        lock.lock();
-        try {
-            List<CachedRegion> unused = new ArrayList<>();
-            long count = 0;
-            long bytes = 0;
-            for (CachedRegion r : index.all()) {
-                if (r.isUnused()) {
-                    unused.add(r);
-                    count++;
-                    bytes += r.length();
-                }
-            }
-            unused.sort(order);
-            for (CachedRegion r : unused) {
-                if (count <= maxCachedCount && bytes <= maxCachedBytes) break;
-                if (!evictLocked(r)) continue; // taken by a hit meanwhile
-                count--;
-                bytes -= r.length();
-                evicted.add(r);
-            }
-            if (!evicted.isEmpty()) index = index.with(null, evicted);
-        } finally {
-            lock.unlock();
-            deregister(evicted);
-        }
-    }
-
     /**
-     * Evicts {@code r} if it is still unused: a hit may have taken it since the policy chose it.
+     * Evicts the unused regions {@code pick} retires (under the lock, by {@link CachedRegion#retireIfUnused}: a hit
+     * may take one first) and deregisters them: the {@link Eviction}'s part. Returns how many.
      *
-     * @return whether it was evicted (and is deregistered now)
-     * @throws DestroyFailedException if the deregistration failed
+     * @throws DestroyFailedException if a deregistration failed
      */
-    boolean evict(CachedRegion r) {
+    int evict(Function<RegionIndex, List<CachedRegion>> pick) {
+        List<CachedRegion> drop = new ArrayList<>();
         lock.lock();
         try {
-            if (closed || !evictLocked(r)) return false;
-            index = index.with(null, List.of(r));
+            if (!closed) drop.addAll(pick.apply(index));
+            for (CachedRegion r : drop) {
+                counts.unused(r, -1);
+                counts.live(r, -1); // deregistered as soon as its handle closes
+                RegistrationEvents.record(name, "evict", r);
+            }
+            counts.evictions += drop.size();
+            if (!drop.isEmpty()) index = index.with(null, drop);
         } finally {
             lock.unlock();
+            deregister(drop);
         }
-        deregister(List.of(r));
-        return true;
-    }
-
-    /** Retires {@code r} if it is unused and counts the eviction; the caller takes it out of the index. Lock held. */
-    private boolean evictLocked(CachedRegion r) {
-        if (!r.retireIfUnused()) return false;
-        unusedDelta(r, -1);
-        gone(r);
-        evictions++;
-        record("evict", r);
-        return true;
+        return drop.size();
     }
 
     /**
@@ -428,21 +312,20 @@ public final class RegistrationCache implements AutoCloseable {
         lock.lock();
         try {
             List<CachedRegion> hit = index.overlapping(from, to);
-            inUse += withdraw(hit, drop);
-            invalidations += hit.size();
-            hit.forEach(r -> record("invalidate", r));
+            inUse += withdraw(hit, drop, true);
+            counts.invalidations += hit.size();
+            hit.forEach(r -> RegistrationEvents.record(name, "invalidate", r));
             for (CachedRegion r : superseded) {
                 if (r.start < to && from < r.end && superseded.remove(r)) {
                     drop.add(r);
-                    invalidations++;
-                    record("invalidate", r);
+                    counts.invalidations++;
+                    RegistrationEvents.record(name, "invalidate", r);
                     if (r.inUse()) inUse++;
                 }
             }
             for (Pending p : pending) {
-                if (p.overlaps(from, to) && !p.invalidated) {
-                    p.invalidated = true;
-                    invalidations++;
+                if (p.invalidate(from, to)) {
+                    counts.invalidations++;
                     inUse++;
                 }
             }
@@ -451,11 +334,6 @@ public final class RegistrationCache implements AutoCloseable {
             deregister(drop);
         }
         return inUse;
-    }
-
-    /** {@link #withdraw(List, List, boolean)} closing the handles of regions in use too. */
-    private int withdraw(List<CachedRegion> regions, List<CachedRegion> drop) {
-        return withdraw(regions, drop, true);
     }
 
     /**
@@ -473,8 +351,8 @@ public final class RegistrationCache implements AutoCloseable {
             if (users < 0) continue;
             out.add(r);
             if (users == 0) {
-                unusedDelta(r, -1);
-                gone(r);
+                counts.unused(r, -1);
+                counts.live(r, -1); // deregistered as soon as its handle closes
                 drop.add(r);
             } else {
                 inUse++;
@@ -486,58 +364,14 @@ public final class RegistrationCache implements AutoCloseable {
         return inUse;
     }
 
-    /** An unused region leaves: it is deregistered as soon as its handle closes. */
-    private void gone(CachedRegion r) {
-        liveCount.decrement();
-        liveBytes.add(-r.length());
-    }
-
-    /**
-     * Closes the regions' handles: an unused region is deregistered now, one in use when its last registration
-     * closes (its pin holds it). Outside the lock, since a deregistration is a system call.
-     */
+    /** The regions leave the policy and {@link CachedRegion#deregister their handles close}. Outside the lock. */
     private void deregister(List<CachedRegion> regions) {
-        DestroyFailedException failure = null;
-        for (CachedRegion r : regions) {
-            eviction.left(r);
-            try {
-                r.region.close();
-            } catch (DestroyFailedException e) {
-                if (failure == null) failure = e;
-                else failure.addSuppressed(e);
-            }
-        }
-        if (failure != null) throw failure;
-    }
-
-    /**
-     * Whether JFR is initialized. Checked before the event class is touched: initializing one registers it, which
-     * initializes JFR — about half a second for a JVM that records nothing.
-     */
-    private static boolean recording() {
-        return FlightRecorder.isInitialized();
-    }
-
-    /** A JFR event without a duration: a region left the cache, or a leak was found. */
-    private void record(String action, CachedRegion r) {
-        if (recording()) RegistrationEvent.begun().commit(name, action, r, 0);
+        regions.forEach(eviction::left);
+        CachedRegion.deregister(regions);
     }
 
     private ResourceClosedException closedError() {
         return new ResourceClosedException(resource.info(), "cannot acquire from " + name + ": it is closed");
-    }
-
-    private static void awaitUninterruptibly(CountDownLatch latch) {
-        boolean interrupted = false;
-        for (;;) {
-            try {
-                latch.await();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) Thread.currentThread().interrupt();
     }
 
     /**
@@ -547,10 +381,7 @@ public final class RegistrationCache implements AutoCloseable {
     public RegistrationCacheStats stats() {
         lock.lock();
         try {
-            long unusedCount = cachedCount.sum();
-            long unusedBytes = cachedBytes.sum();
-            return new RegistrationCacheStats(hits.sum(), misses, merges, evictions, invalidations, leaks.sum(),
-                    unusedCount, unusedBytes, liveCount.sum() - unusedCount, liveBytes.sum() - unusedBytes);
+            return counts.snapshot();
         } finally {
             lock.unlock();
         }
@@ -583,13 +414,13 @@ public final class RegistrationCache implements AutoCloseable {
             // Once closed, only the resource's close is left to retry: under STRICT it refuses until the regions that
             // posted requests still held are deregistered.
             if (!closed) {
-                long inUse = liveCount.sum() - cachedCount.sum();
+                long inUse = counts.inUse();
                 if (resource.graph().policy() == ClosePolicy.STRICT && (inUse > 0 || !pending.isEmpty())) {
                     throw new IllegalStateException("cannot close " + name + " (policy STRICT): " + inUse
                             + " regions have open registrations; close them first");
                 }
                 closed = true;
-                withdraw(index.all(), drop);
+                withdraw(index.all(), drop, true);
                 drop.addAll(superseded);
                 superseded.clear();
             }
@@ -629,11 +460,7 @@ public final class RegistrationCache implements AutoCloseable {
             return this;
         }
 
-        /**
-         * Bytes of unused regions kept registered (default 256 MiB); 0 deregisters each region once released (as the
-         * release returns under {@link EvictionPolicy#LEAST_RECENTLY_USED}, shortly after on the policy's thread
-         * under {@link EvictionPolicy#FREQUENCY}).
-         */
+        /** Bytes of unused regions kept registered (default 256 MiB); 0 deregisters each once released (see the policy). */
         public Builder maxCachedBytes(long bytes) {
             if (bytes < 0) throw new IllegalArgumentException("max cached bytes must be >= 0, was " + bytes);
             this.maxCachedBytes = bytes;
@@ -660,16 +487,8 @@ public final class RegistrationCache implements AutoCloseable {
         }
 
         /** @throws IllegalCallerException naming the flag to add, if this JVM denies Mooring native access */
-        @SuppressWarnings("restricted") // a zero-length view of NULL: touches nothing, only asks the JVM for permission
         public RegistrationCache build() {
-            if (!RegistrationCache.class.getModule().isNativeAccessEnabled()) {
-                try {
-                    MemorySegment.NULL.reinterpret(0);
-                } catch (IllegalCallerException denied) {
-                    throw new IllegalCallerException("the registration cache widens segments to whole pages through "
-                            + "FFM, and this JVM denies it native access: " + VerbsException.NATIVE_ACCESS_HINT, denied);
-                }
-            }
+            NativeAccess.require("the registration cache widens segments to whole pages through FFM");
             return new RegistrationCache(this);
         }
     }

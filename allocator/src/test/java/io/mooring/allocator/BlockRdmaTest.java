@@ -7,14 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.ResourceBusyException;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.CompletionQueue;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.EnumSet;

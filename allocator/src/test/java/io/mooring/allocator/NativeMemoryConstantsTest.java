@@ -2,6 +2,7 @@ package io.mooring.allocator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.mooring.allocator.internal.KernelPage;
 import io.mooring.testing.NativeTools;
 import java.io.IOException;
 import java.lang.reflect.Field;
@@ -12,7 +13,10 @@ import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** Checks every constant NativeMemory declares against {@code <sys/mman.h>}, compiled with gcc (skipped without). */
+/**
+ * Checks every constant NativeMemory declares against {@code <sys/mman.h>}, and {@link KernelPage} against
+ * {@code sysconf(_SC_PAGESIZE)}, compiled with gcc (skipped without).
+ */
 class NativeMemoryConstantsTest {
 
     @Test
@@ -20,7 +24,8 @@ class NativeMemoryConstantsTest {
         NativeTools.requireCommand("gcc", "gcc");
         NativeTools.requireHeader("sys/mman.h", "libc6-dev");
         Map<String, Long> c = compileAndRun();
-        int checked = 0;
+        assertEquals(c.get("KERNEL_PAGE"), KernelPage.SIZE, "KernelPage.SIZE");
+        int checked = 1;
         for (Field f : NativeMemory.class.getDeclaredFields()) {
             if (!Modifier.isStatic(f.getModifiers()) || !f.getName().matches("[A-Z_]+")
                     || !(f.getType() == int.class || f.getType() == long.class)) {

@@ -3,6 +3,7 @@ package io.mooring.allocator;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.allocator.internal.KernelPage;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,7 +16,7 @@ class NativeMemoryTest {
 
     @Test
     void everyPageOfAnAlignedMappingIsNewlyMapped() throws IOException {
-        long page = NativeMemory.kernelPageSize();
+        long page = KernelPage.SIZE;
         for (long alignment : new long[] {SizeClasses.PAGE_SIZE, 1 << 20}) {
             for (int i = 0; i < 32; i++) {
                 long size = 3L * SizeClasses.PAGE_SIZE;

@@ -8,19 +8,20 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import io.mooring.allocator.internal.KernelPage;
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.ResourceBusyException;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceInfo;
 import io.mooring.lifecycle.ResourceListener;
 import io.mooring.lifecycle.ResourceState;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.MemoryRegion;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
@@ -52,7 +53,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class RegistrationCacheTest {
-    private static final long PAGE = Pages.SIZE; // registrations cover whole kernel pages
+    private static final long PAGE = KernelPage.SIZE; // registrations cover whole kernel pages
     private static final Set<Access> LOCAL = EnumSet.of(Access.LOCAL_WRITE);
     private static final Set<Access> READABLE = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_READ);
     /** The soft provider's locked-memory limit in bytes, read at each registration (its class is not exported). */

@@ -2,6 +2,7 @@ package io.mooring.regcache;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.mooring.allocator.internal.KernelPage;
 import io.mooring.lifecycle.ClosePolicy;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -17,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class RegistrationEventsTest {
     @Test
     void missesMergesEvictionsAndInvalidationsAreRecorded() throws Exception {
-        long page = Pages.SIZE;
+        long page = KernelPage.SIZE;
         Path file = Files.createTempFile("mooring-regcache", ".jfr");
         try (PdFixture fx = new PdFixture(ClosePolicy.DEFERRED);
              Arena memory = Arena.ofShared();

@@ -131,7 +131,8 @@ public class HandOff {
 
     // ---- Netty --------------------------------------------------------------------------------------------------
 
-    private void produceNetty(Ring ring, Control control, ByteBufAllocator allocator) {
+    /** Fills a batch of Netty buffers of {@code size} bytes (also {@link NettyAllocators}'s producer). */
+    static void produceNetty(Ring ring, Control control, ByteBufAllocator allocator, int size) {
         long p = ring.awaitRoom(control);
         if (p < 0) return;
         for (int k = 0; k < HandOffRing.BATCH; k++) {
@@ -142,7 +143,7 @@ public class HandOff {
         ring.publish(p + HandOffRing.BATCH);
     }
 
-    private static void consumeNetty(Ring ring, Control control) {
+    static void consumeNetty(Ring ring, Control control) {
         long t = ring.awaitBatch(control);
         if (t < 0) return;
         for (int k = 0; k < HandOffRing.BATCH; k++) {
@@ -157,7 +158,7 @@ public class HandOff {
     @Group("nettyAdaptive")
     @OperationsPerInvocation(HandOffRing.BATCH)
     public void nettyAdaptiveProduce(Ring ring, Control control, NettyState.Adaptive netty) {
-        produceNetty(ring, control, netty.allocator);
+        produceNetty(ring, control, netty.allocator, size);
     }
 
     @Benchmark
@@ -171,7 +172,7 @@ public class HandOff {
     @Group("nettyPooled")
     @OperationsPerInvocation(HandOffRing.BATCH)
     public void nettyPooledProduce(Ring ring, Control control, NettyState.Pooled netty) {
-        produceNetty(ring, control, netty.allocator);
+        produceNetty(ring, control, netty.allocator, size);
     }
 
     @Benchmark

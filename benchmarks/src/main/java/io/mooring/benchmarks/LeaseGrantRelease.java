@@ -1,7 +1,7 @@
 package io.mooring.benchmarks;
 
 import io.mooring.lease.RemoteSegment;
-import io.mooring.verbs.Access;
+import io.mooring.verbs.values.Access;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;

@@ -5,7 +5,7 @@ import io.mooring.lease.EndReason;
 import io.mooring.lease.Lease;
 import io.mooring.lease.LeaseLimits;
 import io.mooring.lease.LeaseManager;
-import io.mooring.verbs.Access;
+import io.mooring.verbs.values.Access;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;

@@ -1,19 +1,19 @@
 package io.mooring.benchmarks;
 
 import io.mooring.lifecycle.ResourceGraph;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.ReceiveRequest;
-import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.soft.SoftProvider;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.WcOpcode;
 import java.lang.foreign.Arena;
 import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;

@@ -46,7 +46,8 @@ import org.openjdk.jmh.infra.Control;
  */
 class BenchmarkSetupTest {
     private static final List<Class<?>> FAMILIES = List.of(AllocateClose.class, AllocateClose2Threads.class,
-            SharedScopeClose.class, SharedScopeClose2Threads.class, LiveBlocks.class, HandOff.class);
+            SharedScopeClose.class, SharedScopeClose2Threads.class, LiveBlocks.class, HandOff.class,
+            NettyAllocators.class);
     private static final int OPERATIONS = 50;
 
     @TestFactory

@@ -8,8 +8,8 @@ import io.mooring.lease.Isolation;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.DeviceContext;
-import io.mooring.verbs.FaultPlan;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.testing.FaultPlan;
 import org.junit.jupiter.api.Test;
 
 /**

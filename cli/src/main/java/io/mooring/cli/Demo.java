@@ -4,17 +4,16 @@ import io.mooring.allocator.ArenaStats;
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lease.LeaseStats;
+import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
-import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lifecycle.ResourceGraph;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
-import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
@@ -25,37 +24,40 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code mooring demo}: the whole remote-lease story between two processes. This process is the requester;
  * it starts a second one as the owner, which leases blocks of its arena over an {@link RdmaSession}.
  */
-final class Demo {
-    static final String USAGE = """
-            usage: mooring demo [--provider auto|ibv|soft]
-              runs an owner process and a requester (this process) and shows: a lease granted, a remote WRITE
-              and READ, a release, an expiry after which a late write is rejected while the reused memory stays
-              intact, a dropped handle released by the Cleaner, and final stats showing nothing leaked""";
-    private static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE);
-
-    private final PrintStream out;
-
-    private Demo(PrintStream out) {
-        this.out = out;
+@Command(name = "demo", description = {"two processes lease, use, release and revoke remote memory (the main job).",
+        "Runs an owner process and a requester (this process) and shows: a lease granted, a remote WRITE and READ, a"
+                + " release, an expiry after which a late write is rejected while the reused memory stays intact, a"
+                + " dropped handle released by the Cleaner, and final stats showing nothing leaked."})
+final class Demo extends DeviceCommand {
+    static final class Roles extends OneOf<String> {
+        Roles() {
+            super(List.of("requester", "owner"));
+        }
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
-        Options o = Options.parse(args, Set.of("provider", "role"));
-        String provider = o.choice("provider", RdmaDevices.configuredProvider(), DeviceChoice.PROVIDERS);
+    private static final Set<Access> RW = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE);
+
+    /** The second process is started as the owner; the option is the demo's own business, so not shown. */
+    @Option(names = "--role", hidden = true, defaultValue = "requester", converter = Roles.class)
+    private String role;
+
+    @Override
+    public Integer call() throws Exception {
         DeviceChoice.Choice device;
         try {
-            device = DeviceChoice.installed().choose(provider, null);
+            device = DeviceChoice.installed().choose(provider(), null);
         } catch (IllegalArgumentException e) {
-            err.println("mooring demo: " + e.getMessage());
+            err().println("mooring demo: " + e.getMessage());
             return 1;
         }
-        return o.choice("role", "requester", List.of("requester", "owner")).equals("owner")
-                ? owner(device, out) : new Demo(out).requester(device, err);
+        return role.equals("owner") ? owner(device, out()) : requester(device, err());
     }
 
     /** A device, PD and arena of this process, in a graph of its own (so the end can show it is empty). */
@@ -118,15 +120,15 @@ final class Demo {
                 return endpoint.connect(at).get();
             } catch (java.util.concurrent.ExecutionException e) {
                 if (!(e.getCause() instanceof java.io.IOException) || attempt == 20) throw e;
-                out.println("  (the owner does not take the new session yet: its first one is still ending, or it bars"
-                        + " a peer for a while after a lost session; trying again)");
+                out().println("  (the owner does not take the new session yet: its first one is still ending, or it"
+                        + " bars a peer for a while after a lost session; trying again)");
                 Thread.sleep(100);
             }
         }
     }
 
     private int requester(DeviceChoice.Choice device, PrintStream err) throws Exception {
-        try (var owner = ListeningProcess.start("owner", out, "demo", "--role", "owner", "--provider",
+        try (var owner = ListeningProcess.start("owner", out(), "demo", "--role", "owner", "--provider",
                 device.provider())) {
             Side side = Side.open(device);
             var at = new InetSocketAddress(InetAddress.getLoopbackAddress(), owner.port());
@@ -146,11 +148,11 @@ final class Demo {
                 return 1;
             }
             side.arena.flushThreadCaches();
-            out.println("requester arena: " + side.arena.stats().liveBlocks() + " live blocks");
+            out().println("requester arena: " + side.arena.stats().liveBlocks() + " live blocks");
             side.close();
-            out.println("requester resource graph: " + side.graph.liveCount() + " live");
+            out().println("requester resource graph: " + side.graph.liveCount() + " live");
             boolean clean = ok && ownerStatus == 0 && side.graph.liveCount() == 0;
-            out.println(clean ? "demo complete: every lease ended, every block returned, nothing leaked"
+            out().println(clean ? "demo complete: every lease ended, every block returned, nothing leaked"
                     : "demo FAILED (see above)");
             return clean ? 0 : 1;
         } catch (java.io.IOException e) {
@@ -200,8 +202,10 @@ final class Demo {
             RemoteSegment expiring = session.requestRemote(4096, Duration.ofMillis(300), RW);
             long address = expiring.address();
             int staleKey = expiring.rkey();
-            Thread.sleep(800);
+            while (!expiring.remaining().isNegative()) Thread.sleep(10);
             say("after 300 ms the segment refuses use locally: " + refused(() -> expiring.write(mine, 0)));
+            expiring.revoked().get(10, TimeUnit.SECONDS); // the owner's expiry (after its grace) asks this side to stop
+            Thread.sleep(250); // this side releases at once; the owner revokes the key, then the block is free
             RemoteSegment next = session.requestRemote(4096, Duration.ofSeconds(30), RW);
             say("the next lease got the " + (next.address() == address ? "same" : "a different")
                     + " block; it writes 0x17 into it");
@@ -258,10 +262,10 @@ final class Demo {
     }
 
     private void step(String title) {
-        out.println(title);
+        out().println(title);
     }
 
     private void say(String line) {
-        out.println("   " + line);
+        out().println("   " + line);
     }
 }

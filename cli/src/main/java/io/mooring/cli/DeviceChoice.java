@@ -2,9 +2,9 @@ package io.mooring.cli;
 
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.DeviceContext;
-import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.values.DeviceInfo;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;

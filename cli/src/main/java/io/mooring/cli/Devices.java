@@ -1,9 +1,9 @@
 package io.mooring.cli;
 
-import io.mooring.verbs.DeviceAttributes;
-import io.mooring.verbs.DeviceInfo;
-import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.DeviceAttributes;
+import io.mooring.verbs.values.DeviceInfo;
+import io.mooring.verbs.values.PortAttributes;
 import java.io.PrintStream;
 import java.util.Set;
 import java.util.TreeSet;
@@ -14,16 +14,7 @@ import java.util.stream.Collectors;
  * {@code ibv_devinfo -v}; a provider that shows none says why; last, what {@code mooring.provider} chooses.
  */
 final class Devices {
-    static final String USAGE = "usage: mooring devices   (takes no options; mooring.provider / MOORING_PROVIDER"
-            + " choose the default device)";
-
     private Devices() {}
-
-    static int run(String[] args, PrintStream out, PrintStream err) throws UsageException {
-        Options.parse(args, Set.of());
-        print(DeviceChoice.installed(), out);
-        return 0;
-    }
 
     static void print(DeviceChoice choice, PrintStream out) {
         Set<String> names = new TreeSet<>(Set.of("ibv", "soft")); // both always show, installed or not

@@ -2,47 +2,74 @@ package io.mooring.cli;
 
 import io.mooring.examples.kv.KvClient;
 import io.mooring.examples.kv.KvServer;
-import io.mooring.verbs.RdmaDevices;
+import io.mooring.lifecycle.MooringException;
 import io.mooring.verbs.VerbsException;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.ExecutionException;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code mooring kv}: the key-value cache example ({@code examples/}, package {@code io.mooring.examples.kv}) as two
  * processes — a server started as a second process and a client (this one) that PUTs and GETs and prints the
  * latencies — or one side of it ({@code --role server|client}).
  */
-final class KvCommand {
-    static final String USAGE = """
-            usage: mooring kv [--provider auto|ibv|soft] [--keys N] [--warmup N] [--ops N]
-                   mooring kv --role server [--port P] [--sessions N] [--provider ...]
-                   mooring kv --role client --connect HOST:PORT [--keys N] [--warmup N] [--ops N] [--provider ...]
-              a server keeps values in arena blocks; a client PUTs by message and GETs by one RDMA READ of the
-              stored value, leased to it on its first GET; after --warmup untimed operations (default 20000, half
-              PUTs: both sides' paths compiled, as a pingpong's warm-up does), prints ops/s and GET/PUT p50/p99""";
+@Command(name = "kv", description = {"a remote key-value cache: PUT by message, GET by RDMA READ of a leased value.",
+        "A server keeps values in arena blocks; a client PUTs by message and GETs by one RDMA READ of the stored value,"
+                + " leased to it on its first GET; after --warmup untimed operations (half PUTs: both sides' paths"
+                + " compiled, as a pingpong's warm-up does) it prints ops/s and GET/PUT p50/p99.",
+        "Without --role, a server process and a client (this process) on one machine."})
+final class KvCommand extends DeviceCommand {
+    /** Which side this process plays. */
+    enum Role {
+        BOTH, SERVER, CLIENT
+    }
 
-    private KvCommand() {}
+    static final class Roles extends OneOf<Role> {
+        Roles() {
+            super(List.of(Role.values()));
+        }
+    }
 
-    static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
-        Options o = Options.parse(args, Set.of("provider", "role", "port", "sessions", "connect", "keys", "warmup",
-                "ops"));
-        String provider = o.choice("provider", RdmaDevices.configuredProvider(), DeviceChoice.PROVIDERS);
-        String role = o.choice("role", "both", List.of("both", "server", "client"));
-        int keys = o.number("keys", 64, 1, 100_000);
-        int warmup = o.number("warmup", 20_000, 0, 100_000_000);
-        int ops = o.number("ops", 20_000, 1, 100_000_000);
-        int port = o.number("port", 0, 0, 65535);
-        int sessions = o.number("sessions", 0, 0, 1_000_000);
-        InetSocketAddress connect = o.address("connect");
-        if (role.equals("client") && connect == null) throw new UsageException("--role client needs --connect HOST:PORT");
+
+    @Option(names = "--role", paramLabel = "ROLE", defaultValue = "both", converter = Roles.class,
+            completionCandidates = Roles.class, description = "${COMPLETION-CANDIDATES}: both sides, or one of them")
+    private Role role;
+    @Option(names = "--port", paramLabel = "PORT", defaultValue = "0",
+            description = "server: the TCP port to listen on (0: any free port; it prints 'listening on PORT')")
+    private int port;
+    @Option(names = "--sessions", paramLabel = "N", defaultValue = "0",
+            description = "server: end after serving N clients (0: serve until killed)")
+    private int sessions;
+    @Option(names = "--connect", paramLabel = "HOST:PORT", converter = HostPort.class,
+            description = "client: the server's address (needed with --role client)")
+    private InetSocketAddress connect;
+    @Option(names = "--keys", paramLabel = "N", defaultValue = "64", description = "client: distinct keys, 1 to 100000")
+    private int keys;
+    @Option(names = "--warmup", paramLabel = "N", defaultValue = "20000",
+            description = "client: untimed operations first")
+    private int warmup;
+    @Option(names = "--ops", paramLabel = "N", defaultValue = "20000",
+            description = "client: timed operations (90%% GET)")
+    private int ops;
+
+    @Override
+    public Integer call() throws Exception {
+        Usage.within(spec, "--keys", keys, 1, 100_000);
+        Usage.within(spec, "--warmup", warmup, 0, 100_000_000);
+        Usage.within(spec, "--ops", ops, 1, 100_000_000);
+        Usage.within(spec, "--port", port, 0, 65535);
+        Usage.within(spec, "--sessions", sessions, 0, 1_000_000);
+        if (role == Role.CLIENT && connect == null) throw Usage.error(spec, "--role client needs --connect HOST:PORT");
+        PrintStream out = out();
+        PrintStream err = err();
         DeviceChoice.Choice device;
         try {
-            device = DeviceChoice.installed().choose(provider, null);
+            device = DeviceChoice.installed().choose(provider(), null);
         } catch (IllegalArgumentException e) {
             err.println("mooring kv: " + e.getMessage());
             return 1;
@@ -51,10 +78,10 @@ final class KvCommand {
         String server = connect == null ? "the server" : connect.getHostString() + ":" + connect.getPort();
         try {
             switch (role) {
-                case "server" -> KvServer.run(name, port, sessions);
-                case "client" -> KvClient.run(name, server, keys, warmup, ops).forEach(out::println);
-                default -> {
-                    return both(device.provider(), name, keys, warmup, ops, out, err);
+                case SERVER -> KvServer.run(name, port, sessions);
+                case CLIENT -> KvClient.run(name, server, keys, warmup, ops).forEach(out::println);
+                case BOTH -> {
+                    return both(device.provider(), name, out, err);
                 }
             }
             return 0;
@@ -62,15 +89,14 @@ final class KvCommand {
             err.println("mooring kv: cannot listen on TCP port " + port + ": " + e.getMessage());
         } catch (ExecutionException e) { // the only future waited for is the connection's
             err.println("mooring kv: cannot connect to " + server + ": " + e.getCause());
-        } catch (IOException | VerbsException | IllegalArgumentException | IllegalStateException e) {
+        } catch (IOException | IllegalArgumentException | IllegalStateException | MooringException e) {
             err.println("mooring kv: " + e.getMessage());
         }
         return 1;
     }
 
     /** Starts a server process for one client, runs the client here, and relays the server's lines. */
-    private static int both(String provider, String device, int keys, int warmup, int ops, PrintStream out,
-                            PrintStream err) throws Exception {
+    private int both(String provider, String device, PrintStream out, PrintStream err) throws Exception {
         try (var server = ListeningProcess.start("server", out, "kv", "--role", "server", "--port", "0",
                 "--sessions", "1", "--provider", provider)) {
             out.println("kv on " + device + ": " + keys + " keys, " + warmup + " warm-up and " + ops

@@ -12,7 +12,6 @@ import io.mooring.lifecycle.ResourceListener;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -31,9 +30,9 @@ final class LifecycleDemo {
         this.out = out;
     }
 
-    static int run(String[] args, PrintStream out) throws UsageException, InterruptedException {
-        Options.parse(args, Set.of()); // it takes none: refuse stray arguments rather than ignore them
-        return new LifecycleDemo(out).walk() ? 0 : 1;
+    /** Walks the graph, printing each step to {@code out}; whether everything ended as it should. */
+    static boolean walk(PrintStream out) throws InterruptedException {
+        return new LifecycleDemo(out).walk();
     }
 
     private boolean walk() throws InterruptedException {

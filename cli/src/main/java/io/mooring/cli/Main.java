@@ -1,41 +1,51 @@
 package io.mooring.cli;
 
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import picocli.AutoComplete;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.HelpCommand;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Spec;
 
-/** The {@code mooring} command: dispatches to one subcommand per class. */
-public final class Main {
-    /**
-     * A subcommand: runs with its arguments, prints results to {@code out} and failures to {@code err}, returns the
-     * exit status; a {@link UsageException} makes {@link #run} print the command's usage and return 2.
-     */
-    interface Command {
-        int run(String[] args, PrintStream out, PrintStream err) throws Exception;
-    }
-
+/**
+ * The {@code mooring} command on picocli: one {@link DeviceCommand} class per subcommand with options (they print to
+ * this one's streams), the option-less ones as methods here. Usage errors all take one form ({@link Usage});
+ * {@code --help} works on every command and {@code completion} prints a bash completion script.
+ */
+@Command(name = "mooring", synopsisSubcommandLabel = "[COMMAND]",
+        description = "Mooring, a pure-Java RDMA memory framework: its demos, examples and tools.",
+        subcommands = {Demo.class, KvCommand.class, PageStoreCommand.class, PingPong.class},
+        footer = {"",
+                "The ./mooring script runs these too: test [MAVEN ARGS] (the test suite), mvn ARGS (Maven with the",
+                "JDK it found), bench [JMH ARGS] and bench overhead [BLOCKS] (docs/benchmarks.md).",
+                "'mooring COMMAND --help' (or 'mooring help COMMAND') lists a command's options with their defaults."})
+public final class Main implements Callable<Integer> {
     private static final String LOG_FORMAT = "java.util.logging.SimpleFormatter.format";
-
-    private record Entry(String summary, String usage, Command command) {}
-
-    private static final Map<String, Entry> COMMANDS = new TreeMap<>(Map.of(
-            "devices", new Entry("the RDMA devices of every provider, like ibv_devinfo", Devices.USAGE, Devices::run),
-            "pingpong", new Entry("RC ping-pong latency and throughput, in one process or two", PingPong.USAGE,
-                    PingPong::run),
-            "demo", new Entry("two processes lease, use, release and revoke remote memory (the main job)",
-                    Demo.USAGE, Demo::run),
-            "kv", new Entry("a remote key-value cache: PUT by message, GET by READ of a leased value",
-                    KvCommand.USAGE, KvCommand::run),
-            "lifecycle-demo", new Entry("ordered teardown, pins, leaks and failures in the lifecycle graph",
-                    "usage: mooring lifecycle-demo", (args, out, err) -> LifecycleDemo.run(args, out))));
-
-    private Main() {}
+    private static final int HELP_WIDTH = 110;
 
     /** Mooring's modules that call native code, the only ones granted native access on the module path. */
     static final String NATIVE_ACCESS = "--enable-native-access=io.mooring.verbs,io.mooring.allocator";
+
+    /** Where every command prints its results and failures (a test's own streams, or the terminal's). */
+    final PrintStream out;
+    final PrintStream err;
+
+    @Spec
+    private CommandSpec spec;
+
+    @Mixin
+    private HelpOption help;
+
+    private Main(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
+    }
 
     /**
      * The command that runs {@code mooring args} in a new JVM started the way this one was: from the module path
@@ -55,39 +65,54 @@ public final class Main {
         return command;
     }
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
         // One line per log record on the terminal (messages name their cause), unless configured otherwise.
         if (System.getProperty(LOG_FORMAT) == null) System.setProperty(LOG_FORMAT, "[%4$s] %5$s%n");
         System.exit(run(args, System.out, System.err));
     }
 
-    static int run(String[] args, PrintStream out, PrintStream err) throws Exception {
-        if (args.length == 0 || args[0].equals("help") || args[0].equals("--help")) {
-            usage(out);
-            return 0;
+    /**
+     * Runs {@code mooring args}: 0 on success, 1 on a failure (one line on {@code err}), 2 on a usage error. An
+     * unexpected exception is printed with its stack trace and gives 1.
+     */
+    static int run(String[] args, PrintStream out, PrintStream err) {
+        var line = new CommandLine(new Main(out, err));
+        line.addSubcommand(new HelpCommand()); // after the methods' subcommands: it comes last in the list
+        var commands = new ArrayList<>(line.getSubcommands().values());
+        commands.add(line);
+        for (CommandLine command : commands) { // options in the order written, each with its default value
+            command.getCommandSpec().usageMessage().width(HELP_WIDTH).sortOptions(false).showDefaultValues(true);
         }
-        Entry entry = COMMANDS.get(args[0]);
-        if (entry == null) {
-            err.println("mooring: unknown command '" + args[0] + "'");
-            usage(err);
-            return 2;
-        }
-        if (args.length == 2 && args[1].equals("--help")) {
-            out.println(entry.usage());
-            return 0;
-        }
-        try {
-            return entry.command().run(Arrays.copyOfRange(args, 1, args.length), out, err);
-        } catch (UsageException e) {
-            err.println("mooring " + args[0] + ": " + e.getMessage());
-            err.println(entry.usage());
-            return 2;
-        }
+        line.setOut(new PrintWriter(out, true));
+        line.setErr(new PrintWriter(err, true));
+        line.setParameterExceptionHandler(Usage::print);
+        return line.execute(args);
     }
 
-    private static void usage(PrintStream out) {
-        out.println("usage: mooring COMMAND [ARGS]   (mooring test runs the test suite)");
-        out.println("commands:");
-        COMMANDS.forEach((name, e) -> out.printf("  %-16s %s%n", name, e.summary()));
+    /** {@code mooring} alone: the list of commands. */
+    @Override
+    public Integer call() {
+        spec.commandLine().usage(out);
+        return 0;
+    }
+
+    @Command(name = "devices", description = {"the RDMA devices of every provider, like ibv_devinfo -v; last, what"
+            + " the mooring.provider property (or MOORING_PROVIDER) chooses by default"})
+    int devices(@Mixin HelpOption help) {
+        Devices.print(DeviceChoice.installed(), out);
+        return 0;
+    }
+
+    @Command(name = "lifecycle-demo", description = "ordered teardown, pins, leaks and failures in the lifecycle graph")
+    int lifecycleDemo(@Mixin HelpOption help) throws InterruptedException {
+        return LifecycleDemo.walk(out) ? 0 : 1;
+    }
+
+    @Command(name = "completion", description = {"prints a bash completion script for mooring's commands and options",
+            "Load it with: source <(./mooring completion)   (in ~/.bashrc to keep it; it completes ./mooring too)"})
+    int completion(@Mixin HelpOption help) {
+        out.print(AutoComplete.bash("mooring", spec.commandLine()));
+        out.flush();
+        return 0;
     }
 }

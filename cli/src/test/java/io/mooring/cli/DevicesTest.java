@@ -3,15 +3,15 @@ package io.mooring.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.mooring.verbs.DeviceAttributes;
-import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.Errno;
-import io.mooring.verbs.Gid;
-import io.mooring.verbs.Mtu;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.values.DeviceAttributes;
+import io.mooring.verbs.values.DeviceInfo;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Mtu;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.PortAttributes;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.net.InetAddress;
@@ -91,7 +91,7 @@ class DevicesTest {
     void argumentsAreRefused() throws Exception {
         Run run = Run.of("devices", "--verbose");
         assertEquals(2, run.status(), run::toString);
-        assertTrue(run.err().startsWith("mooring devices: unknown option '--verbose'\nusage: mooring devices"), run::toString);
+        assertTrue(run.err().startsWith("mooring devices: Unknown option: '--verbose'\nUsage: mooring devices"), run::toString);
         assertEquals("", run.out());
     }
 }

@@ -8,6 +8,7 @@ import java.io.PrintStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -32,9 +33,11 @@ class KvCommandTest {
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-        "--role client --connect host:abc | --connect needs a port from 1 to 65535, not 'abc'",
-        "--role client --connect host:0   | --connect needs a port from 1 to 65535, not '0'",
-        "--role client --connect 5000     | --connect needs HOST:PORT, not '5000'"})
+        "--role client --connect host:abc | Invalid value for option '--connect': 'host:abc' needs a port from 1 to 65535, not 'abc'",
+        "--role client --connect host:0   | Invalid value for option '--connect': 'host:0' needs a port from 1 to 65535, not '0'",
+        "--role client --connect 5000     | Invalid value for option '--connect': '5000' is not HOST:PORT",
+        "--role proxy                     | Invalid value for option '--role': 'proxy' is not one of both, server, client",
+        "--keys 0                         | Invalid value for option '--keys': 0 is not from 1 to 100000"})
     void aBadServerAddressIsAUsageError(String args, String message) throws Exception {
         Run run = Run.of(("kv " + args.strip()).split(" +"));
         assertEquals(2, run.status(), run::toString);
@@ -54,6 +57,16 @@ class KvCommandTest {
         Run client = Run.of("kv", "--role", "client", "--provider", "soft", "--connect", "127.0.0.1:" + port);
         assertEquals(1, client.status(), client::toString); // nobody listens there now
         assertTrue(client.err().matches("mooring kv: cannot connect to 127.0.0.1:" + port + ": .+\n"), client::toString);
+    }
+
+    @Test
+    void helpNamesEveryOptionWithItsDefault() throws Exception {
+        Run run = Run.of("kv", "--help");
+        assertEquals(0, run.status(), run::toString);
+        PingPongTest.assertOptions(run.out(), Map.of("--provider=PROVIDER", "(default: the mooring.provider property",
+                "--role=ROLE", "Default: both", "--port=PORT", "Default: 0", "--sessions=N", "Default: 0",
+                "--connect=HOST:PORT", "needed with --role client", "--keys=N", "Default: 64",
+                "--warmup=N", "Default: 20000", "--ops=N", "(90% GET) Default: 20000"));
     }
 
     @Test

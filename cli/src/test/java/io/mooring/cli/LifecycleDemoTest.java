@@ -51,13 +51,4 @@ class LifecycleDemoTest {
         assertEquals(1, logged.stream().filter(r -> r.getLevel() == Level.SEVERE).count(),
                 "the failed QP destroy is reported once");
     }
-
-    @Test
-    void unknownCommandsFailWithUsage() throws Exception {
-        var err = new ByteArrayOutputStream();
-        int status = Main.run(new String[] {"frobnicate"}, System.out, new PrintStream(err, true, StandardCharsets.UTF_8));
-        assertEquals(2, status);
-        assertTrue(err.toString(StandardCharsets.UTF_8).contains("unknown command 'frobnicate'"));
-        assertTrue(err.toString(StandardCharsets.UTF_8).contains("lifecycle-demo"));
-    }
 }

@@ -18,7 +18,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * A listening side in a second JVM, the pinging side in this one: the QPs meet over the bootstrap and the soft
@@ -30,13 +30,13 @@ class PingPongTwoProcessTest {
     private static final Pattern LISTENING = Pattern.compile("listening on (\\d+)");
 
     @ParameterizedTest
-    @ValueSource(strings = {"send", "write", "write-imm", "read"})
-    void twoProcessesPingPongOverTheBootstrap(String mode, @TempDir Path dir) throws Exception {
+    @CsvSource({"send, 1", "send, 8", "write, 4", "write-imm, 4", "read, 8"})
+    void twoProcessesPingPongOverTheBootstrap(String mode, int concurrency, @TempDir Path dir) throws Exception {
         Path childErr = dir.resolve("listener.err");
         // The write mode's receiver polls memory (there is no event to sleep on), so its listener spins too.
         String listenerPoll = mode.equals("write") ? "busy" : "events";
         Process child = new ProcessBuilder(Main.command("pingpong", "--listen", "0", "--mode", mode,
-                "--poll", listenerPoll, "--iters", "200", "--warmup", "20"))
+                "--poll", listenerPoll, "--concurrency", "" + concurrency, "--iters", "200", "--warmup", "20"))
                 .redirectError(childErr.toFile()).start();
         try {
             var childOut = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
@@ -46,8 +46,10 @@ class PingPongTwoProcessTest {
             CompletableFuture<List<String>> rest = CompletableFuture.supplyAsync(() -> childOut.lines().toList());
 
             Run client = Run.of("pingpong", "--connect", "127.0.0.1:" + listening.group(1), "--mode", mode, "--poll",
-                    "busy", "--iters", "200", "--warmup", "20");
+                    "busy", "--concurrency", "" + concurrency, "--iters", "200", "--warmup", "20");
             PingPongTest.assertMeasured(client, 64);
+            assertTrue(client.out().contains(", " + concurrency + " in flight per queue pair, "), client::toString);
+            if (mode.equals("read")) PingPongTest.assertReadDepth(client, concurrency);
             assertTrue(client.out().contains(", pinging /127.0.0.1:" + listening.group(1) + "\n"), client::toString);
 
             assertTrue(child.waitFor(60, TimeUnit.SECONDS), "the listener did not exit");

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Test;
 class ModuleBoundaryTest {
     private static final Map<String, Set<String>> API = Map.of(
             "io.mooring.lifecycle", Set.of("io.mooring.lifecycle"),
-            "io.mooring.verbs", Set.of("io.mooring.verbs"),
+            "io.mooring.verbs", Set.of("io.mooring.verbs", "io.mooring.verbs.values", "io.mooring.verbs.testing"),
             "io.mooring.allocator", Set.of("io.mooring.allocator", "io.mooring.regcache"),
             "io.mooring.lease", Set.of("io.mooring.lease"));
 

@@ -9,7 +9,7 @@ import java.util.stream.Collectors;
  * abandoned through {@link #failures()} or {@link ResourceGraph#failures()}. The first native error is the
  * cause, the others are suppressed.
  */
-public final class DestroyFailedException extends RuntimeException {
+public final class DestroyFailedException extends MooringException {
     private static final long serialVersionUID = 1L;
 
     private final transient List<DestroyFailure> failures;

@@ -191,7 +191,7 @@ final class Node {
         return true;
     }
 
-    /** Closes this node because its handle became unreachable while open. Runs on the Cleaner's thread. */
+    /** Closes this node because its handle became unreachable while open. Runs on the housekeeper's thread. */
     void reapLeaked() {
         if (state != ResourceState.OPEN) return;
         graph.reportLeak(this);

@@ -28,7 +28,7 @@ public final class Resource implements AutoCloseable {
     private final List<Resource> parents;
     private final Cleaner.Cleanable cleanable;
 
-    Resource(Node node, List<Resource> parents, Cleaner cleaner) {
+    Resource(Node node, List<Resource> parents, Housekeeper cleaner) {
         this.node = node;
         this.parents = parents;
         // The action captures the node only: capturing `this` would keep the handle reachable forever.

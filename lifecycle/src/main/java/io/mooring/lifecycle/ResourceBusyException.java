@@ -8,7 +8,7 @@ import java.util.stream.Collectors;
  * use {@link Resource#closeTree()}. This is the graph's counterpart of {@code EBUSY} from
  * {@code ibv_dealloc_pd}, raised before the native call could fail.
  */
-public final class ResourceBusyException extends IllegalStateException {
+public final class ResourceBusyException extends MooringException {
     private static final long serialVersionUID = 1L;
 
     private final transient ResourceInfo resource;

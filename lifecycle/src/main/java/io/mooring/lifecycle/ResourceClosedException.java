@@ -1,7 +1,7 @@
 package io.mooring.lifecycle;
 
 /** An operation needed an open resource and found it closed (or closing). */
-public final class ResourceClosedException extends IllegalStateException {
+public final class ResourceClosedException extends MooringException {
     private static final long serialVersionUID = 1L;
 
     private final transient ResourceInfo resource;

@@ -1,7 +1,6 @@
 package io.mooring.lifecycle;
 
 import java.lang.System.Logger.Level;
-import java.lang.ref.Cleaner;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -27,12 +26,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Thread-safe: creation, close, closeTree and pins may race from any threads; the destroy order holds
  * under every interleaving. Destroy actions run on the thread whose call made the resource destroyable (the
- * closer, the last unpinner, the last child's destroyer, or the Cleaner's thread after a leak).
+ * closer, the last unpinner, the last child's destroyer, or the {@link Housekeeper}'s thread after a leak).
  */
 public final class ResourceGraph implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ResourceGraph.class.getPackageName());
-    private static final Cleaner CLEANER =
-            Cleaner.create(Thread.ofPlatform().daemon().name("mooring-resource-cleaner").factory());
 
     private final String name;
     private final ClosePolicy policy;
@@ -103,7 +100,7 @@ public final class ResourceGraph implements AutoCloseable {
             throw e;
         }
         fire(l -> l.created(node.info()));
-        return new Resource(node, parentHandles, CLEANER);
+        return new Resource(node, parentHandles, Housekeeper.shared());
     }
 
     private static void undo(DestroyAction onDestroy, Exception reason) {
@@ -192,7 +189,7 @@ public final class ResourceGraph implements AutoCloseable {
         ResourceInfo info = n.info();
         fire(l -> l.leaked(info));
         if (leakDetection == LeakDetection.OFF) return;
-        String message = "LEAK: " + info + " became unreachable without close(); destroying it through the Cleaner";
+        String message = "LEAK: " + info + " became unreachable without close(); destroying it on the housekeeper's thread";
         if (info.creationSite().isEmpty()) {
             LOG.log(Level.WARNING, message + ". Run with -D" + LeakDetection.PROPERTY
                     + "=paranoid to record where it was created.");

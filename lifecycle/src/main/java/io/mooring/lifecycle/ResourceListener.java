@@ -15,7 +15,7 @@ public interface ResourceListener {
     /** The native destroy ran and succeeded. */
     default void destroyed(ResourceInfo resource) {}
 
-    /** A handle became unreachable without being closed; its destroy is now scheduled through the Cleaner. */
+    /** A handle became unreachable without being closed; its destroy now runs on the {@link Housekeeper}'s thread. */
     default void leaked(ResourceInfo resource) {}
 
     /** The native destroy failed with {@code cause}; the resource is {@link ResourceState#FAILED}. */

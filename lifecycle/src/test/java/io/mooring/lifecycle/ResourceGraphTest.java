@@ -63,7 +63,7 @@ class ResourceGraphTest {
 
         mr.close();
         assertEquals(List.of("mw", "mr", "pd"), log.order());
-        var afterDestroy = assertThrows(IllegalStateException.class, () -> pd.createChild("mw2", "", () -> {}));
+        var afterDestroy = assertThrows(ResourceClosedException.class, () -> pd.createChild("mw2", "", () -> {}));
         assertTrue(afterDestroy.getMessage().contains("is destroyed"), afterDestroy.getMessage());
     }
 

@@ -1,15 +1,32 @@
 package io.mooring.lease;
 
-/** Why a lease ended. */
+/** Why a lease ended. Each has a fixed number on the wire (a REVOKE carries it), never its position here. */
 public enum EndReason {
-    /** The requester released it (or the owner closed it). */
-    RELEASED,
+    /** The holder released it (or the owner closed it). */
+    RELEASED(0),
     /** Its duration (plus the owner's grace margin) passed without a renewal. */
-    EXPIRED,
+    EXPIRED(1),
     /** The completion stage given to {@code expose} completed. */
-    DONE,
+    DONE(2),
     /** The session to the peer broke (process gone, TCP or QP failure). */
-    SESSION_LOST,
+    SESSION_LOST(3),
     /** The lease manager was closed. */
-    OWNER_CLOSED
+    OWNER_CLOSED(4);
+
+    private final int code;
+
+    EndReason(int code) {
+        this.code = code;
+    }
+
+    /** Its number in a REVOKE. */
+    int code() {
+        return code;
+    }
+
+    /** The reason numbered {@code code}, or null. */
+    static EndReason of(int code) {
+        for (EndReason r : values()) if (r.code == code) return r;
+        return null;
+    }
 }

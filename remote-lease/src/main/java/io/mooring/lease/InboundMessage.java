@@ -1,7 +1,10 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
+import io.mooring.verbs.WorkCompletion;
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
 
 /**
  * An application message received on a {@link RdmaSession}: the block the NIC wrote it into, now the application's
@@ -19,13 +22,17 @@ public final class InboundMessage implements AutoCloseable {
     private final int length;
     private final boolean hasImmediate;
     private final int immediate;
+    /** The peer's call id ({@link MessageFrame}), 0 if it expects no reply. */
+    private final int callId;
+    private boolean replied; // guarded by this
 
-    InboundMessage(RdmaSession session, Block block, int length, boolean hasImmediate, int immediate) {
+    InboundMessage(RdmaSession session, Block block, int length, boolean hasImmediate, int immediate, int callId) {
         this.session = session;
         this.block = block;
         this.length = length;
         this.hasImmediate = hasImmediate;
         this.immediate = immediate;
+        this.callId = callId;
     }
 
     /** The session it arrived on: where a reply goes. */
@@ -63,6 +70,57 @@ public final class InboundMessage implements AutoCloseable {
         return immediate;
     }
 
+    /** Whether the peer sent it with {@link RdmaSession#callAsync} and waits for a {@link #replyAsync reply}. */
+    public boolean isCall() {
+        return callId != 0;
+    }
+
+    /**
+     * Answers this call with the first {@code length} bytes of {@code reply}, which the caller's future receives (and
+     * no other caller). The block stays this side's, but must not change until the returned future completes. Sent as a
+     * message is: in order with this session's other sends, waiting for a credit if need be.
+     *
+     * @throws IllegalStateException    if this message is not a call, or was already replied to
+     * @throws IllegalArgumentException if {@code length} exceeds the block or the peer's maximum message size
+     * @throws FlowControlException     if {@value MessageFlow#MAX_WAITING} sends already wait for credit
+     * @throws SessionLostException     if the session has ended
+     */
+    public CompletableFuture<WorkCompletion> replyAsync(Block reply, int length) {
+        return replying(() -> session.reply(callId, reply, length));
+    }
+
+    /**
+     * Replies with the whole block and waits until it is sent, as {@link RdmaSession#send(Block)} does: at most the
+     * request timeout for a credit, then {@link FlowControlException} and nothing is sent (the call may be replied to
+     * again).
+     */
+    public void reply(Block reply) {
+        replying(() -> {
+            session.replyAndWait(callId, reply);
+            return null;
+        });
+    }
+
+    /** Runs {@code send} as this call's one reply; if it throws, nothing was sent and a reply may be tried again. */
+    private <T> T replying(Supplier<T> send) {
+        synchronized (this) {
+            if (callId == 0) {
+                throw new IllegalStateException("this message is not a call: the peer sent it with send, expecting no"
+                        + " reply");
+            }
+            if (replied) throw new IllegalStateException("call " + callId + " was already replied to");
+            replied = true;
+        }
+        try {
+            return send.get();
+        } catch (RuntimeException e) {
+            synchronized (this) {
+                replied = false;
+            }
+            throw e;
+        }
+    }
+
     /** Gives the block back to the arena. */
     @Override
     public void close() {
@@ -72,6 +130,6 @@ public final class InboundMessage implements AutoCloseable {
     @Override
     public String toString() {
         return "InboundMessage[" + length + " bytes" + (hasImmediate ? ", imm 0x" + Integer.toHexString(immediate) : "")
-                + "]";
+                + (callId != 0 ? ", call " + callId : "") + "]";
     }
 }

@@ -1,17 +1,17 @@
 package io.mooring.lease;
 
-import io.mooring.verbs.Access;
 import io.mooring.verbs.CompletionQueue;
-import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
-import io.mooring.verbs.MwType;
 import io.mooring.verbs.ProtectionDomain;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.DeviceInfo;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.Arena;
 import java.time.Duration;
 import java.util.EnumSet;

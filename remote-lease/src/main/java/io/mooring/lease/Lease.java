@@ -5,13 +5,14 @@ import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceState;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
+import io.mooring.verbs.values.Access;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -24,7 +25,8 @@ import java.util.function.Supplier;
  * through {@link #rkey()} until the lease ends — then access is revoked (window invalidated, its dedicated
  * registration if any deregistered), the owner's own work requests on the block are drained, and only after that is
  * the lease's pin on the block released. The block stays the application's: a lease pins it, so its memory is not
- * reused while the lease lives, and closing the block ends the lease. {@link #close()} ends it now.
+ * reused while the lease lives, and closing the block ends the lease. {@link #close()} ends it now — asking the
+ * peer first to finish what it has in flight.
  *
  * <p>The owner may use the block itself while the lease is active (e.g. SEND from it, READ into it, post a
  * receive into it). Such work requests must be posted through {@link #postAsync(QueuePair, WorkRequest)} or
@@ -42,9 +44,7 @@ public final class Lease implements AutoCloseable {
     private final Set<Access> access;
     private final long grantedNanos;
     Block.Pin pin;                  // set once pinned, before anyone else sees the lease
-    private int rkey;               // set by exposeThrough, before anyone else sees the lease
-    MemoryWindow window;            // WINDOW and DEDICATED_REGISTRATION isolation
-    MemoryRegion dedicated;         // DEDICATED_REGISTRATION isolation: the registration the window is bound over
+    private Exposure exposure;      // set by exposeThrough, before anyone else sees the lease
     /**
      * The lease in the lifecycle graph, a child of its block's chunk region (which cannot go while the lease lives).
      * Its pins are the owner's work requests on the block plus one for the exposure, released once access is revoked;
@@ -52,20 +52,27 @@ public final class Lease implements AutoCloseable {
      */
     private Resource resource;
     /**
-     * {@link #EXPOSED}, {@link #ENDING}, {@link #REVOKING}, {@link #REVOKED}, {@link #GRANTED} if it was exposed
-     * before any end (whoever sees the first two set starts the revocation), {@link #TOLD} once the peer was to be told
-     * of the end, and {@link #ANNOUNCED} once it was sent the lease.
+     * {@link #EXPOSED}, {@link #ENDING}, {@link #REVOKING}, {@link #REVOKED}, and {@link #GRANTED} if it was exposed
+     * before any end (whoever sees the first two set starts the revocation).
      */
     private final AtomicInteger phase = new AtomicInteger();
-    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8, GRANTED = 16, TOLD = 32, ANNOUNCED = 64;
+    private static final int EXPOSED = 1, ENDING = 2, REVOKING = 4, REVOKED = 8, GRANTED = 16;
+    /** The session sends the peer this lease (a GRANT or an OFFER), so its holder is asked to stop before its end. */
+    private final boolean announced;
+    private final Object notices = new Object();
+    private boolean sent;                 // guarded by notices: the peer was sent the lease
+    private EndReason askOnceSent;        // guarded by notices: an end that began before the lease was sent
+    /** Completes once the holder stopped using the lease (its RELEASE), or nobody is to be waited for. */
+    private final CompletableFuture<Void> holderStopped = new CompletableFuture<>();
     private volatile EndReason endReason;
     private final CompletableFuture<EndReason> ended = new CompletableFuture<>();
     private volatile long deadlineNanos;
     volatile ScheduledFuture<?> expiry;
 
     Lease(LeaseManager manager, long id, Block block, long offset, long length, Set<Access> access, Duration duration,
-          boolean ownsBlock) {
+          boolean ownsBlock, boolean announced) {
         this.manager = manager;
+        this.announced = announced;
         this.id = id;
         this.block = block;
         this.offset = offset;
@@ -76,11 +83,14 @@ public final class Lease implements AutoCloseable {
         this.deadlineNanos = grantedNanos + duration.toNanos();
     }
 
-    /** The peer reaches the lease through {@code boundWindow}'s key, or through the chunk's when it is null. */
-    void exposeThrough(MemoryWindow boundWindow, MemoryRegion registration) {
-        this.rkey = boundWindow != null ? boundWindow.rkey() : block.rkey();
-        this.window = boundWindow;
-        this.dedicated = registration;
+    /** The peer reaches the lease through {@code made}'s key. */
+    void exposeThrough(Exposure made) {
+        this.exposure = made;
+    }
+
+    /** How the peer reaches the lease; null until the key is made. */
+    Exposure exposure() {
+        return exposure;
     }
 
     /** Joins the lifecycle graph under the block's chunk region; {@code onDestroy} gives the block back. */
@@ -120,7 +130,8 @@ public final class Lease implements AutoCloseable {
 
     /** The key the peer names this block with: its window's, or the chunk region's (WHOLE_REGION). */
     public int rkey() {
-        return rkey;
+        Exposure e = exposure;
+        return e == null ? 0 : e.rkey();
     }
 
     public Set<Access> access() {
@@ -241,18 +252,41 @@ public final class Lease implements AutoCloseable {
         return endReason;
     }
 
-    /**
-     * True the first time only, and only once the peer was sent the lease ({@link #announced()}): the peer is told of
-     * the end once, however many ways it learns of it, and never before the lease itself — a notice it could not match
-     * would be dropped. A notice that comes first is held until the announcement.
+    /*
+     * The holder is asked to stop (REVOKE) after it was sent the lease, never before: it would drop a REVOKE of a lease
+     * it does not know, then use the lease and meet the revoked key. Sending the lease and asking run under one lock.
      */
-    boolean tell() {
-        return (phase.getAndUpdate(p -> p | TOLD) & (TOLD | ANNOUNCED)) == ANNOUNCED;
+
+    /**
+     * Sends the peer the lease ({@code send}: its GRANT or OFFER); returns the end that began meanwhile, whose REVOKE is
+     * due right after (the revocation waits for it), or null.
+     */
+    EndReason announce(Runnable send) {
+        synchronized (notices) {
+            send.run();
+            sent = true;
+            return askOnceSent;
+        }
     }
 
-    /** The peer was sent the lease (an offer or a grant); true if a notice of its end came first and is due now. */
-    boolean announced() {
-        return (phase.getAndUpdate(p -> p | ANNOUNCED) & TOLD) != 0;
+    /**
+     * The lease ends for {@code reason}: {@code ask} sends the REVOKE now if the peer has the lease, or {@link #announce}
+     * will right after sending it. False if no holder is to be waited for (the session never sends it the lease).
+     */
+    boolean askHolder(EndReason reason, Runnable ask) {
+        synchronized (notices) {
+            if (sent) {
+                ask.run();
+            } else if (announced) {
+                askOnceSent = reason;
+            }
+            return announced;
+        }
+    }
+
+    /** Completes once the holder stopped using the lease, or nobody is to be waited for any more. */
+    CompletableFuture<Void> holderStopped() {
+        return holderStopped;
     }
 
     /** It was handed to the caller of grant (not ended by a failed grant). */
@@ -261,8 +295,10 @@ public final class Lease implements AutoCloseable {
     }
 
     /**
-     * Ends the lease now and waits until access is revoked and the block given back — after the owner's tracked
-     * requests on it have completed, so this blocks as long as one of them is outstanding. Idempotent.
+     * Ends the lease and waits until access is revoked and the block given back. A holder the session sent the lease is
+     * asked to stop first, and the key is revoked once its accesses in flight have completed (about a round trip), or
+     * by force after the endpoint's revoke timeout. The end also waits for the owner's tracked requests on the block,
+     * so this blocks as long as one of them is outstanding. Idempotent.
      */
     @Override
     public void close() {
@@ -271,7 +307,7 @@ public final class Lease implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "Lease[" + id + ", " + block + ", rkey 0x" + Integer.toHexString(rkey) + ", " + access
+        return "Lease[" + id + ", " + block + ", rkey 0x" + Integer.toHexString(rkey()) + ", " + access
                 + (isActive() ? ", " + remaining().toMillis() + " ms left" : ", ended") + "]";
     }
 }

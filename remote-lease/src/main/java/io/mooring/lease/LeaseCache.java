@@ -5,6 +5,7 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;
 import com.github.benmanes.caffeine.cache.Scheduler;
 import com.github.benmanes.caffeine.cache.stats.CacheStats;
+import io.mooring.lifecycle.MooringTimeoutException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -33,8 +34,9 @@ import java.util.function.Function;
  *   <li><b>releasing</b> ({@link RemoteSegment#closeAsync()}) whatever leaves it — evicted, expired, invalidated,
  *       or at {@link #close()} — once no task borrows it ({@link BorrowedLease}): the owner ends a released lease at
  *       once, and an access after that would fail on the NIC and end the session;</li>
- *   <li><b>dropping a revoked lease</b> as soon as it is asked for: the owner is asked again, not the dead key
- *       handed out (call {@link #invalidate} when an operation finds a lease ended between the two);</li>
+ *   <li><b>dropping a revoked lease</b> as soon as the owner revokes it ({@link RemoteSegment#revoked()}), or is
+ *       found ended when asked for: the owner is asked again, not the dead key handed out (call {@link #invalidate}
+ *       when an operation finds a lease ended between the two);</li>
  *   <li><b>loading once per key</b>: tasks that miss the same key together share one call of the loader.</li>
  * </ul>
  * <pre>{@code
@@ -105,7 +107,8 @@ public final class LeaseCache<K> implements AutoCloseable {
      * returns when the operations on the segment are done: until then the cache does not release the lease.
      *
      * @return a future of the borrowed segment, or of null if the loader found nothing for the key; failing with the
-     *         loader's exception (e.g. {@link LeaseRefusedException})
+     *         loader's exception (e.g. {@link LeaseRefusedException}), or with {@link LeaseRevokedException} if the
+     *         owner revoked three leases of the key as soon as they were loaded
      * @throws IllegalStateException if the cache is closed
      */
     public CompletableFuture<BorrowedLease> acquireAsync(K key) {
@@ -125,8 +128,10 @@ public final class LeaseCache<K> implements AutoCloseable {
             if (l.giveBack()) release(l.segment);
             cache.asMap().remove(key, held);
             if (attempts > 1) return acquireAsync(key, attempts - 1);
-            return CompletableFuture.failedFuture(new IllegalStateException("the peer's leases of " + key
-                    + " ended as soon as they were loaded, three times: " + l.segment));
+            EndReason revoked = l.segment.revoked().getNow(null);
+            return CompletableFuture.failedFuture(revoked != null ? new LeaseRevokedException(l.segment.leaseId(), revoked)
+                    : new IllegalStateException("the peer's leases of " + key + " ended as soon as they were loaded,"
+                            + " three times: " + l.segment));
         });
     }
 
@@ -134,15 +139,19 @@ public final class LeaseCache<K> implements AutoCloseable {
      * {@link #acquireAsync} and waits, at most twice the endpoint's {@link RdmaEndpoint#requestTimeout()} (for a lease
      * to come free, then for the load).
      *
-     * @throws TimeoutException if the load took longer, or no lease came free for it
+     * @throws MooringTimeoutException if the load took longer (or the loader timed out), or no lease came free for it
      * @throws RuntimeException the loader's exception (e.g. {@link LeaseRefusedException}), as thrown
      */
-    public BorrowedLease acquire(K key) throws TimeoutException, InterruptedException {
+    public BorrowedLease acquire(K key) throws InterruptedException {
         try {
             return acquireAsync(key).get(2 * timeout.toNanos(), TimeUnit.NANOSECONDS); // a lease's wait, then the load
+        } catch (TimeoutException e) {
+            throw new MooringTimeoutException("loading the lease of " + key + " took over " + timeout.multipliedBy(2));
         } catch (ExecutionException e) {
             if (e.getCause() instanceof RuntimeException r) throw r;
-            if (e.getCause() instanceof TimeoutException t) throw t;
+            if (e.getCause() instanceof TimeoutException t) {
+                throw new MooringTimeoutException("loading the lease of " + key + ": " + t.getMessage());
+            }
             throw new IllegalStateException("loading the lease of " + key + " failed", e.getCause());
         }
     }
@@ -179,7 +188,7 @@ public final class LeaseCache<K> implements AutoCloseable {
     private CompletableFuture<CachedLease> load(K key, Function<? super K, CompletableFuture<RemoteSegment>> loader) {
         try {
             if (!leases.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
-                return CompletableFuture.failedFuture(new TimeoutException("no lease of the peer's came free in "
+                return CompletableFuture.failedFuture(new MooringTimeoutException("no lease of the peer's came free in "
                         + timeout + " to load " + key + ": the cache's segments are all in use"));
             }
         } catch (InterruptedException e) {
@@ -194,6 +203,10 @@ public final class LeaseCache<K> implements AutoCloseable {
         CompletableFuture<CachedLease> cached = loaded.whenComplete((s, failed) -> {
             if (failed != null || s == null) leases.release(); // the peer granted nothing
         }).thenApply(s -> s == null ? null : new CachedLease(s));
+        // A lease the owner revokes leaves at once (its release is the answer), not when it is next asked for.
+        cached.thenAccept(l -> {
+            if (l != null) l.segment.revoked().thenRunAsync(() -> cache.synchronous().asMap().remove(key, l), executor);
+        });
         // The load's own borrow, given back once the tasks that waited for it have borrowed (they do as it completes,
         // on the completing thread; this runs on another).
         cached.thenAcceptAsync(l -> {

@@ -1,6 +1,6 @@
 package io.mooring.lease;
 
-import io.mooring.verbs.Access;
+import io.mooring.verbs.values.Access;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;
@@ -13,7 +13,7 @@ import java.util.Set;
  * @param maxDuration  the longest single grant or renewal
  * @param maxLifetime  the longest a lease may live in total, renewals included (the renewal ceiling)
  * @param maxAccess    the rights a lease may carry
- * @param grace        how long after its deadline the owner still honours a lease, so that a requester that
+ * @param grace        how long after its deadline the owner still honours a lease, so that a holder that
  *                     stops a margin before its own (monotonic, local) deadline never races the revocation
  */
 public record LeaseLimits(long maxBytes, int maxLeases, Duration maxDuration, Duration maxLifetime,

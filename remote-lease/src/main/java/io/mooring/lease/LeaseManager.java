@@ -2,27 +2,23 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.verbs.CompletionDispatcher;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
-import io.mooring.verbs.MwType;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.MwType;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.EnumSet;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -30,7 +26,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Consumer;
+import java.util.function.BiFunction;
 
 /**
  * The owner's side of leasing blocks to one peer over one connected QP: a grant exposes exactly (part of) one block
@@ -38,8 +34,10 @@ import java.util.function.Consumer;
  * before the pin is released, so the block's memory is reused only after that.
  *
  * <p>Revocation sequence, whatever ends the lease (release, expiry, the exposure's stage, the block's close, session
- * loss, close): mark it ending → post LOCAL_INV of its window on the peer's QP and wait for the completion — a
- * window that cannot be invalidated (the QP failed) is deallocated instead, which revokes it too — and
+ * loss, close): mark it ending → if the owner ends a lease its session sent the peer, ask the holder to stop and wait
+ * until it did (its accesses in flight completed) or the session's revoke timeout passed → post LOCAL_INV of its
+ * window on the peer's QP and wait for the completion — a window that cannot be invalidated (the QP failed) is
+ * deallocated instead, which revokes it too — and
  * (DEDICATED_REGISTRATION) deregister the region it was bound over → wait until the owner's own work requests on the block
  * ({@link Lease#postAsync}) have completed or been flushed → release the pin (close a block the lease owns) →
  * complete {@link Lease#ended()}. Windows that were invalidated cleanly are pooled for the next grant.
@@ -51,7 +49,7 @@ import java.util.function.Consumer;
 public final class LeaseManager implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LeaseManager.class.getName());
     /**
-     * Expiries, revocations after a closed block's grace, slow-end warnings. A cancelled task leaves the queue at once:
+     * Expiries, ends of closed blocks' leases, slow-end warnings. A cancelled task leaves the queue at once:
      * every RENEW and every early end cancels one, and a cancelled task left queued would hold its lease until its
      * original deadline — a peer renewing in a loop would grow the queue by its rate times the longest grant.
      */
@@ -61,23 +59,19 @@ public final class LeaseManager implements AutoCloseable {
     static {
         TIMER.setRemoveOnCancelPolicy(true);
     }
-    private static final Duration COMPLETION_WAIT = Duration.ofSeconds(10);
+    private static final Duration COMPLETION_WAIT = WindowPool.COMPLETION_WAIT;
 
-    /** Binds one window makes before it is replaced: 255 keys in a row differ (8 key bits; see {@link #pool}). */
-    static final int MAX_BINDS_PER_WINDOW = 255;
-    private final QueuePair qp;
-    private final ProtectionDomain pd;
     private final LeaseLimits limits;
     private final Isolation isolation;
     private final PeerAccount peer;
     /** How the blocking forms wait. */
     final Await await;
-    private volatile Consumer<Lease> revocationNotice;
+    /** Asks the holder of a lease to stop; completes once it did or may be revoked regardless (none: at once). */
+    private volatile BiFunction<Lease, EndReason, CompletableFuture<Void>> stopHolder =
+            (lease, reason) -> CompletableFuture.completedFuture(null);
     private final Map<Long, Lease> leases = new ConcurrentHashMap<>();
     private final AtomicLong ids = new AtomicLong();
-    private final ArrayDeque<MemoryWindow> windows = new ArrayDeque<>(); // guarded by this
-    /** Binds made through each live window: see {@link #pool}. Guarded by this. */
-    private final Map<MemoryWindow, Integer> binds = new IdentityHashMap<>();
+    private final WindowPool windows;
     private long leasedBytes;                                             // guarded by this
     private boolean closed;                                               // guarded by this: grants refused
     private boolean windowsFreed;                                         // guarded by this: close() ran
@@ -88,8 +82,7 @@ public final class LeaseManager implements AutoCloseable {
     private final AtomicLong refused = new AtomicLong();
 
     LeaseManager(QueuePair qp, LeaseLimits limits, Isolation isolation, PeerAccount peer) {
-        this.qp = qp;
-        this.pd = qp.pd();
+        this.windows = new WindowPool(qp);
         this.limits = limits;
         this.isolation = isolation;
         this.peer = peer;
@@ -121,7 +114,7 @@ public final class LeaseManager implements AutoCloseable {
     /**
      * Exposes {@code block} to the peer for {@code duration} with {@code access}. The lease <em>pins</em> the block: it
      * stays the caller's, several leases (to several peers) may expose it at once, and its memory is not reused while
-     * any is live — closing the block ends its leases (the peer is told: REVOKED) and frees it once they have ended.
+     * any is live — closing the block ends its leases (each holder is asked to stop first) and frees it once they ended.
      *
      * @throws LeaseRefusedException naming the limit or argument at fault, or if the block is closed
      */
@@ -140,23 +133,67 @@ public final class LeaseManager implements AutoCloseable {
      */
     public CompletableFuture<Lease> grantAsync(Block block, long offset, long length, Duration duration,
                                                Set<Access> access) {
+        return grantAsync(block, offset, length, duration, access, false);
+    }
+
+    /** A grant the session sends the peer ({@code announced}: an offer), whose holder is asked to stop before its end. */
+    CompletableFuture<Lease> grantAsync(Block block, long offset, long length, Duration duration, Set<Access> access,
+                                        boolean announced) {
         try {
             if (offset < 0 || length <= 0 || offset > block.size() - length) {
                 throw refuse(ErrorCodes.INVALID_REQUEST, "[" + offset + ", +" + length + ") is not inside " + block);
             }
-            return grant(block, offset, length, duration, access, false);
+            return grant(block, offset, length, duration, access, false, announced);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
     }
 
-    /** A grant of a block the lease owns: it closes the block when it ends (a block allocated for a REQUEST). */
+    /**
+     * A grant of a block the lease owns (one allocated for a REQUEST): the block is the manager's from the call on —
+     * closed when the lease ends, or when the grant fails — so the caller never closes it.
+     */
     Lease grantOwned(Block block, Duration duration, Set<Access> access) {
-        return await.join(grant(block, 0, block.size(), duration, access, true));
+        return await.join(grant(block, 0, block.size(), duration, access, true, true));
     }
 
     private CompletableFuture<Lease> grant(Block block, long offset, long length, Duration duration, Set<Access> access,
-                                           boolean owned) {
+                                           boolean owned, boolean announced) {
+        Lease lease;
+        try {
+            lease = newLease(block, offset, length, duration, access, owned, announced);
+        } catch (RuntimeException e) { // no lease took the block: an owned one goes back here
+            if (owned) block.close();
+            throw e;
+        }
+        try {
+            lease.pin = block.pin(() -> blockClosed(lease));
+        } catch (IllegalStateException e) {
+            abandon(lease);
+            throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
+        }
+        CompletableFuture<Exposure> exposing;
+        try {
+            exposing = isolation.expose(lease, windows);
+        } catch (RuntimeException e) {
+            abandon(lease);
+            throw e;
+        }
+        return exposing.handle((exposure, error) -> {
+            if (error == null) {
+                lease.exposeThrough(exposure);
+                return granted(lease);
+            }
+            abandon(lease);
+            Throwable cause = WindowPool.unwrap(error);
+            if (cause instanceof LeaseRefusedException) refused.incrementAndGet(); // the device refused the bind
+            return CompletableFuture.<Lease>failedFuture(cause);
+        }).thenCompose(grant -> grant);
+    }
+
+    /** Checks the grant against the limits and makes its lease, in the graph; from then on its end gives the block back. */
+    private Lease newLease(Block block, long offset, long length, Duration duration, Set<Access> access, boolean owned,
+                           boolean announced) {
         if (access.isEmpty() || !Access.REMOTE.containsAll(access) || !limits.maxAccess().containsAll(access)) {
             throw refuse(ErrorCodes.INVALID_REQUEST, "a lease needs remote rights within " + limits.maxAccess()
                     + ", not " + access);
@@ -166,31 +203,14 @@ public final class LeaseManager implements AutoCloseable {
                     + limits.maxDuration() + "]");
         }
         reserve(length);
-        Lease lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned);
+        Lease lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned, announced);
         try {
             lease.attach(() -> finishEnd(lease));
         } catch (RuntimeException e) { // the chunk region is closing: so is the arena
             unreserve(length);
             throw refuse(ErrorCodes.SHUTTING_DOWN, "cannot lease " + block + ": " + e.getMessage());
         }
-        try {
-            lease.pin = block.pin(() -> blockClosed(lease));
-        } catch (IllegalStateException e) {
-            abandon(lease);
-            throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
-        }
-        CompletableFuture<Void> exposing;
-        try {
-            exposing = expose(lease);
-        } catch (RuntimeException e) {
-            abandon(lease);
-            throw e;
-        }
-        return exposing.handle((v, error) -> {
-            if (error == null) return granted(lease);
-            abandon(lease);
-            return CompletableFuture.<Lease>failedFuture(unwrap(error));
-        }).thenCompose(grant -> grant);
+        return lease;
     }
 
     /**
@@ -203,7 +223,7 @@ public final class LeaseManager implements AutoCloseable {
         synchronized (this) {
             stopped = closed;
         }
-        if (stopped) end(lease, EndReason.OWNER_CLOSED); // endAll may have run before the put: it missed this one
+        if (stopped) end(lease, EndReason.OWNER_CLOSED, false); // endAll may have run before the put: it missed it
         if (lease.exposed()) { // it began to end (its block was closed, or the line above) while the key was made
             return revoke(lease).thenApply(v -> {
                 throw refuse(stopped ? ErrorCodes.SHUTTING_DOWN : ErrorCodes.INVALID_REQUEST, stopped
@@ -215,10 +235,6 @@ public final class LeaseManager implements AutoCloseable {
         return CompletableFuture.completedFuture(lease);
     }
 
-    private static Throwable unwrap(Throwable e) {
-        return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-    }
-
     /** Ends a lease whose grant failed before anything was exposed: there is nothing to revoke. */
     private static void abandon(Lease lease) {
         lease.beginEnd(EndReason.OWNER_CLOSED);
@@ -226,20 +242,20 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * The application closed a leased block: the peer is told at once (it stops starting operations on it), and given
-     * the grace margin to finish those in flight before the key is revoked — revoking under an access in flight would
-     * fail it on the NIC and end the peer's whole session. The memory waits for the revocation either way.
+     * The application closed a leased block: the lease ends as {@link Lease#close()} ends it — its holder is asked to
+     * stop and finish its accesses in flight before the key is revoked. The memory waits for the revocation. Not in the
+     * closing thread: the end may give the block's pin back, and the block is in the middle of its close.
      */
     private void blockClosed(Lease lease) {
-        if (!lease.isActive()) return;
-        Consumer<Lease> notice = revocationNotice;
-        if (notice != null) notice.accept(lease);
-        TIMER.schedule(() -> end(lease, EndReason.OWNER_CLOSED), limits.grace().toNanos(), TimeUnit.NANOSECONDS);
+        if (lease.isActive()) TIMER.execute(() -> end(lease, EndReason.OWNER_CLOSED));
     }
 
-    /** Tells the peer that a lease is about to end on the owner's side (a session sends REVOKED). */
-    void onRevocationNotice(Consumer<Lease> notice) {
-        this.revocationNotice = notice;
+    /**
+     * How a holder is asked to stop before its lease's key is revoked (a session: REVOKE, then the holder's RELEASE or
+     * the revoke timeout); the future completes when the key may be revoked.
+     */
+    void onEnding(BiFunction<Lease, EndReason, CompletableFuture<Void>> stopHolder) {
+        this.stopHolder = stopHolder;
     }
 
     /**
@@ -250,78 +266,6 @@ public final class LeaseManager implements AutoCloseable {
         Lease lease = grant(block, duration, access);
         done.whenComplete((value, error) -> end(lease, EndReason.DONE));
         return lease;
-    }
-
-    /**
-     * Makes the key the peer will use: a type 2 window bound on the peer's QP over the lease's bytes — of the chunk's
-     * registration, or of a registration of their own — or the chunk's key.
-     */
-    private CompletableFuture<Void> expose(Lease lease) {
-        Block block = lease.block();
-        return switch (isolation) {
-            case WINDOW -> bindWindow(lease, block.region(), block.regionOffset() + lease.offset())
-                    .thenAccept(window -> lease.exposeThrough(window, null));
-            case DEDICATED_REGISTRATION -> {
-                // The NIC's view: the lease's bytes within its chunk's registered segment, not the block's scoped
-                // segment. A registration over the scoped segment would also stop working when the block closes
-                // (the soft provider checks the scope), which would hide a missing deregistration that a real NIC
-                // would not forgive. The chunk's region is the memory's owner, so the memory outlives this
-                // registration. It has no remote rights: its own key reaches nothing, only the window over it does.
-                MemoryRegion chunk = block.region();
-                MemorySegment memory = chunk.segment().asSlice(lease.address() - chunk.address(), lease.length());
-                MemoryRegion region = pd.register(memory, EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND),
-                        chunk.resource());
-                CompletableFuture<MemoryWindow> bound;
-                try {
-                    bound = bindWindow(lease, region, 0);
-                } catch (RuntimeException e) {
-                    region.close();
-                    throw e;
-                }
-                yield bound.whenComplete((window, error) -> {
-                    if (error != null) region.close();
-                }).thenAccept(window -> lease.exposeThrough(window, region));
-            }
-            case WHOLE_REGION -> {
-                lease.exposeThrough(null, null);
-                yield CompletableFuture.completedFuture(null);
-            }
-        };
-    }
-
-    /** Binds a pooled or new window over {@code [offset, +length)} of {@code region}, on the peer's QP. */
-    private CompletableFuture<MemoryWindow> bindWindow(Lease lease, MemoryRegion region, long offset) {
-        MemoryWindow window = takeWindow();
-        CompletableFuture<WorkCompletion> bound;
-        try {
-            bound = qp.postAsync(WorkRequest.bind(window, region, offset, lease.length(), lease.access()));
-        } catch (RuntimeException e) {
-            retire(window);
-            throw e;
-        }
-        return bound.orTimeout(COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS).handle((wc, error) -> {
-            Throwable cause = error == null ? null : unwrap(error);
-            if (cause instanceof WorkCompletionException failed) wc = failed.completion();
-            else if (cause != null) {
-                retire(window);
-                throw new IllegalStateException(cause instanceof TimeoutException
-                        ? "the bind of a window for a lease did not complete within " + COMPLETION_WAIT
-                                + ": is a CompletionDispatcher polling the QP's send CQ?"
-                        : "the bind of a window for a lease failed", cause);
-            }
-            if (wc.status() != WcStatus.SUCCESS) {
-                retire(window);
-                throw refuse(ErrorCodes.INVALID_REQUEST, "binding a window failed: " + wc.status());
-            }
-            return window;
-        });
-    }
-
-    private synchronized MemoryWindow takeWindow() {
-        MemoryWindow w = windows.poll();
-        if (w == null) w = pd.allocateWindow(MwType.TYPE_2);
-        binds.merge(w, 1, Integer::sum);
-        return w;
     }
 
     private synchronized void reserve(long bytes) {
@@ -343,6 +287,7 @@ public final class LeaseManager implements AutoCloseable {
     /** Refuses every grant from now on (the session is lost or closing); the leases are ended separately. */
     synchronized void stopGranting() {
         closed = true;
+        windows.stop();
     }
 
     private LeaseRefusedException refuse(int code, String message) {
@@ -386,26 +331,40 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * Ends a lease: revokes access, then gives the block back once the owner's work requests on it are done.
-     * Idempotent: a second call returns a future that completes when the first one's end is done.
+     * Ends a lease: asks its holder to stop if the session sent it the lease (and waits until it did, at most the
+     * session's revoke timeout), revokes access, then gives the block back once the owner's work requests on it are
+     * done. Idempotent: a second call returns a future that completes when the first one's end is done.
      */
     public CompletableFuture<Void> end(Lease lease, EndReason reason) {
+        return end(lease, reason, true);
+    }
+
+    /** {@link #end(Lease, EndReason)}; without {@code askHolder} (it released the lease, or is gone) it is not waited for. */
+    CompletableFuture<Void> end(Lease lease, EndReason reason, boolean askHolder) {
+        if (!askHolder) lease.holderStopped().complete(null);
         if (lease.beginEnd(reason)) {
             if (lease.expiry != null) lease.expiry.cancel(false);
-            if (lease.claimRevocation()) revoke(lease);
+            if (lease.claimRevocation()) {
+                CompletableFuture<Void> stopped;
+                try {
+                    stopped = askHolder ? stopHolder.apply(lease, reason) : CompletableFuture.completedFuture(null);
+                } catch (RuntimeException e) { // the request could not go out: revoke regardless
+                    stopped = CompletableFuture.completedFuture(null);
+                }
+                stopped.whenComplete((v, e) -> revoke(lease));
+            }
         }
         return lease.ended().thenRun(() -> {});
     }
 
     /**
-     * Invalidates the lease's window (if it got one), then deregisters its own registration (if it has one), then
-     * drops the exposure's pin on the lease: it is destroyed when the owner's requests on the block are done too.
+     * Revokes the lease's key (its {@link Exposure}), then drops the exposure's pin on the lease: it is destroyed when
+     * the owner's requests on the block are done too.
      */
     private CompletableFuture<Void> revoke(Lease lease) {
-        CompletableFuture<Void> invalidated = lease.window == null ? CompletableFuture.completedFuture(null)
-                : invalidate(lease.window);
-        return invalidated.thenRun(() -> {
-            if (lease.dedicated != null) lease.dedicated.close(); // deregistered now, or after its last request
+        Exposure exposure = lease.exposure();
+        CompletableFuture<Void> revoked = exposure == null ? CompletableFuture.completedFuture(null) : exposure.revoke();
+        return revoked.thenRun(() -> {
             lease.revoked();
             if (!lease.ended().isDone()) warnIfSlow(lease);
         });
@@ -442,44 +401,6 @@ public final class LeaseManager implements AutoCloseable {
         lease.ended().whenComplete((v, e) -> warning.cancel(false));
     }
 
-    /** LOCAL_INV of a window; if that cannot complete cleanly, deallocating the window revokes it instead. */
-    private CompletableFuture<Void> invalidate(MemoryWindow window) {
-        int key = window.rkey();
-        CompletableFuture<WorkCompletion> done;
-        try {
-            done = qp.postAsync(WorkRequest.invalidate(key));
-        } catch (RuntimeException e) {
-            retire(window);
-            return CompletableFuture.completedFuture(null);
-        }
-        return done.orTimeout(COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS).handle((wc, error) -> {
-            if (error == null && wc.isSuccess()) {
-                pool(window);
-            } else {
-                retire(window);
-            }
-            return null;
-        });
-    }
-
-    /**
-     * Keeps an invalidated window for the next grant — unless the manager closed, or the window has made
-     * {@value #MAX_BINDS_PER_WINDOW} binds: a type 2 bind changes only the key's low 8 bits, so one more would bring
-     * back a key an earlier lease's peer held. Such a window is deallocated; its successor gets a new index.
-     */
-    private synchronized void pool(MemoryWindow window) {
-        if (closed || binds.get(window) >= MAX_BINDS_PER_WINDOW) {
-            retire(window);
-        } else {
-            windows.add(window);
-        }
-    }
-
-    private synchronized void retire(MemoryWindow window) {
-        binds.remove(window);
-        window.close();
-    }
-
     /**
      * Ends every lease with {@code reason} (e.g. the session to the peer was lost) and waits for the ends. A lease
      * whose owner work requests are still in flight after the wait is left draining (logged): access is revoked,
@@ -488,7 +409,7 @@ public final class LeaseManager implements AutoCloseable {
     public void endAll(EndReason reason) {
         CompletionDispatcher.checkMayWait();
         List<CompletableFuture<Void>> ends = new ArrayList<>();
-        for (Lease l : leases.values()) ends.add(end(l, reason));
+        for (Lease l : leases.values()) ends.add(end(l, reason, false)); // no holder to wait for: it is gone
         try {
             CompletableFuture.allOf(ends.toArray(CompletableFuture[]::new))
                     .get(2 * COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);
@@ -504,13 +425,11 @@ public final class LeaseManager implements AutoCloseable {
 
     public LeaseStats stats() {
         long bytes;
-        int pooled;
         synchronized (this) {
             bytes = leasedBytes;
-            pooled = windows.size();
         }
         return new LeaseStats(isolation, leases.size(), bytes, granted.get(), released.get(), expired.get(),
-                revoked.get(), refused.get(), pooled);
+                revoked.get(), refused.get(), windows.pooled());
     }
 
     /** Ends every lease (OWNER_CLOSED), waits until access is revoked, and frees the pooled windows. */
@@ -521,11 +440,8 @@ public final class LeaseManager implements AutoCloseable {
             closed = true;
             windowsFreed = true;
         }
+        windows.stop(); // windows invalidated from now on are deallocated
         endAll(EndReason.OWNER_CLOSED);
-        synchronized (this) {
-            windows.forEach(MemoryWindow::close);
-            windows.clear();
-            binds.clear();
-        }
+        windows.close();
     }
 }

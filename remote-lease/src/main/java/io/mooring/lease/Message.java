@@ -7,10 +7,10 @@ package io.mooring.lease;
 sealed interface Message {
     long requestId();
 
-    /** Asks for a lease of {@code size} bytes the requester may access with {@code access} for {@code durationNanos}. */
+    /** Asks for a lease of {@code size} bytes the holder may access with {@code access} for {@code durationNanos}. */
     record Request(long requestId, long size, long alignment, int access, long durationNanos) implements Message {}
 
-    /** A lease: the requester may reach {@code [address, address + length)} through {@code rkey} until it ends. */
+    /** A lease: the holder may reach {@code [address, address + length)} through {@code rkey} until it ends. */
     record Grant(long requestId, long leaseId, long address, long length, int rkey, long durationNanos)
             implements Message {}
 
@@ -27,14 +27,17 @@ sealed interface Message {
     /** The lease now lasts {@code durationNanos} from when the owner sent this. */
     record Renewed(long requestId, long leaseId, long durationNanos) implements Message {}
 
-    /** The requester is done with a lease. */
+    /** The holder is done with a lease. */
     record Release(long requestId, long leaseId) implements Message {}
 
     /** The lease has ended and its window is invalidated. */
     record ReleaseAck(long requestId, long leaseId) implements Message {}
 
-    /** The owner ended a lease on its own (expiry, limits, shutdown). */
-    record Revoked(long requestId, long leaseId, int reason) implements Message {}
+    /**
+     * The owner is ending a lease on its own ({@code reason}: an {@link EndReason} code): the holder stops posting on
+     * it and, once its accesses in flight have completed, acknowledges with a RELEASE; then the key is revoked.
+     */
+    record Revoke(long requestId, long leaseId, int reason) implements Message {}
 
     /**
      * The sender has taken {@code messages} more of the receiver's application messages off its queue: the receiver

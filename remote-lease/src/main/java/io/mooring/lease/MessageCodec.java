@@ -19,19 +19,19 @@ import java.nio.charset.StandardCharsets;
  * GRANT        leaseId:u64  address:u64  length:u64  rkey:u32  reserved:u32  durationNanos:u64 (40)
  * RENEW, RENEWED   leaseId:u64  durationNanos:u64                                            (16)
  * RELEASE, RELEASE_ACK   leaseId:u64                                                          (8)
- * REVOKED      leaseId:u64  reason:u32  reserved:u32                                          (16)
  * CREDIT       messages:u32  reserved:u32                                                       (8)
  * OFFER        leaseId:u64  address:u64  length:u64  rkey:u32  access:u32  durationNanos:u64   (40)
  * ERROR        code:u32  messageLength:u32  message:utf8[messageLength ≤ 200]                 (8 + n)
+ * REVOKE       leaseId:u64  reason:u32  reserved:u32                                          (16)
  * </pre>
  * {@link #decode} accepts exactly this and nothing else: wrong magic, version, type or length, a truncated or
- * oversized frame, non-zero reserved fields, unknown access bits, non-positive sizes or durations and a credit
- * above 2^31 - 1 are
+ * oversized frame, non-zero reserved fields, unknown access bits or end reasons, non-positive sizes or durations and
+ * a credit above 2^31 - 1 are
  * {@link MalformedMessageException}s naming the fault — never any other exception.
  */
 final class MessageCodec {
     static final int MAGIC = 0x4d4c5345; // "MLSE"
-    static final short VERSION = 2;
+    static final short VERSION = 3; // 3: REVOKE asks the holder to stop (2 told it afterwards: REVOKED)
     static final int MAX_MESSAGE = 256;
     static final int MAX_ERROR_TEXT = 200;
     /** The access bits a lease may ask for: REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC. */
@@ -50,23 +50,31 @@ final class MessageCodec {
     static final StructLayout LEASE_DURATION = MemoryLayout.structLayout(U64.withName("leaseId"),
             U64.withName("durationNanos"));
     static final StructLayout LEASE = MemoryLayout.structLayout(U64.withName("leaseId"));
-    static final StructLayout REVOKED = MemoryLayout.structLayout(U64.withName("leaseId"), U32.withName("reason"),
+    static final StructLayout REVOKE = MemoryLayout.structLayout(U64.withName("leaseId"), U32.withName("reason"),
             U32.withName("reserved"));
     static final StructLayout OFFER = MemoryLayout.structLayout(U64.withName("leaseId"), U64.withName("address"),
             U64.withName("length"), U32.withName("rkey"), U32.withName("access"), U64.withName("durationNanos"));
     static final StructLayout CREDIT = MemoryLayout.structLayout(U32.withName("messages"), U32.withName("reserved"));
     static final StructLayout ERROR = MemoryLayout.structLayout(U32.withName("code"), U32.withName("messageLength"));
 
-    /** Message types on the wire. */
+    /** Message types on the wire, each with its fixed code (never its position in this list; 6 was version 2's REVOKED). */
     enum Type {
-        REQUEST(MessageCodec.REQUEST), GRANT(MessageCodec.GRANT), RENEW(LEASE_DURATION), RENEWED(LEASE_DURATION),
-        RELEASE(LEASE), RELEASE_ACK(LEASE), REVOKED(MessageCodec.REVOKED), ERROR(MessageCodec.ERROR),
-        CREDIT(MessageCodec.CREDIT), OFFER(MessageCodec.OFFER);
+        REQUEST(0, MessageCodec.REQUEST), GRANT(1, MessageCodec.GRANT), RENEW(2, LEASE_DURATION),
+        RENEWED(3, LEASE_DURATION), RELEASE(4, LEASE), RELEASE_ACK(5, LEASE), ERROR(7, MessageCodec.ERROR),
+        CREDIT(8, MessageCodec.CREDIT), OFFER(9, MessageCodec.OFFER), REVOKE(10, MessageCodec.REVOKE);
 
+        final int code;
         final StructLayout body;
 
-        Type(StructLayout body) {
+        Type(int code, StructLayout body) {
+            this.code = code;
             this.body = body;
+        }
+
+        /** The type with {@code code}, or null. */
+        static Type of(int code) {
+            for (Type t : values()) if (t.code == code) return t;
+            return null;
         }
     }
 
@@ -103,9 +111,9 @@ final class MessageCodec {
     private static final long REQUEST_DURATION_NANOS = offset(REQUEST, "durationNanos");
     private static final long REQUEST_RESERVED = offset(REQUEST, "reserved");
     private static final long REQUEST_SIZE = offset(REQUEST, "size");
-    private static final long REVOKED_LEASE_ID = offset(REVOKED, "leaseId");
-    private static final long REVOKED_REASON = offset(REVOKED, "reason");
-    private static final long REVOKED_RESERVED = offset(REVOKED, "reserved");
+    private static final long REVOKE_LEASE_ID = offset(REVOKE, "leaseId");
+    private static final long REVOKE_REASON = offset(REVOKE, "reason");
+    private static final long REVOKE_RESERVED = offset(REVOKE, "reserved");
 
     private MessageCodec() {}
 
@@ -126,7 +134,7 @@ final class MessageCodec {
         frame.fill((byte) 0);
         H_MAGIC.set(frame, 0L, MAGIC);
         H_VERSION.set(frame, 0L, VERSION);
-        H_TYPE.set(frame, 0L, (short) type.ordinal());
+        H_TYPE.set(frame, 0L, (short) type.code);
         H_LENGTH.set(frame, 0L, length);
         H_REQUEST_ID.set(frame, 0L, m.requestId());
         MemorySegment body = frame.asSlice(HEADER_SIZE);
@@ -148,9 +156,9 @@ final class MessageCodec {
             case Message.Renewed r -> leaseDuration(body, r.leaseId(), r.durationNanos());
             case Message.Release r -> body.set(U64, LEASE_LEASE_ID, r.leaseId());
             case Message.ReleaseAck r -> body.set(U64, LEASE_LEASE_ID, r.leaseId());
-            case Message.Revoked r -> {
-                body.set(U64, REVOKED_LEASE_ID, r.leaseId());
-                body.set(U32, REVOKED_REASON, r.reason());
+            case Message.Revoke r -> {
+                body.set(U64, REVOKE_LEASE_ID, r.leaseId());
+                body.set(U32, REVOKE_REASON, r.reason());
             }
             case Message.Credit c -> body.set(U32, CREDIT_MESSAGES, c.messages());
             case Message.Offer o -> {
@@ -194,7 +202,7 @@ final class MessageCodec {
             case Message.Renewed r -> Type.RENEWED;
             case Message.Release r -> Type.RELEASE;
             case Message.ReleaseAck r -> Type.RELEASE_ACK;
-            case Message.Revoked r -> Type.REVOKED;
+            case Message.Revoke r -> Type.REVOKE;
             case Message.Error e -> Type.ERROR;
             case Message.Credit c -> Type.CREDIT;
             case Message.Offer o -> Type.OFFER;
@@ -219,8 +227,8 @@ final class MessageCodec {
             throw new MalformedMessageException(requestId, "unsupported protocol version " + version + " (this side speaks " + VERSION + ")");
         }
         int typeCode = Short.toUnsignedInt((short) H_TYPE.get(received, 0L));
-        if (typeCode >= Type.values().length) throw new MalformedMessageException(requestId, "unknown message type " + typeCode);
-        Type type = Type.values()[typeCode];
+        Type type = Type.of(typeCode);
+        if (type == null) throw new MalformedMessageException(requestId, "unknown message type " + typeCode);
         int length = (int) H_LENGTH.get(received, 0L);
         if (length != n) throw new MalformedMessageException(requestId, type + " says " + length + " bytes but " + n + " arrived");
         if ((int) H_RESERVED.get(received, 0L) != 0) throw new MalformedMessageException(requestId, "reserved header bits set");
@@ -238,9 +246,11 @@ final class MessageCodec {
                     positive(requestId, "duration", body.get(U64, LEASE_DURATION_DURATION_NANOS)));
             case RELEASE -> new Message.Release(requestId, leaseId(requestId, body, LEASE_LEASE_ID));
             case RELEASE_ACK -> new Message.ReleaseAck(requestId, leaseId(requestId, body, LEASE_LEASE_ID));
-            case REVOKED -> {
-                if (body.get(U32, REVOKED_RESERVED) != 0) throw new MalformedMessageException(requestId, "reserved bits set");
-                yield new Message.Revoked(requestId, leaseId(requestId, body, REVOKED_LEASE_ID), body.get(U32, REVOKED_REASON));
+            case REVOKE -> {
+                if (body.get(U32, REVOKE_RESERVED) != 0) throw new MalformedMessageException(requestId, "reserved bits set");
+                int reason = body.get(U32, REVOKE_REASON);
+                if (EndReason.of(reason) == null) throw new MalformedMessageException(requestId, "unknown end reason " + reason);
+                yield new Message.Revoke(requestId, leaseId(requestId, body, REVOKE_LEASE_ID), reason);
             }
             case ERROR -> error(requestId, body);
             case OFFER -> new Message.Offer(requestId, leaseId(requestId, body, OFFER_LEASE_ID),

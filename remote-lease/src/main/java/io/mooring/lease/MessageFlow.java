@@ -2,10 +2,10 @@ package io.mooring.lease;
 
 import io.mooring.verbs.WorkCompletion;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
@@ -18,9 +18,14 @@ import java.util.function.Supplier;
  * protocol and loses the session. The endpoint keeps a window of receives posted per session, so its queue never runs
  * empty under well-behaved peers (no RNR storm), and nothing queues without bound however slow the application.
  *
+ * <p>Replies to this side's calls are received the same way, but taken at once (by their caller, or freed).
+ *
  * <p>Sending: each SEND, SEND with immediate and WRITE with immediate spends one of the peer's credits. Without one
  * it waits in a queue of at most {@link #MAX_WAITING} requests (more are refused with
- * {@link FlowControlException}) until a CREDIT arrives.
+ * {@link FlowControlException}) until a CREDIT arrives. Sends are posted in the order they entered {@link #send} (its
+ * lock is the point that orders calls from several threads): one thread at a time posts — the caller that found a
+ * credit and nobody posting, or the dispatcher a CREDIT finds with sends waiting — and it posts the queue's head
+ * outside the lock, then the next while credits last, so a send that finds a credit never overtakes one that waits.
  */
 final class MessageFlow {
     /** Requests waiting for a credit, and application calls waiting for a message, at most. */
@@ -38,7 +43,8 @@ final class MessageFlow {
     private final Handoff<Integer> notices;
 
     // guarded by this
-    private final ArrayDeque<WaitingSend> waitingForCredit = new ArrayDeque<>();
+    private final ArrayDeque<WaitingSend> waiting = new ArrayDeque<>(); // sends not posted yet, in call order
+    private boolean posting; // a thread posts now, the only one: with credits left, waiting is empty otherwise
     private long arrived;  // messages and notices the peer sent
     private long returned; // credits returned to the peer
     private int taken;     // messages and notices the application took since the last CREDIT
@@ -66,6 +72,20 @@ final class MessageFlow {
     /** A message arrived (from the dispatcher); the application owns it once taken. */
     void received(InboundMessage m) {
         if (!admit() || !messages.offer(m)) m.close(); // past its credits, or the session ended
+        delivered.incrementAndGet();
+    }
+
+    /**
+     * A reply to one of this side's calls arrived (from the dispatcher): {@code deliver} hands it to its call. It is
+     * taken at once — by its caller, or freed if nobody waits — so its credit goes back as a taken message's does.
+     */
+    void replied(InboundMessage reply, Consumer<InboundMessage> deliver) {
+        if (admit()) {
+            deliver.accept(reply);
+            took();
+        } else {
+            reply.close();
+        }
         delivered.incrementAndGet();
     }
 
@@ -120,32 +140,37 @@ final class MessageFlow {
     // ---- sending ---------------------------------------------------------------------------------------------
 
     /**
-     * Posts with {@code post} once a credit is available: now — the post's own future is returned — or when the peer
-     * returns one.
+     * Posts with {@code post} once a credit is available and every send called before it is posted: now, by this
+     * caller — the post's own future is returned, and what it throws is thrown — or later, by whoever posts then.
      */
     CompletableFuture<WorkCompletion> send(Supplier<CompletableFuture<WorkCompletion>> post) {
         synchronized (this) {
             if (closed) throw new SessionLostException("the session has ended");
-            if (credits == 0) {
-                if (waitingForCredit.size() >= MAX_WAITING) {
+            if (posting || credits == 0) {
+                if (waiting.size() >= MAX_WAITING) {
                     throw new FlowControlException(MAX_WAITING + " messages already wait for credit from the peer");
                 }
                 CompletableFuture<WorkCompletion> done = session.endpoint().cq().newFuture();
-                waitingForCredit.add(new WaitingSend(done, post));
+                waiting.add(new WaitingSend(done, post));
                 return done;
             }
             credits--;
             posted++;
+            posting = true;
         }
-        return postWithCredit(post);
+        try {
+            return postWithCredit(post);
+        } finally {
+            postWaiting(); // what other threads queued meanwhile
+        }
     }
 
     /**
-     * Takes a send that still waits for credit off the queue, so that it is never posted: false if it is not waiting
-     * (it was posted, or is being posted now — then its block is in use until it completes).
+     * Takes a send that still waits off the queue, so that it is never posted: false if it is not waiting (it was
+     * posted, or is being posted now — then its block is in use until it completes).
      */
     synchronized boolean withdraw(CompletableFuture<WorkCompletion> done) {
-        return waitingForCredit.removeIf(w -> w.done() == done);
+        return waiting.removeIf(w -> w.done() == done);
     }
 
     /** Posts with a credit in hand; a post that is refused gives the credit back. */
@@ -153,17 +178,12 @@ final class MessageFlow {
         try {
             return post.get();
         } catch (RuntimeException e) {
-            refund();
+            synchronized (this) {
+                posted--;
+                credits++; // the poster goes on with it
+            }
             throw e;
         }
-    }
-
-    /** A credit taken for a post that was not made goes back, to the next waiting send if there is one. */
-    private void refund() {
-        synchronized (this) {
-            posted--;
-        }
-        credited(1);
     }
 
     /**
@@ -175,26 +195,26 @@ final class MessageFlow {
         boolean excess;
         synchronized (this) {
             excess = (long) credits + n > peerWindow;
-        }
-        if (excess) session.pastWindow(n, peerWindow);
-        else credited(n);
-    }
-
-    /** {@code n} credits came back (from the peer, or a refund): waiting sends go out. */
-    private void credited(int n) {
-        List<WaitingSend> ready = new ArrayList<>();
-        synchronized (this) {
-            credits += n;
-            while (credits > 0 && !waitingForCredit.isEmpty()) {
-                credits--;
-                posted++;
-                ready.add(waitingForCredit.poll());
+            if (!excess) {
+                credits += n;
+                if (posting || waiting.isEmpty()) return;
+                posting = true;
             }
         }
-        for (WaitingSend w : ready) {
-            if (w.done().isDone()) { // the caller gave up while it waited: the credit goes on
-                refund();
-                continue;
+        if (excess) session.pastWindow(n, peerWindow); // outside this lock: ending the session takes the session's
+        else postWaiting();
+    }
+
+    /** Posts the waiting sends in order while credits last: the caller is the poster ({@link #posting}) until then. */
+    private void postWaiting() {
+        while (true) {
+            WaitingSend w;
+            synchronized (this) {
+                w = closed ? null : nextWithCredit();
+                if (w == null) {
+                    posting = false;
+                    return;
+                }
             }
             try {
                 postWithCredit(w.post()).whenComplete((wc, e) -> {
@@ -205,6 +225,18 @@ final class MessageFlow {
                 w.done().completeExceptionally(e);
             }
         }
+    }
+
+    /** The oldest waiting send, with the credit it spends taken; null if none or no credit (caller holds the lock). */
+    private WaitingSend nextWithCredit() {
+        while (credits > 0 && !waiting.isEmpty()) {
+            WaitingSend w = waiting.poll();
+            if (w.done().isDone()) continue; // the caller gave up while it waited: the credit goes on
+            credits--;
+            posted++;
+            return w;
+        }
+        return null;
     }
 
     // ---- ending ----------------------------------------------------------------------------------------------
@@ -236,12 +268,12 @@ final class MessageFlow {
     }
 
     private void stopSending(SessionLostException why) {
-        List<WaitingSend> waiting;
+        List<WaitingSend> left;
         synchronized (this) {
             closed = true;
-            waiting = List.copyOf(waitingForCredit);
-            waitingForCredit.clear();
+            left = List.copyOf(waiting);
+            waiting.clear();
         }
-        waiting.forEach(w -> w.done().completeExceptionally(why));
+        left.forEach(w -> w.done().completeExceptionally(why));
     }
 }

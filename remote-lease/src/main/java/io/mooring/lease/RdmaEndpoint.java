@@ -1,20 +1,18 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.RdmaArena;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.values.Access;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.lang.System.Logger.Level;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -24,10 +22,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * Where an application's sessions live (async-rdma's {@code RdmaListener} and {@code Rdma} builder in one): one
@@ -45,25 +40,14 @@ import java.util.concurrent.atomic.AtomicInteger;
  * timeout, at most {@link Builder#maxHandshakes} at once (more wait for a slot, each freed within the timeout), and a
  * failed or abandoned one leaves nothing behind. {@link #connect} returns a future. A peer —
  * every session from one address — shares one set of {@link LeaseLimits}, and a peer whose session was lost waits a
- * growing time before its next one is accepted.
+ * growing time before its next one is accepted. Who is admitted, and how, is {@link Admission}'s job.
  */
 public final class RdmaEndpoint implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaEndpoint.class.getName());
-    /**
-     * Closes handshakes that run past their timeout and checks the sessions' QPs; its tasks close sockets and read
-     * QP states, so it never waits on a peer. A handshake that finishes in time cancels its task, which leaves the
-     * queue at once instead of holding the socket for the rest of the timeout.
-     */
-    private static final ScheduledThreadPoolExecutor WATCHDOG = new ScheduledThreadPoolExecutor(1,
-            Thread.ofPlatform().daemon().name("mooring-handshake-watchdog").factory());
-
-    static {
-        WATCHDOG.setRemoveOnCancelPolicy(true);
-    }
 
     /** Tasks in the watchdog's queue, of every endpoint (tests). */
     static int watchdogTasks() {
-        return WATCHDOG.getQueue().size();
+        return Admission.WATCHDOG.getQueue().size();
     }
 
     /** How often every session's QPs are checked for ERROR. */
@@ -74,22 +58,16 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final LeaseLimits limits;
     private final Isolation isolation;
     private final Duration requestTimeout;
-    private final Duration handshakeTimeout;
-    private final Duration failureBackoff;
+    private final Duration revokeTimeout;
     private final ConnectOptions connect;
     private final int maxMessageSize;
     private final int messageWindow;
     private final int maxSessions;
-    private final int maxSessionsPerPeer;
     private final CompletionQueue cq;
     /** How the blocking forms of every session wait. */
     final Await await;
     private final MessageReceives receives;
-    private final Semaphore handshakes;
-    private final int maxHandshakes;
-    /** The sockets of the handshakes running: closing the endpoint breaks them off. */
-    private final Set<Socket> handshaking = ConcurrentHashMap.newKeySet();
-    private final AtomicInteger sessionSlots = new AtomicInteger();
+    private final Admission admission;
     private final Map<Integer, RdmaSession> byQpNumber = new ConcurrentHashMap<>();
     private final Set<RdmaSession> sessions = ConcurrentHashMap.newKeySet();
     /**
@@ -97,7 +75,6 @@ public final class RdmaEndpoint implements AutoCloseable {
      * longer served, but each still holding its slot, and closed with the endpoint, which frees those messages' blocks.
      */
     private final Set<RdmaSession> endedHoldingMessages = ConcurrentHashMap.newKeySet();
-    private final Map<InetAddress, PeerAccount> peers = new ConcurrentHashMap<>();
     private final List<RdmaListener> listeners = new CopyOnWriteArrayList<>();
     private final ScheduledFuture<?> health;
     private volatile boolean closed;
@@ -107,22 +84,18 @@ public final class RdmaEndpoint implements AutoCloseable {
         this.arena = b.arena;
         this.limits = b.limits;
         this.requestTimeout = b.requestTimeout;
-        this.handshakeTimeout = b.handshakeTimeout;
-        this.failureBackoff = b.failureBackoff;
+        this.revokeTimeout = b.revokeTimeout;
         this.connect = b.connect;
         this.maxMessageSize = b.maxMessageSize;
         this.messageWindow = b.messageWindow;
-        this.handshakes = new Semaphore(b.maxHandshakes);
-        this.maxHandshakes = b.maxHandshakes;
         checkArenaRights(b.arena.access(), b.isolation);
         this.isolation = b.isolation != null ? b.isolation : IsolationProbe.probe(pd);
         // Every QP of every session completes here, so the CQ holds what all of them can have outstanding at once.
-        int perSession = RdmaSession.CONTROL_QP.maxSendWr() + RdmaSession.CONTROL_QP.maxRecvWr()
-                + RdmaSession.DATA_SENDS + messageWindow;
+        int perSession = SessionLink.CONTROL_QP.maxSendWr() + SessionLink.CONTROL_QP.maxRecvWr()
+                + SessionLink.DATA_SENDS + messageWindow;
         var device = pd.context().device().attributes();
         this.maxSessions = Math.min(b.maxSessions, Math.min(device.maxCqe() / perSession,
                 device.maxSrqWr() / messageWindow));
-        this.maxSessionsPerPeer = b.maxSessionsPerPeer;
         if (maxSessions < 1) {
             throw new IllegalArgumentException("a session needs " + perSession + " completion queue entries and "
                     + messageWindow + " shared receives, the device has at most " + device.maxCqe() + " and "
@@ -140,11 +113,13 @@ public final class RdmaEndpoint implements AutoCloseable {
             throw e;
         }
         this.receives = made;
+        this.admission = new Admission(this, b.handshakeTimeout, b.failureBackoff, maxSessions, b.maxSessionsPerPeer,
+                b.maxHandshakes);
         // A data QP takes its receives from the shared queue, so no flushed receive of its own reports that it broke (a
         // remote access error moves it to ERROR without a completion on the owner's side): its state is checked.
-        this.health = WATCHDOG.scheduleWithFixedDelay(() -> {
+        this.health = Admission.WATCHDOG.scheduleWithFixedDelay(() -> {
             sessions.forEach(RdmaSession::checkQueuePairs);
-            forgetIdlePeers();
+            admission.forgetIdlePeers();
         }, HEALTH_CHECK.toMillis(), HEALTH_CHECK.toMillis(), TimeUnit.MILLISECONDS);
     }
 
@@ -154,7 +129,7 @@ public final class RdmaEndpoint implements AutoCloseable {
             throw new IllegalArgumentException("an endpoint's arena needs LOCAL_WRITE (the NIC writes received messages"
                     + " and what peers write), but it registers its chunks with " + rights);
         }
-        if ((isolation == null || isolation == Isolation.WINDOW) && !rights.contains(Access.MW_BIND)) {
+        if ((isolation == null || isolation.bindsOnChunks()) && !rights.contains(Access.MW_BIND)) {
             throw new IllegalArgumentException("an endpoint's arena needs MW_BIND to lease blocks through memory"
                     + " windows, but it registers its chunks with " + rights + ": add MW_BIND to its access, or use"
                     + " Isolation.DEDICATED_REGISTRATION");
@@ -195,138 +170,26 @@ public final class RdmaEndpoint implements AutoCloseable {
      */
     public CompletableFuture<RdmaSession> connect(InetSocketAddress peer) {
         checkOpen();
-        var session = new CompletableFuture<RdmaSession>();
-        Thread.ofVirtual().name("mooring-connect-" + peer).start(() -> {
-            if (!startHandshake()) {
-                session.completeExceptionally(new InterruptedIOException("the endpoint is closed, or the connect was"
-                        + " interrupted waiting for a handshake slot"));
-                return;
-            }
-            var socket = new Socket();
-            handshaking.add(socket); // close() breaks off a connect too
-            try {
-                if (closed) throw new IOException("the endpoint is closed");
-                socket.connect(peer, (int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
-                session.complete(handshake(socket, peer));
-            } catch (IOException | RuntimeException e) {
-                RdmaSession.closeQuietly(socket);
-                session.completeExceptionally(e);
-            } finally {
-                handshaking.remove(socket);
-                handshakeDone();
-            }
-        });
-        return session;
+        return admission.connect(peer);
+    }
+
+    /** Who becomes a session, and how (the listeners run their handshakes through it). */
+    Admission admission() {
+        return admission;
     }
 
     /**
-     * Waits for one of the {@link Builder#maxHandshakes} slots; false if interrupted (the listener is closing) or the
-     * endpoint is closed.
+     * Lists a session whose handshake succeeded. A peer may end it before it is listed (it hangs up at once): that
+     * end's unlisting found nothing, so it is unlisted here.
      */
-    boolean startHandshake() {
-        try {
-            handshakes.acquire();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return false;
-        }
-        if (!closed) return true;
-        handshakes.release();
-        return false;
-    }
-
-    void handshakeDone() {
-        handshakes.release();
-    }
-
-    /**
-     * Runs the bootstrap on {@code socket} (connected to the peer's {@code listener}, or null if accepted here) under
-     * the handshake timeout (a watchdog closes the socket when it runs
-     * out, so a peer dripping bytes cannot stretch it) and registers the session.
-     */
-    RdmaSession handshake(Socket socket, InetSocketAddress listener) throws IOException {
-        if (!takeSessionSlot()) {
-            RdmaSession.closeQuietly(socket);
-            throw new IOException("the endpoint already serves " + maxSessions + " sessions, its limit");
-        }
-        PeerAccount peer = enter(socket.getInetAddress()); // left by unlist, or below if no session is listed
-        boolean done = false;
-        ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> RdmaSession.closeQuietly(socket),
-                handshakeTimeout.toNanos(), TimeUnit.NANOSECONDS);
-        handshaking.add(socket);
-        if (closed) RdmaSession.closeQuietly(socket); // close() may have broken the others off before this one came
-        try {
-            // Two handshakes of one peer at its limit may both be refused: a cap errs towards refusing.
-            if (peer.holdsMoreThan(maxSessionsPerPeer)) {
-                RdmaSession.closeQuietly(socket);
-                throw new IOException(socket.getInetAddress().getHostAddress() + " already holds " + maxSessionsPerPeer
-                        + " sessions, the most one peer may (RdmaEndpoint.Builder.maxSessionsPerPeer)");
-            }
-            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, handshakeTimeout.toMillis()));
-            var session = new RdmaSession(this, socket, peer, listener);
-            if (!watchdog.cancel(false)) { // the watchdog fired just as the handshake finished: too late all the same
-                session.close();
-                throw new IOException("the handshake with " + socket.getRemoteSocketAddress() + " took longer than "
-                        + handshakeTimeout);
-            }
-            sessions.add(session);
-            // A peer may end the session before it is listed (it hangs up at once): that end's unlisting found nothing.
-            if (session.isTornDown()) unlist(session);
-            if (closed) session.close();
-            done = true;
-            return session;
-        } catch (IOException e) {
-            if (watchdog.isDone() && !watchdog.isCancelled()) {
-                throw new IOException("the handshake with " + socket.getRemoteSocketAddress() + " took longer than "
-                        + handshakeTimeout, e);
-            }
-            throw e;
-        } finally {
-            handshaking.remove(socket);
-            watchdog.cancel(false);
-            if (!done) {
-                sessionSlots.decrementAndGet();
-                peer.leave();
-            }
-        }
-    }
-
-    private boolean takeSessionSlot() {
-        int n;
-        do {
-            n = sessionSlots.get();
-            if (n >= maxSessions) return false;
-        } while (!sessionSlots.compareAndSet(n, n + 1));
-        return true;
-    }
-
-    /** The account of the peer at {@code address}, held for a session until it is unlisted ({@link PeerAccount#leave}). */
-    private PeerAccount enter(InetAddress address) {
-        while (true) {
-            PeerAccount a = peers.computeIfAbsent(address, x -> new PeerAccount(x, failureBackoff.toNanos()));
-            if (a.enter()) return a;
-            peers.remove(address, a); // forgotten meanwhile: a fresh one takes its place
-        }
-    }
-
-    /** How long the peer at {@code address} must still wait before a session is accepted (0 or less: none). */
-    long barredForNanos(InetAddress address) {
-        PeerAccount a = peers.get(address);
-        return a == null ? 0 : a.barredForNanos();
-    }
-
-    /**
-     * Forgets the accounts of peers that hold nothing and whose last loss is long enough ago (see
-     * {@link PeerAccount#forget}): one is kept per address, and addresses (an IPv6 prefix) are plenty.
-     */
-    private void forgetIdlePeers() {
-        long now = System.nanoTime();
-        peers.values().removeIf(a -> a.forget(now));
+    void list(RdmaSession session) {
+        sessions.add(session);
+        if (session.isTornDown()) unlist(session);
     }
 
     /** Peers the endpoint keeps an account of (tests). */
     int peerAccounts() {
-        return peers.size();
+        return admission.peerAccounts();
     }
 
     /** The sessions open now. */
@@ -341,7 +204,7 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     /** What the peer at {@code address} holds across its sessions: leases, and leased bytes. */
     public PeerUsage usage(InetAddress address) {
-        PeerAccount a = peers.get(address);
+        PeerAccount a = admission.account(address);
         return a == null ? new PeerUsage(0, 0) : new PeerUsage(a.leases(), a.leasedBytes());
     }
 
@@ -350,13 +213,13 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     // ---- completions -----------------------------------------------------------------------------------------
 
-    void route(RdmaSession session) {
-        byQpNumber.put(session.controlQpNumber(), session);
-        byQpNumber.put(session.queuePair().number(), session);
+    /** Completions of {@code qps} go to {@code session}. */
+    void route(RdmaSession session, QueuePair... qps) {
+        for (QueuePair qp : qps) byQpNumber.put(qp.number(), session);
     }
 
     void unroute(QueuePair... qps) {
-        for (QueuePair qp : qps) if (qp != null) byQpNumber.remove(qp.number());
+        for (QueuePair qp : qps) byQpNumber.remove(qp.number());
     }
 
     /**
@@ -389,8 +252,7 @@ public final class RdmaEndpoint implements AutoCloseable {
     }
 
     private void freeSlot(RdmaSession session) {
-        sessionSlots.decrementAndGet();
-        session.peer().leave();
+        admission.freeSlot(session.peer());
     }
 
     private void onCompletion(WorkCompletion wc) {
@@ -422,6 +284,10 @@ public final class RdmaEndpoint implements AutoCloseable {
         return requestTimeout;
     }
 
+    public Duration revokeTimeout() {
+        return revokeTimeout;
+    }
+
     public int maxMessageSize() {
         return maxMessageSize;
     }
@@ -444,7 +310,7 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     /** Sessions set up or being set up now. */
     int sessionCount() {
-        return sessionSlots.get();
+        return admission.sessionCount();
     }
 
     private void checkOpen() {
@@ -463,9 +329,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         health.cancel(false);
         listeners.forEach(RdmaListener::close);
         // A handshake in progress has QPs on the shared receive queue: break it off and wait until it has freed them.
-        handshaking.forEach(RdmaSession::closeQuietly);
-        handshakes.acquireUninterruptibly(maxHandshakes);
-        handshakes.release(maxHandshakes);
+        admission.close();
         sessions().forEach(RdmaSession::close);
         List.copyOf(endedHoldingMessages).forEach(RdmaSession::close);
         receives.close();
@@ -483,6 +347,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         private LeaseLimits limits = LeaseLimits.DEFAULT;
         private Isolation isolation;
         private Duration requestTimeout = Duration.ofSeconds(10);
+        private Duration revokeTimeout = Duration.ofSeconds(1);
         private Duration handshakeTimeout = Duration.ofSeconds(10);
         private Duration failureBackoff = Duration.ofMillis(100);
         private ConnectOptions connect = ConnectOptions.DEFAULT;
@@ -513,6 +378,15 @@ public final class RdmaEndpoint implements AutoCloseable {
         /** How long a lease REQUEST, RENEW or RELEASE, or a blocking send, waits for the peer (default 10 s). */
         public Builder requestTimeout(Duration timeout) {
             this.requestTimeout = positive(timeout, "requestTimeout");
+            return this;
+        }
+
+        /**
+         * How long a holder asked to stop using a lease (its owner ends it) may take to finish its accesses in flight
+         * and release it before its key is revoked by force, which may end that holder's session (default 1 s).
+         */
+        public Builder revokeTimeout(Duration timeout) {
+            this.revokeTimeout = positive(timeout, "revokeTimeout");
             return this;
         }
 

@@ -97,19 +97,19 @@ public final class RdmaListener implements AutoCloseable {
                 if (!server.isClosed()) LOG.log(Level.WARNING, "accepting on " + address() + " failed", e);
                 continue;
             }
-            long barred = endpoint.barredForNanos(socket.getInetAddress()); // makes no account: a bare connect costs none
+            long barred = endpoint.admission().barredForNanos(socket.getInetAddress()); // makes no account: a bare connect costs none
             if (barred > 0) {
                 refuse(socket, "its last session was lost; barred for " + barred / 1_000_000 + " ms more");
-            } else if (!endpoint.startHandshake()) {
+            } else if (!endpoint.admission().startHandshake()) {
                 refuse(socket, "the endpoint is closing");
             } else {
                 Thread.ofVirtual().name("mooring-handshake-" + socket.getRemoteSocketAddress()).start(() -> {
                     try {
-                        offer(endpoint.handshake(socket, null));
+                        offer(endpoint.admission().handshake(socket, null));
                     } catch (IOException | RuntimeException e) {
                         refuse(socket, "its handshake failed: " + e.getMessage());
                     } finally {
-                        endpoint.handshakeDone();
+                        endpoint.admission().handshakeDone();
                     }
                 });
             }
@@ -119,7 +119,7 @@ public final class RdmaListener implements AutoCloseable {
     private void refuse(Socket socket, String why) {
         refused.incrementAndGet();
         LOG.log(Level.INFO, "refused " + socket.getRemoteSocketAddress() + " on " + address() + ": " + why);
-        RdmaSession.closeQuietly(socket);
+        SessionLink.closeQuietly(socket);
     }
 
     private void offer(RdmaSession session) {

@@ -3,23 +3,30 @@ package io.mooring.lease;
 import io.mooring.allocator.Block;
 import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
-import io.mooring.verbs.Access;
-import io.mooring.verbs.Opcode;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.Opcode;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 
 /**
- * The requester's side of a lease: a block of the peer's memory this side may access until the lease ends.
+ * The holder's side of a lease: a block of the peer's memory this side may access until the lease ends.
  * Every operation checks first — before anything is posted — that the segment is open, the session alive, the
- * lease not revoked and the local deadline (the owner's duration minus a margin, on this host's monotonic
- * clock) not passed. {@link #close()} sends RELEASE and returns when the owner acknowledged it. A segment is a
- * resource of the lifecycle graph, a child of its session's: one dropped without close is reported as a leak and
- * released through the graph's Cleaner; the session's end closes those still open.
+ * lease not revoked ({@link LeaseRevokedException}) and the local deadline (the owner's duration minus a margin, on this
+ * host's monotonic clock) not passed ({@link LeaseExpiredException}).
+ *
+ * <p>The owner ends a lease it gave by asking first: from that moment the segment refuses new accesses, {@link #revoked()}
+ * completes, and once the accesses in flight have completed the lease is released — only then does the owner revoke the
+ * key, so no access of this side meets a revoked key and the session goes on. {@link #close()} likewise waits for the
+ * accesses in flight, then sends RELEASE and returns when the owner acknowledged it. A segment is a resource of the
+ * lifecycle graph, a child of its session's: one dropped without close is reported as a leak and released through the
+ * graph's Cleaner; the session's end closes those still open.
  */
 public final class RemoteSegment implements AutoCloseable {
 
@@ -28,35 +35,70 @@ public final class RemoteSegment implements AutoCloseable {
         final long leaseId;
         volatile long deadlineNanos;
         final AtomicBoolean closed = new AtomicBoolean();
-        private volatile boolean revoked;
+        private final CompletableFuture<EndReason> revoked = new CompletableFuture<>();
+        /** Accesses posted (or about to be) and not completed; with {@link #stopping}, a Dekker pair: see enter/stop. */
+        private final AtomicInteger inFlight = new AtomicInteger();
+        private volatile boolean stopping;
+        private final CompletableFuture<Void> drained = new CompletableFuture<>();
 
         State(long leaseId, long deadlineNanos) {
             this.leaseId = leaseId;
             this.deadlineNanos = deadlineNanos;
         }
 
-        void revoked() {
-            revoked = true;
+        /** The owner asked to end the lease, or the session ended: no new accesses; completes once none is in flight. */
+        CompletableFuture<Void> revoke(EndReason reason) {
+            revoked.complete(reason);
+            return stop();
+        }
+
+        /** No new accesses from now on; completes once those in flight have completed. */
+        CompletableFuture<Void> stop() {
+            stopping = true;
+            if (inFlight.get() == 0) drained.complete(null);
+            return drained;
+        }
+
+        /**
+         * An access begins: false if the lease stops (then nothing may be posted). Counted before the flag is read, and
+         * {@link #stop} sets the flag before it reads the count: one of the two sees the other.
+         */
+        boolean enter() {
+            inFlight.incrementAndGet();
+            if (!stopping) return true;
+            exit();
+            return false;
+        }
+
+        void exit() {
+            if (inFlight.decrementAndGet() == 0 && stopping) drained.complete(null);
+        }
+
+        /** Why the owner revoked the lease, or null. */
+        EndReason revokedFor() {
+            return revoked.getNow(null);
         }
     }
 
     /** The destroy action, which does something only for a dropped segment: holds the state, never the segment. */
-    record Release(RdmaSession session, State state) implements DestroyAction {
+    record Release(LeaseClient client, State state) implements DestroyAction {
         @Override
         public void destroy() {
             if (state.closed.getAndSet(true)) return;
-            session.leaked(state.leaseId);
-            try {
-                session.release(state.leaseId, false);
-            } catch (RuntimeException e) {
-                // the session is gone: its end revoked the lease already
-            }
+            client.leaked();
+            state.stop().thenRun(() -> { // an async access may still be in flight
+                try {
+                    client.release(state.leaseId, false);
+                } catch (RuntimeException e) {
+                    // the session is gone: its end revoked the lease already
+                }
+            });
         }
     }
 
     private static final long MIN_TRANSFER_NANOS = 1_000_000;
 
-    private final RdmaSession session;
+    private final LeaseClient client;
     private final State state;
     private final long address;
     private final long length;
@@ -64,14 +106,14 @@ public final class RemoteSegment implements AutoCloseable {
     private final Set<Access> access;
     private final Resource resource;
 
-    RemoteSegment(RdmaSession session, State state, long address, long length, int rkey, Set<Access> access) {
-        this.session = session;
+    RemoteSegment(LeaseClient client, State state, long address, long length, int rkey, Set<Access> access) {
+        this.client = client;
         this.state = state;
         this.address = address;
         this.length = length;
         this.rkey = rkey;
         this.access = access;
-        this.resource = session.track(state);
+        this.resource = client.track(state);
     }
 
     public long leaseId() {
@@ -97,10 +139,10 @@ public final class RemoteSegment implements AutoCloseable {
      * limits); the local deadline moves accordingly, again a margin before the owner's.
      *
      * @throws LeaseRefusedException with the owner's reason
-     * @throws FlowControlException  if {@value RdmaSession#MAX_PENDING} requests already wait for the owner's answer
+     * @throws FlowControlException  if {@value LeaseClient#MAX_PENDING} requests already wait for the owner's answer
      */
     public void renew(Duration duration) {
-        session.endpoint().await.join(renewAsync(duration));
+        client.await.join(renewAsync(duration));
     }
 
     /**
@@ -109,7 +151,20 @@ public final class RemoteSegment implements AutoCloseable {
      */
     public CompletableFuture<Void> renewAsync(Duration duration) {
         if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
-        return session.renew(state, duration, System.nanoTime());
+        EndReason revoked = state.revokedFor();
+        if (revoked != null) throw new LeaseRevokedException(state.leaseId, revoked);
+        return client.renew(state, duration, System.nanoTime());
+    }
+
+    /**
+     * Completes with the owner's reason when it asks to end the lease — it closed the lease or its block, or the lease
+     * expired on its side — or with {@link EndReason#SESSION_LOST} when the session ends; from then on accesses fail
+     * with {@link LeaseRevokedException}, and the lease is released once those in flight have completed. It completes
+     * on the session's dispatcher: a callback must not block (use the async forms, e.g. {@link #closeAsync()}).
+     * It never completes for a segment this side closes.
+     */
+    public CompletableFuture<EndReason> revoked() {
+        return state.revoked.copy();
     }
 
     /**
@@ -122,19 +177,20 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** Whether operations may still be posted (open, not revoked, before the local deadline, session alive). */
     public boolean isUsable() {
-        return !state.closed.get() && !state.revoked && System.nanoTime() < state.deadlineNanos
-                && session.lostReason() == null;
+        return !state.closed.get() && !state.stopping && System.nanoTime() < state.deadlineNanos
+                && client.lostReason() == null;
     }
 
     /** Writes all of {@code src} at {@code offset} and waits for the completion. */
     public void write(Block src, long offset) {
-        session.endpoint().await.join(writeAsync(src, offset));
+        client.await.join(writeAsync(src, offset));
     }
 
     public CompletableFuture<WorkCompletion> writeAsync(Block src, long offset) {
         check(Access.REMOTE_WRITE, offset, src.size());
-        return session.queuePair().postAsync(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
-                .remote(address + offset, rkey));
+        WorkRequest write = WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
+                .remote(address + offset, rkey);
+        return tracked(() -> client.queuePair().postAsync(write));
     }
 
     /**
@@ -144,25 +200,27 @@ public final class RemoteSegment implements AutoCloseable {
      */
     public CompletableFuture<WorkCompletion> writeWithImmAsync(Block src, long offset, int immediate) {
         check(Access.REMOTE_WRITE, offset, src.size());
-        return session.writeWithImm(WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
-                .opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(immediate).remote(address + offset, rkey));
+        WorkRequest write = WorkRequest.write(src.region(), src.regionOffset(), messageLength(src))
+                .opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(immediate).remote(address + offset, rkey);
+        return tracked(() -> client.writeWithImm(write));
     }
 
     /** {@link #writeWithImmAsync} and waits for its completion. */
     public void writeWithImm(Block src, long offset, int immediate) {
-        session.endpoint().await.join(writeWithImmAsync(src, offset, immediate));
+        client.await.join(writeWithImmAsync(src, offset, immediate));
     }
 
     /** Reads {@code dst.size()} bytes at {@code offset} into {@code dst} and waits. */
     public void read(Block dst, long offset) {
-        session.endpoint().await.join(readAsync(dst, offset));
+        client.await.join(readAsync(dst, offset));
     }
 
     public CompletableFuture<WorkCompletion> readAsync(Block dst, long offset) {
         check(Access.REMOTE_READ, offset, dst.size());
         checkLocallyWritable(dst, dst.size(), "a READ's destination");
-        return session.queuePair().postAsync(WorkRequest.read(dst.region(), dst.regionOffset(), messageLength(dst))
-                .remote(address + offset, rkey));
+        WorkRequest read = WorkRequest.read(dst.region(), dst.regionOffset(), messageLength(dst))
+                .remote(address + offset, rkey);
+        return tracked(() -> client.queuePair().postAsync(read));
     }
 
     /**
@@ -170,41 +228,69 @@ public final class RemoteSegment implements AutoCloseable {
      * value found. {@code result} (at least 8 bytes, in memory the local NIC may write) receives it too.
      */
     public long compareAndSwap(Block result, long offset, long expected, long swap) {
-        session.endpoint().await.join(compareAndSwapAsync(result, offset, expected, swap));
+        client.await.join(compareAndSwapAsync(result, offset, expected, swap));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
 
     /** {@link #compareAndSwap} without waiting: the value found is in {@code result}'s first 8 bytes on completion. */
     public CompletableFuture<WorkCompletion> compareAndSwapAsync(Block result, long offset, long expected, long swap) {
         checkAtomic(result, offset);
-        return session.queuePair().postAsync(WorkRequest.compareAndSwap(result.region(), result.regionOffset(),
-                address + offset, rkey, expected, swap));
+        WorkRequest cas = WorkRequest.compareAndSwap(result.region(), result.regionOffset(), address + offset, rkey,
+                expected, swap);
+        return tracked(() -> client.queuePair().postAsync(cas));
     }
 
     /** Adds {@code add} to the 8 bytes at {@code offset}; returns the value before. */
     public long fetchAndAdd(Block result, long offset, long add) {
-        session.endpoint().await.join(fetchAndAddAsync(result, offset, add));
+        client.await.join(fetchAndAddAsync(result, offset, add));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
 
     /** {@link #fetchAndAdd} without waiting: the value before is in {@code result}'s first 8 bytes on completion. */
     public CompletableFuture<WorkCompletion> fetchAndAddAsync(Block result, long offset, long add) {
         checkAtomic(result, offset);
-        return session.queuePair().postAsync(WorkRequest.fetchAndAdd(result.region(), result.regionOffset(),
-                address + offset, rkey, add));
+        WorkRequest faa = WorkRequest.fetchAndAdd(result.region(), result.regionOffset(), address + offset, rkey, add);
+        return tracked(() -> client.queuePair().postAsync(faa));
+    }
+
+    /**
+     * Posts an access that passed its checks, counted in flight until it completes: the lease is released (on a REVOKE,
+     * or a close) only once none is. One that finds the lease stopping is refused, as the checks would now refuse it.
+     */
+    private CompletableFuture<WorkCompletion> tracked(Supplier<CompletableFuture<WorkCompletion>> post) {
+        if (!state.enter()) {
+            checkOpen();
+            throw new LeaseRevokedException(state.leaseId, state.revokedFor());
+        }
+        CompletableFuture<WorkCompletion> done;
+        try {
+            done = post.get();
+        } catch (RuntimeException e) {
+            state.exit();
+            throw e;
+        }
+        done.whenComplete((wc, e) -> state.exit());
+        return done;
+    }
+
+    private void checkOpen() {
+        if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
     }
 
     private void check(Access right, long offset, long bytes) {
-        if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
-        session.checkUsable();
-        if (state.revoked) throw new IllegalStateException("lease " + state.leaseId + " was revoked by its owner");
+        checkOpen();
+        client.checkUsable();
+        EndReason revoked = state.revokedFor();
+        if (revoked != null) throw new LeaseRevokedException(state.leaseId, revoked);
         long left = state.deadlineNanos - System.nanoTime();
         if (left <= 0) {
-            throw new IllegalStateException("lease " + state.leaseId + " has expired (locally, a margin before the owner's deadline)");
+            throw new LeaseExpiredException(state.leaseId, "lease " + state.leaseId
+                    + " has expired (locally, a margin before the owner's deadline)");
         }
         if (left < transferBoundNanos(bytes)) {
-            throw new IllegalStateException("lease " + state.leaseId + " ends in " + left / 1000 + " µs, too soon for "
-                    + bytes + " bytes to move (allowed: " + transferBoundNanos(bytes) / 1000 + " µs): renew it first");
+            throw new LeaseExpiredException(state.leaseId, "lease " + state.leaseId + " ends in " + left / 1000
+                    + " µs, too soon for " + bytes + " bytes to move (allowed: " + transferBoundNanos(bytes) / 1000
+                    + " µs): renew it first");
         }
         if (!access.contains(right)) throw new IllegalStateException("lease " + state.leaseId + " grants " + access + ", not " + right);
         if (offset < 0 || bytes < 0 || offset > length - bytes) {
@@ -213,9 +299,10 @@ public final class RemoteSegment implements AutoCloseable {
     }
 
     /**
-     * How long an operation of {@code bytes} may take, for the deadline check: an operation still in flight when the
-     * owner revokes fails on the NIC and ends the session, so one that might is refused here. Generous on purpose
-     * (1 ms plus 100 MB/s): the owner's grace covers the rest.
+     * How long an operation of {@code bytes} may take, for the deadline check: the owner asks this side to stop at its
+     * deadline plus the grace and revokes by force if the answer is late, which fails an operation still in flight on
+     * the NIC and ends the session — so one that might still run then is refused here. Generous on purpose (1 ms plus
+     * 100 MB/s): the owner's grace covers the rest.
      */
     static long transferBoundNanos(long bytes) {
         return MIN_TRANSFER_NANOS + bytes * 10;
@@ -257,20 +344,20 @@ public final class RemoteSegment implements AutoCloseable {
     }
 
     /**
-     * Releases the lease and waits for the owner's acknowledgement (access is revoked then) — unless
-     * {@value RdmaSession#MAX_PENDING} requests of the session already wait for the owner's answer: then the RELEASE
-     * goes out without waiting, as a dropped segment's does. Idempotent.
+     * Refuses new accesses, waits for those in flight, then releases the lease and waits for the owner's acknowledgement
+     * (access is revoked then) — unless {@value LeaseClient#MAX_PENDING} requests of the session already wait for the
+     * owner's answer: then the RELEASE goes out without waiting, as a dropped segment's does. Idempotent.
      */
     @Override
     public void close() {
-        session.endpoint().await.join(closeAsync());
+        client.await.join(closeAsync());
     }
 
     /** {@link #close()} without waiting: completes when the owner acknowledged the release. */
     public CompletableFuture<Void> closeAsync() {
         if (state.closed.getAndSet(true)) return CompletableFuture.completedFuture(null);
         try {
-            return session.release(state.leaseId, true);
+            return state.stop().thenCompose(drained -> client.release(state.leaseId, true));
         } finally {
             resource.close(); // the action finds the state closed and does nothing
         }
@@ -283,7 +370,7 @@ public final class RemoteSegment implements AutoCloseable {
     void discard() {
         if (state.closed.getAndSet(true)) return;
         try {
-            session.release(state.leaseId, false);
+            client.release(state.leaseId, false);
         } finally {
             resource.close();
         }

@@ -6,13 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.RdmaDevices;
@@ -20,16 +18,15 @@ import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.QpCapabilities;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.Socket;
-import java.nio.ByteBuffer;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -37,7 +34,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
@@ -104,7 +100,7 @@ class AgentFuzzTest {
                         }
                         String at = "input " + input + " (" + (decoded != null ? decoded : fault.getMessage()) + ")";
                         boolean oversized = frame.length > MessageCodec.MAX_MESSAGE;
-                        boolean last = fault != null && ++malformed > RdmaSession.MALFORMED_LIMIT;
+                        boolean last = fault != null && ++malformed > ControlInbox.MALFORMED_LIMIT;
                         // The owner sends the raw peer no messages, so any credit returned is for nothing it sent.
                         boolean credit = decoded instanceof Message.Credit;
                         peer.send(frame);
@@ -229,7 +225,7 @@ class AgentFuzzTest {
             case 3, 4 -> new Message.Release(id, lease);
             case 5 -> new Message.Renew(id, lease, duration);
             case 6 -> new Message.Grant(id, lease, r.nextLong(), 1 + r.nextInt(4096), r.nextInt(), duration);
-            case 7 -> r.nextBoolean() ? new Message.Revoked(id, lease, r.nextInt(5))
+            case 7 -> r.nextBoolean() ? new Message.Revoke(id, lease, r.nextInt(5))
                     : new Message.Offer(id, lease, r.nextLong(), 1 + r.nextInt(4096), r.nextInt(), 2 * (1 + r.nextInt(7)), duration);
             case 8 -> r.nextBoolean() ? new Message.Error(id, r.nextInt(10), "e".repeat(r.nextInt(250)))
                     : new Message.Credit(id, 1 + r.nextInt(64));

@@ -9,9 +9,11 @@ import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
-import io.mooring.verbs.Access;
+import io.mooring.verbs.testing.FaultPlan;
+import io.mooring.verbs.values.Access;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.Access;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -105,8 +107,8 @@ class HostilePeerTest {
     }
 
     /**
-     * A value offered to a peer and then closed by the owner: the peer is told once (REVOKED at the close, a grace
-     * period before the lease ends), not again when the lease ends — a notice per end, not per way of learning it.
+     * A value offered to a peer and then closed by the owner: the peer is asked once to stop (REVOKE at the close), not
+     * again when the lease ends — one request per end, not per way of learning it.
      */
     @Test
     void aPeerIsToldOfAClosedValuesEndOnce() throws Exception {
@@ -121,7 +123,7 @@ class HostilePeerTest {
             assertEquals(EndReason.OWNER_CLOSED, lease.ended().get(10, TimeUnit.SECONDS));
             List<Message> told = peer.everything(Duration.ofMillis(300));
             assertEquals(1, told.stream().filter(m -> m instanceof Message.Offer).count(), told::toString);
-            assertEquals(1, told.stream().filter(m -> m instanceof Message.Revoked r && r.leaseId() == lease.id()).count(),
+            assertEquals(1, told.stream().filter(m -> m instanceof Message.Revoke r && r.leaseId() == lease.id()).count(),
                     told::toString);
         }
     }
@@ -141,7 +143,7 @@ class HostilePeerTest {
                 peer.send(new Message.Request(i, 4096, 8, Access.mask(RW), Duration.ofMillis(200).toNanos()));
                 assertInstanceOf(Message.Grant.class, peer.nextAnswer("request " + i));
             }
-            peer.stopReceiving(); // 20 leases expire: 20 REVOKED, of which at most 16 find a receive
+            peer.stopReceiving(); // 20 leases expire: 20 REVOKEs, of which at most 16 find a receive
             String why = owner.closed().get(60, TimeUnit.SECONDS);
             assertTrue(why.contains(" lost: "), why);
             // What stays: the endpoint's shared receive blocks, kept posted for the next sessions.
@@ -149,6 +151,32 @@ class HostilePeerTest {
                     "every block the wedged session held to return");
             assertEquals(0, owner.leases().stats().active());
         }
+    }
+
+    /**
+     * A REQUEST whose window bind is still held back when the peer drops the connection: the bind flushes, the grant
+     * fails, and its block goes back to the arena once — no exception escapes the agent (issue 26, finding 8: it
+     * closed the block the failed grant had already given back, "block ... is already closed").
+     */
+    @Test
+    void aGrantCutOffByTheSessionsLossGivesItsBlockBackOnce() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).isolation(Isolation.WINDOW));
+        var accepted = listener.accept();
+        RdmaSession owner;
+        try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
+            owner = accepted.get(10, TimeUnit.SECONDS);
+            try (var slow = owner.queuePair().injectFaults(FaultPlan.seeded(26).delayLocal(1, Duration.ofSeconds(1)))) {
+                peer.send(new Message.Request(1, 4096, 8, Access.mask(RW), Duration.ofSeconds(30).toNanos()));
+                awaitTrue(() -> owner.queuePair().outstandingSends() > 0, "the grant's bind to be posted");
+                peer.hangUp(); // while the bind is held back: it flushes
+                owner.closed().get(10, TimeUnit.SECONDS);
+                awaitTrue(() -> ownerArena.stats().liveBlocks() == ownerEndpoint.receives().posted(),
+                        "the failed grant's block to return");
+                assertEquals(1, slow.counts().of(FaultPlan.Fault.LOCAL_DELAY), slow::toString);
+            }
+        }
+        assertEquals(List.of(), log.entries().stream().filter(e -> e.thrown() != null).toList(),
+                "nothing escapes the agent");
     }
 
     /**
@@ -170,7 +198,7 @@ class HostilePeerTest {
 
     /**
      * Promise 5: lease ends never wait on a peer, so a peer whose control messages are stuck delays no other peer's
-     * lease: an honest 1 s lease ends on time while a wedged peer's REVOKEDs cannot be delivered.
+     * lease: an honest 1 s lease ends on time while a wedged peer's REVOKEs cannot be delivered.
      */
     @Test
     void aWedgedPeerDelaysNoOtherPeersLease() throws Exception {
@@ -329,25 +357,25 @@ class HostilePeerTest {
             RdmaSession session = raw.session();
             int extra = 200;
             int releases = 0;
-            for (int i = 1; i <= RdmaSession.OFFER_BACKLOG + extra; i++) {
+            for (int i = 1; i <= Offers.BACKLOG + extra; i++) {
                 peer.send(new Message.Offer(i, i, 0x1000L * i, 64, 0x100 + i, Access.mask(RW),
                         Duration.ofMinutes(1).toNanos()));
                 // Each offer past the backlog is released: the peer takes the RELEASE (keeping its receives posted even
                 // if this thread stalls, which a burst of RNRs would punish) and never answers it.
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-                while (releases < i - RdmaSession.OFFER_BACKLOG && System.nanoTime() < deadline) {
+                while (releases < i - Offers.BACKLOG && System.nanoTime() < deadline) {
                     releases += (int) peer.everything(Duration.ofMillis(2)).stream()
                             .filter(m -> m instanceof Message.Release).count();
                 }
             }
             assertEquals(extra, releases, "a RELEASE per offer past the backlog; " + session.lostReason());
-            assertEquals(0, session.pendingRequests(), "releases of untaken offers wait for no answer");
+            assertEquals(0, session.client().pendingRequests(), "releases of untaken offers wait for no answer");
             assertEquals(null, session.lostReason());
             long warnings = log.entries().stream().filter(e -> e.level() == System.Logger.Level.WARNING
                     && e.message().contains("offers untaken")).count();
             assertEquals(1, warnings, "one warning per session, not one per offer");
             // The backlog is intact: the first 64 offers are still there to take.
-            for (int i = 1; i <= RdmaSession.OFFER_BACKLOG; i++) {
+            for (int i = 1; i <= Offers.BACKLOG; i++) {
                 RemoteSegment s = session.receiveOffer(Duration.ofSeconds(5));
                 assertEquals(i, s.leaseId());
                 s.closeAsync();
@@ -410,7 +438,7 @@ class HostilePeerTest {
             RdmaSession session = raw.session();
             int asked = 0;
             FlowControlException refused = null;
-            while (refused == null && asked < RdmaSession.MAX_PENDING + 64) {
+            while (refused == null && asked < LeaseClient.MAX_PENDING + 64) {
                 for (int i = 0; i < 8 && refused == null; i++) {
                     try {
                         session.requestRemoteAsync(64, Duration.ofSeconds(30), RW);
@@ -422,8 +450,8 @@ class HostilePeerTest {
                 silent.everything(Duration.ofMillis(5)); // takes the REQUESTs (reposting its receives), answers none
             }
             assertTrue(refused != null, asked + " requests wait for answers and none was refused");
-            assertEquals(RdmaSession.MAX_PENDING, asked);
-            assertEquals(RdmaSession.MAX_PENDING, session.pendingRequests());
+            assertEquals(LeaseClient.MAX_PENDING, asked);
+            assertEquals(LeaseClient.MAX_PENDING, session.client().pendingRequests());
             assertTrue(refused.getMessage().contains("wait for the peer's answer"), refused.getMessage());
             assertEquals(null, session.lostReason(), "refusing a request is back-pressure, not a loss");
         }

@@ -4,10 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
-import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.WcStatus;
+import io.mooring.verbs.values.DeviceInfo;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;

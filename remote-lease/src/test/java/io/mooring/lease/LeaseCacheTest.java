@@ -8,9 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.Access;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -205,6 +205,16 @@ class LeaseCacheTest {
             assertNotEquals(first.leaseId(), second.leaseId());
             assertTrue(second.isUsable());
             assertEquals(2, loads.get("k").get());
+        }
+    }
+
+    @Test
+    void aRevokedSegmentLeavesTheCacheAtOnce() throws Exception {
+        try (LeaseCache<String> cache = cache()) {
+            segment(cache, "k");
+            assertEquals(1, cache.estimatedSize());
+            offered.remove("k").close(); // the owner revokes; nobody asks the cache for "k" again
+            await(() -> cache.estimatedSize() == 0, "the revoked segment left the cache without a lookup");
         }
     }
 

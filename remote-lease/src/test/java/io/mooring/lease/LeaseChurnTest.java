@@ -6,17 +6,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.Access;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Lease after lease on one session leaves nothing behind: the owner's live blocks and the heap stay flat, and the

@@ -6,12 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -38,7 +38,7 @@ class LeaseManagerTest extends LeasePeers {
     void noRkeyComesBackAcrossManyLeasesOfPooledWindows() {
         try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT, Isolation.WINDOW)) {
             Set<Integer> keys = new HashSet<>();
-            for (int i = 0; i < 2 * LeaseManager.MAX_BINDS_PER_WINDOW + 10; i++) {
+            for (int i = 0; i < 2 * WindowPool.MAX_BINDS + 10; i++) {
                 Lease lease = leases.grant(arena.allocate(64), Duration.ofMinutes(1), WRITE);
                 assertTrue(keys.add(lease.rkey()), "lease " + i + " got rkey 0x" + Integer.toHexString(lease.rkey())
                         + " again");

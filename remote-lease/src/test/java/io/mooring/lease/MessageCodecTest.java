@@ -19,10 +19,10 @@ class MessageCodecTest {
             new Message.Renewed(4, 17, 1_000_000L),
             new Message.Release(5, 17),
             new Message.ReleaseAck(6, 17),
-            new Message.Revoked(7, 17, 2),
             new Message.Error(8, 3, "lease 17 is not yours ✗"),
             new Message.Credit(9, 8),
-            new Message.Offer(10, 18, 0x7f00_0000_2000L, 64, 0x1234_56ac, 0b0100, 30_000_000_000L));
+            new Message.Offer(10, 18, 0x7f00_0000_2000L, 64, 0x1234_56ac, 0b0100, 30_000_000_000L),
+            new Message.Revoke(11, 17, 2));
 
     private final MemorySegment buf = Arena.ofAuto().allocate(MessageCodec.MAX_MESSAGE);
 
@@ -42,6 +42,18 @@ class MessageCodecTest {
         int n = MessageCodec.encode(SAMPLES.getFirst(), buf);
         assertEquals(56, n);
         assertEquals(0x4d, buf.get(ValueLayout.JAVA_BYTE, 0), "network byte order: 'M' first");
+    }
+
+    /** The wire codes are fixed numbers: reordering the enums must not change what a peer reads. */
+    @Test
+    void typeAndEndReasonCodesAreTheDocumentedNumbers() {
+        List<Integer> codes = List.of(0, 1, 2, 3, 4, 5, 7, 8, 9, 10); // 6 was version 2's REVOKED
+        for (int i = 0; i < SAMPLES.size(); i++) {
+            MessageCodec.encode(SAMPLES.get(i), buf);
+            assertEquals((int) codes.get(i), buf.get(ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN), 6),
+                    SAMPLES.get(i).toString());
+        }
+        assertEquals(List.of(0, 1, 2, 3, 4), java.util.Arrays.stream(EndReason.values()).map(EndReason::code).toList());
     }
 
     @Test
@@ -65,6 +77,14 @@ class MessageCodecTest {
         assertFault(mutate(n, 43, (byte) 0x0f), "access 0xf is not");
         assertFault(mutate(n, 47, (byte) 1), "reserved bits set");
         assertFault(mutate(n, 39, (byte) 3), "alignment 3 is not a power of two");
+    }
+
+    /** A REVOKE names why the lease ends with a known {@link EndReason} code, and nothing else. */
+    @Test
+    void aRevokeWithAnUnknownReasonIsMalformed() throws Exception {
+        int n = MessageCodec.encode(new Message.Revoke(7, 17, EndReason.EXPIRED.code()), buf);
+        assertEquals(new Message.Revoke(7, 17, 1), MessageCodec.decode(buf.asSlice(0, n)));
+        assertFault(mutate(n, 35, (byte) 5), "unknown end reason 5");
     }
 
     /** A CREDIT's count is a u32 on the wire: one of 2^31 or more is no int credit count, not a negative one. */

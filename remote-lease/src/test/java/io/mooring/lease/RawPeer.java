@@ -1,18 +1,19 @@
 package io.mooring.lease;
 
-import io.mooring.verbs.Access;
 import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
 import io.mooring.verbs.MemoryRegion;
+import io.mooring.verbs.values.Opcode;
 import io.mooring.verbs.ProtectionDomain;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.QpCapabilities;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -22,8 +23,8 @@ import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.List;
 import java.util.EnumSet;
+import java.util.List;
 
 /**
  * A hostile or broken peer for tests: a bare QP pair that bootstraps like a session and then SENDs arbitrary control
@@ -34,7 +35,7 @@ final class RawPeer implements AutoCloseable {
     private static final int SLOT = 512;
 
     private final Socket socket = new Socket();
-    private final Arena memory = Arena.ofShared();
+    private final Arena memory = Arena.ofAuto(); // freed by the GC: a dropped peer's memory too
     private final CompletionQueue cq;
     private final QueuePair qp;
     private final QueuePair data;
@@ -52,10 +53,11 @@ final class RawPeer implements AutoCloseable {
         data = pd.createQueuePair(cq, cq, QpCapabilities.DEFAULT);
         buffers = pd.register(memory.allocate((RECEIVES + 1L) * SLOT, 4096), EnumSet.of(Access.LOCAL_WRITE));
         var bootstrap = Bootstrap.of(socket);
-        // The session's bootstrap record: protocol version, the data QP, the message window and size it takes.
-        var record = ByteBuffer.allocate(4 + QpInfo.BYTES + 8).putInt(MessageCodec.VERSION);
+        // The session's bootstrap record: protocol version, the data QP, the message window and size it takes, and
+        // the READ depths it allows out and in.
+        var record = ByteBuffer.allocate(4 + QpInfo.BYTES + 16).putInt(MessageCodec.VERSION);
         data.info(ConnectOptions.DEFAULT).writeTo(record);
-        record.putInt(16).putInt(4096).flip();
+        record.putInt(16).putInt(4096).putInt(1).putInt(1).flip();
         var peer = bootstrap.exchange(qp.info(ConnectOptions.DEFAULT), record, record.limit());
         var peerRecord = peer.data();
         peerRecord.getInt();
@@ -71,23 +73,37 @@ final class RawPeer implements AutoCloseable {
 
     /** SENDs {@code frame} and waits for the send's completion (whatever its status: a broken QP is an outcome). */
     void send(byte[] frame) throws InterruptedException {
+        send(qp, WorkRequest.send(buffers, stage(frame), frame.length), frame.length);
+    }
+
+    /** SENDs {@code bytes} as an application message on the data QP, with {@code immediate} (its frame), and waits. */
+    void sendData(byte[] bytes, int immediate) throws InterruptedException {
+        send(data, WorkRequest.send(buffers, stage(bytes), bytes.length).opcode(Opcode.SEND_WITH_IMM).immediate(immediate),
+                bytes.length);
+    }
+
+    private long stage(byte[] bytes) {
         long at = (long) RECEIVES * SLOT;
-        buffers.segment().asSlice(at, frame.length).copyFrom(MemorySegment.ofArray(frame));
+        buffers.segment().asSlice(at, bytes.length).copyFrom(MemorySegment.ofArray(bytes));
+        return at;
+    }
+
+    private void send(QueuePair on, WorkRequest wr, int length) throws InterruptedException {
         sent = false;
-        qp.post(WorkRequest.send(buffers, at, frame.length).wrId(-1));
+        on.post(wr.wrId(-1));
         long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
         while (!sent) {
-            if (System.nanoTime() > deadline) throw new AssertionError("a SEND of " + frame.length + " bytes never completed");
+            if (System.nanoTime() > deadline) throw new AssertionError("a SEND of " + length + " bytes never completed");
             poll();
         }
     }
 
-    /** The owner's next answer (REVOKED notices and RELEASEs of offers it had no room for skipped), or an AssertionError naming {@code at}. */
+    /** The owner's next answer (REVOKEs and RELEASEs of offers it had no room for skipped), or an AssertionError naming {@code at}. */
     Message nextAnswer(String at) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
         while (true) {
             Message m = answers.poll();
-            if (m instanceof Message.Revoked || m instanceof Message.Release) continue; // notices, not answers
+            if (m instanceof Message.Revoke || m instanceof Message.Release) continue; // requests, not answers
             if (m != null) return m;
             if (System.nanoTime() > deadline) throw new AssertionError("no answer to " + at + " within 15 s");
             poll();
@@ -140,6 +156,14 @@ final class RawPeer implements AutoCloseable {
         socket.getOutputStream().write(ByteBuffer.allocate(Long.BYTES).putLong(sent).array());
     }
 
+    /**
+     * Drops the bootstrap connection without a goodbye, as a crashed peer would: the QPs, CQ and region stay, and once
+     * this peer is unreachable, the graph's Cleaner takes them.
+     */
+    void hangUp() throws IOException {
+        socket.close();
+    }
+
     @Override
     public void close() throws IOException {
         socket.close();
@@ -147,6 +171,5 @@ final class RawPeer implements AutoCloseable {
         data.close();
         cq.close();
         buffers.close();
-        memory.close();
     }
 }

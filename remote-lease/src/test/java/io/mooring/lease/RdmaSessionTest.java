@@ -12,13 +12,13 @@ import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
 import io.mooring.testing.EmulatedCpus;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -238,7 +238,7 @@ class RdmaSessionTest {
         var refused = assertThrows(LeaseRefusedException.class,
                 () -> requester.requestRemote(1L << 40, Duration.ofSeconds(1), RW));
         assertTrue(refused.getMessage().contains("peer refused"), refused.getMessage());
-        var forged = requester.call(new Message.Release(999_001, 424242)).join();
+        var forged = requester.client().call(new Message.Release(999_001, 424242)).join();
         assertInstanceOf(Message.Error.class, forged);
         assertEquals(ErrorCodes.UNKNOWN_LEASE, ((Message.Error) forged).code());
         assertEquals(0, owner.leases().stats().active());
@@ -281,7 +281,7 @@ class RdmaSessionTest {
     void malformedMessagesAreAnsweredAndChangeNothing() throws Exception {
         try (Block garbage = requesterArena.allocateShared(40, 8)) {
             garbage.segment().fill((byte) 0x5a);
-            requester.controlQp().postAsync(WorkRequest.send(garbage.region(), garbage.regionOffset(), 40)).join();
+            requester.link().controlQp().postAsync(WorkRequest.send(garbage.region(), garbage.regionOffset(), 40)).join();
         }
         RemoteSegment still = requester.requestRemote(64, Duration.ofSeconds(10), RW);
         assertEquals(1, owner.leases().stats().active(), "the session still works");
@@ -482,8 +482,8 @@ class RdmaSessionTest {
         ProtectionDomain pd = pdOf(ownerArena);
         var cq = pd.context().createCompletionQueue(16);
         cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {});
-        var spare = pd.createQueuePair(cq, cq, io.mooring.verbs.QpCapabilities.DEFAULT);
-        var other = pd.createQueuePair(cq, cq, io.mooring.verbs.QpCapabilities.DEFAULT);
+        var spare = pd.createQueuePair(cq, cq, io.mooring.verbs.values.QpCapabilities.DEFAULT);
+        var other = pd.createQueuePair(cq, cq, io.mooring.verbs.values.QpCapabilities.DEFAULT);
         spare.connect(other.info());
         other.connect(spare.info());
         Block leased = ownerArena.allocateShared(64, 8);
@@ -818,16 +818,16 @@ class RdmaSessionTest {
         }
         assertTrue(first.closeAsync().isDone(), "a revoked segment closes at once: the owner ends it, no RELEASE asked");
         second.close();
-        assertEquals(EndReason.OWNER_CLOSED, one.ended().get(10, TimeUnit.SECONDS), "ended by the owner after grace");
+        assertEquals(EndReason.OWNER_CLOSED, one.ended().get(10, TimeUnit.SECONDS), "ended by the owner once the peer released it");
         assertEquals(null, requester.lostReason());
         assertEquals(0, owner.leases().stats().active());
     }
 
     /**
      * A value closed while its offer is being made — a server replacing a value another client just asked for — ends
-     * that offer too, and the peer learns it after the offer, never before: a notice of a lease it does not know yet
-     * would be dropped, the segment would look usable, and its READ after the grace would fail on the NIC and end the
-     * whole session.
+     * that offer too, and the peer is asked to stop after the offer, never before: a REVOKE of a lease it does not know
+     * yet would be dropped, the segment would look usable, and its READ after the forced revocation would fail on the
+     * NIC and end the whole session.
      */
     @Test
     void aValueClosedWhileItsOfferIsMadeIsRevokedAfterTheOfferArrives() throws Exception {

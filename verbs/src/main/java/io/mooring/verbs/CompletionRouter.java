@@ -2,6 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.verbs.spi.CompletionSink;
 import io.mooring.verbs.spi.CqOps;
+import io.mooring.verbs.values.WcOpcode;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -87,12 +88,12 @@ final class CompletionRouter implements CompletionSink {
 
     /**
      * Fails the requests on this CQ's QPs once polling it failed with {@code cause} (an overrun CQ fails every poll
-     * with EIO): no completion will complete them. See {@link QueuePair#cqFailed} for what is discarded.
+     * with EIO): no completion will complete them. See {@link QpQueues#cqFailed} for what is discarded.
      */
     void pollingFailed(RuntimeException cause) {
         String reason = name + " can no longer be polled, so this request's completion will not come: "
                 + cause.getMessage();
-        qps.forEach(q -> QueuePair.cqFailed(q, this, reason));
+        qps.forEach(q -> q.cqFailed(this, reason));
     }
 
     @Override

@@ -1,5 +1,11 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.DeviceAttributes;
+import io.mooring.verbs.values.PortAttributes;
+import io.mooring.verbs.values.QpAttribute;
+import io.mooring.verbs.values.QpAttributes;
+import io.mooring.verbs.values.QpCapabilities;
 import java.util.OptionalInt;
 import java.util.Set;
 

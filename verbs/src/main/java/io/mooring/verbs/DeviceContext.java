@@ -2,6 +2,11 @@ package io.mooring.verbs;
 
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.ContextOps;
+import io.mooring.verbs.testing.FaultInjection;
+import io.mooring.verbs.testing.FaultPlan;
+import io.mooring.verbs.values.DeviceInfo;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.PortAttributes;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;

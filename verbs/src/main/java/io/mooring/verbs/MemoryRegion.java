@@ -2,6 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.MrOps;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 

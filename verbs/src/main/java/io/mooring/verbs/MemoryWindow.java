@@ -2,7 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.MwOps;
-import java.util.Map;
+import io.mooring.verbs.values.MwType;
 
 /**
  * A memory window ({@code struct ibv_mw}): a second, narrower rkey over part of a region, which can be bound
@@ -25,13 +25,13 @@ public final class MemoryWindow extends VerbsObject {
      * update it without keeping the handle reachable.
      */
     static final class State {
-        private final Map<Integer, State> boundByRkey;
+        private final RkeyTable boundByRkey;
         private int rkey;              // guarded by this
         private int postedRkey;        // guarded by this: the key the last bind posted carries
         private MemoryRegion boundTo;  // guarded by this; pinned while bound
         private QueuePair boundThrough; // guarded by this; pinned while a type 2 binding lasts, else null
 
-        State(Map<Integer, State> boundByRkey) {
+        State(RkeyTable boundByRkey) {
             this.boundByRkey = boundByRkey;
         }
 

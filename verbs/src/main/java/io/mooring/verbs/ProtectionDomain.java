@@ -3,10 +3,11 @@ package io.mooring.verbs;
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.PdOps;
 import io.mooring.verbs.spi.SrqOps;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.MemorySegment;
-import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A protection domain ({@code struct ibv_pd}): memory regions, windows and queue pairs in it can reach each
@@ -16,7 +17,7 @@ public final class ProtectionDomain extends VerbsObject {
     private final DeviceContext context;
     private final PdOps ops;
     /** Bound windows by rkey, so that a LOCAL_INV posted on any QP of this PD can find its window. */
-    final Map<Integer, MemoryWindow.State> windowsByRkey = new ConcurrentHashMap<>();
+    final RkeyTable windowsByRkey = new RkeyTable();
 
     ProtectionDomain(DeviceContext context, PdOps ops, Resource resource) {
         super(resource);
@@ -138,7 +139,7 @@ public final class ProtectionDomain extends VerbsObject {
         var made = Attach.make("qp", () -> ops.createQp(sendCq.router().ops, recvCq.router().ops, capabilities,
                         srq == null ? null : srq.ops()),
                 qp -> srq == null ? "qpn=" + qp.qpNumber() : "qpn=" + qp.qpNumber() + " on " + srq,
-                qp -> QueuePair.destroyAction(qp, queues, context.queuePairs), parents);
+                qp -> QpQueues.destroyAction(qp, queues, context.queuePairs), parents);
         return new QueuePair(this, made.ops(), made.resource(), sendCq, recvCq, capabilities, queues, srq);
     }
 

@@ -1,5 +1,8 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Mtu;
+import io.mooring.verbs.values.QpAttributes;
 import java.nio.ByteBuffer;
 
 /**

@@ -1,5 +1,7 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.QpState;
+
 /** An operation or transition the queue pair's current state does not allow (EINVAL from the NIC). */
 public final class QpStateException extends VerbsException {
     private static final long serialVersionUID = 1L;

@@ -3,6 +3,7 @@ package io.mooring.verbs;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.VerbsProvider;
+import io.mooring.verbs.values.DeviceInfo;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

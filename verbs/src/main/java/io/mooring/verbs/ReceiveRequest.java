@@ -1,10 +1,12 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.RecvWr;
+
 /**
  * A receive work request ({@code struct ibv_recv_wr}): where an incoming SEND (or the completion of a WRITE
  * with immediate) lands. Mutable and reusable: {@link #reset()} it and fill it again for the next post.
  */
-public final class ReceiveRequest {
+public final class ReceiveRequest implements RecvWr {
     private final ScatterGatherList sgl = new ScatterGatherList();
     private long wrId;
 

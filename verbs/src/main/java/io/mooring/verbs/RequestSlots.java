@@ -1,5 +1,6 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.WcOpcode;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -14,9 +15,6 @@ abstract sealed class RequestSlots permits InFlight, SrqInFlight {
     static final long RECEIVE_BIT = 1L << 62;
     /** Set, with {@link #RECEIVE_BIT}, in the id of a receive posted to a shared receive queue. */
     static final long SHARED_BIT = 1L << 61;
-    /** A request names its regions and, for a bind, the region bound. */
-    static final int MAX_HOLDS = ScatterGatherList.CAPACITY + 1;
-
     /**
      * What {@link #retire} found for the completed request, written into the poller's one instance (the router's,
      * under its poll lock) so that a completion allocates nothing.
@@ -90,6 +88,16 @@ abstract sealed class RequestSlots permits InFlight, SrqInFlight {
 
     static boolean isReceive(long id) {
         return (id & RECEIVE_BIT) != 0;
+    }
+
+    /**
+     * {@code held} if it has room for the regions of {@code sgl} plus {@code extra} (may be null), else a larger array:
+     * a slot's array is made by its first request and grows to the most regions one of its requests named (most name
+     * one), never again after that.
+     */
+    static MemoryRegion[] room(MemoryRegion[] held, ScatterGatherList sgl, MemoryRegion extra) {
+        int n = sgl.count() + (extra == null ? 0 : 1);
+        return held != null && held.length >= n ? held : new MemoryRegion[n];
     }
 
     /**

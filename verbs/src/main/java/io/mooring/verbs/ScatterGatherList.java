@@ -1,5 +1,8 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.DeviceAttributes;
+import io.mooring.verbs.values.SgeList;
+
 /**
  * The local buffers of a work request ({@code struct ibv_sge[]}): address, length and lkey per entry, in a
  * fixed-capacity array that a request reuses from post to post.
@@ -8,10 +11,7 @@ package io.mooring.verbs;
  * until the request completes. {@link #addUnchecked} takes raw values, as {@code ibv_post_send} does: the NIC
  * checks them, and a bad one fails the request with LOC_PROT_ERR.
  */
-public final class ScatterGatherList {
-    /** Entries per list; devices allow fewer (see {@link DeviceAttributes#maxSge()}). */
-    public static final int CAPACITY = 16;
-
+public final class ScatterGatherList implements SgeList {
     private final long[] address = new long[CAPACITY];
     private final int[] length = new int[CAPACITY];
     private final int[] lkey = new int[CAPACITY];

@@ -3,6 +3,8 @@ package io.mooring.verbs;
 import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.SrqOps;
+import io.mooring.verbs.values.DeviceAttributes;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.CompletableFuture;
 

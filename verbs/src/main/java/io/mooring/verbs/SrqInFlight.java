@@ -1,5 +1,6 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.WcOpcode;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
@@ -59,7 +60,7 @@ final class SrqInFlight extends RequestSlots {
         this.depth = depth;
         this.state = new int[depth];
         this.userWrId = new long[depth];
-        this.holds = new MemoryRegion[depth][MAX_HOLDS];
+        this.holds = new MemoryRegion[depth][];
         this.holdCount = new int[depth];
         this.futures = new CompletableFuture<?>[depth];
         this.free = new int[depth];
@@ -88,6 +89,7 @@ final class SrqInFlight extends RequestSlots {
         if (freeCount == 0) collectReturned();
         if (freeCount == 0) throw new QueueFullException("ibv_post_srq_recv", name, "shared receive", depth);
         int slot = free[freeCount - 1];
+        holds[slot] = room(holds[slot], sgl, null);
         holdCount[slot] = hold(sgl, null, holds[slot]);
         freeCount--;
         userWrId[slot] = wrId;

@@ -1,10 +1,13 @@
 package io.mooring.verbs;
 
+import io.mooring.lifecycle.MooringException;
+import io.mooring.verbs.values.Access;
+
 /**
  * A verbs operation failed. Carries what a person needs to act: the verb, the errno (number and name) or the
  * completion status, the object it was applied to, and a hint.
  */
-public class VerbsException extends RuntimeException {
+public class VerbsException extends MooringException {
     private static final long serialVersionUID = 1L;
 
     private final String verb;

@@ -1,5 +1,7 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.WcOpcode;
+
 /**
  * The outcome of one work request ({@code struct ibv_wc}).
  *

@@ -1,5 +1,8 @@
 package io.mooring.verbs;
 
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.Opcode;
+import io.mooring.verbs.values.SendWr;
 import java.util.Set;
 
 /**
@@ -14,7 +17,7 @@ import java.util.Set;
  * Requests are signaled by default (each produces a completion); unsignaled ones complete silently unless
  * they fail, and are retired by the next signaled completion on the same queue pair.
  */
-public final class WorkRequest {
+public final class WorkRequest implements SendWr {
     private static final int SIGNALED = 1 << 1;
     private static final int FENCE = 1;
     private static final int SOLICITED = 1 << 2;

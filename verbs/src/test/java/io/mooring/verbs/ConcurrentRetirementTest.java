@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.lifecycle.ResourceState;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;

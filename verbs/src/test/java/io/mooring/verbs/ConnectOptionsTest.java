@@ -3,6 +3,9 @@ package io.mooring.verbs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Mtu;
 import java.util.EnumSet;
 import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;

@@ -2,6 +2,8 @@ package io.mooring.verbs;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;

@@ -1,6 +1,7 @@
 package io.mooring.verbs;
 
 import io.mooring.verbs.ibv.IbvProvider;
+import io.mooring.verbs.values.DeviceInfo;
 import java.util.List;
 import org.junit.jupiter.api.Assumptions;
 

@@ -1,11 +1,15 @@
 package io.mooring.verbs;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.soft.SoftInternals;
 import io.mooring.verbs.soft.SoftProvider;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.Arena;
 import java.lang.management.ManagementFactory;
 import java.util.EnumSet;
@@ -95,6 +99,30 @@ class PostPollAllocationTest {
         assertAllocationFree(ROUNDS, false, this::sendRound);
     }
 
+    /**
+     * A type 2 window bound over a region and invalidated again, each request posted and polled: the bind's ticket,
+     * the invalidation's, the window's new key and binding (its PD's table of keys) are all reused, not allocated.
+     * The invalidations are built ahead, one per key a bind can give the window (its low 8 bits count the binds).
+     */
+    @Test
+    void bindingAndInvalidatingAWindowAllocatesNothing() {
+        var rights = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.MW_BIND);
+        MemoryRegion region = a.pd().register(memory.allocate(SIZE, 64), rights);
+        MemoryWindow window = a.pd().allocateWindow(MwType.TYPE_2);
+        WorkRequest bind = WorkRequest.bind(window, region, 0, SIZE, EnumSet.of(Access.REMOTE_WRITE));
+        WorkRequest[] invalidations = new WorkRequest[256];
+        for (int i = 0; i < invalidations.length; i++) {
+            invalidations[i] = WorkRequest.invalidate(window.rkey() & 0xffff_ff00 | i);
+        }
+        assertAllocationFree(ROUNDS, false, () -> {
+            a.post(bind);
+            next(cqA);
+            a.post(invalidations[window.rkey() & 0xff]);
+            next(cqA);
+        });
+        assertFalse(window.isBound());
+    }
+
     @Test
     void wakingAParkedRequesterAllocatesNothing() {
         assertAllocationFree(WAKE_UPS, true, this::writeRound);
@@ -139,7 +167,7 @@ class PostPollAllocationTest {
     }
 
     private void awaitParked() {
-        while (requester.getState() != Thread.State.WAITING) Thread.onSpinWait();
+        while (requester.getState() != Thread.State.TIMED_WAITING) Thread.onSpinWait(); // parked until work or idle
     }
 
     private void next(CompletionQueue cq) {

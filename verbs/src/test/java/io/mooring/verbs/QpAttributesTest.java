@@ -6,6 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Mtu;
+import io.mooring.verbs.values.QpAttribute;
+import io.mooring.verbs.values.QpAttributes;
+import io.mooring.verbs.values.QpState;
 import java.util.EnumSet;
 import java.util.Set;
 import org.junit.jupiter.api.Test;

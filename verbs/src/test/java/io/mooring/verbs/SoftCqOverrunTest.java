@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.QpState;
 import java.lang.foreign.Arena;
 import java.util.EnumSet;
 import java.util.concurrent.BlockingQueue;

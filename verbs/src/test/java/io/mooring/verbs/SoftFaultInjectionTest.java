@@ -7,8 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
-import io.mooring.verbs.FaultPlan.Fault;
 import io.mooring.verbs.soft.SoftInternals;
+import io.mooring.verbs.testing.FaultInjection;
+import io.mooring.verbs.testing.FaultPlan;
+import io.mooring.verbs.testing.FaultPlan.Fault;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.QpState;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

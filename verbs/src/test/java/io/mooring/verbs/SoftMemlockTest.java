@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.soft.SoftProvider;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.Arena;
 import java.util.EnumSet;
 import org.junit.jupiter.api.AfterEach;

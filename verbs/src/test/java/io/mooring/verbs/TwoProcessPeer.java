@@ -1,6 +1,10 @@
 package io.mooring.verbs;
 
 import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.QpState;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;

@@ -1,17 +1,18 @@
 package io.mooring.examples.kv;
 
 import io.mooring.allocator.RdmaArena;
-import io.mooring.verbs.Access;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.Access;
 import java.util.EnumSet;
 
 /**
  * A remote key-value cache on Mooring's public API: {@link KvServer} keeps values in arena blocks; {@link KvClient}
- * PUTs by message and GETs by one-sided READ of a value the server offered. The protocol, in application messages:
- * a request is {@code op:u8 keyLength:u8 key value} (a PUT's value has at least a byte, a GET has none), a reply
- * {@code status:u8}; a GET that finds its key is also answered with an offer of the value.
+ * PUTs by request/reply and GETs by one-sided READ of a value the server offered. The protocol, in application
+ * messages: a request is a call ({@code RdmaSession.callAsync}) of {@code op:u8 keyLength:u8 key value} (a PUT's value
+ * has at least a byte, a GET has none), its reply {@code status:u8} (a request sent one-way gets a one-way reply); a
+ * GET that finds its key is also answered with an offer of the value.
  * <pre>
  *   Kv server PORT [DEVICE [SESSIONS]]          serves until SESSIONS clients have left (0: forever)
  *   Kv client HOST:PORT [DEVICE [KEYS [OPS [WARMUP]]]]   PUTs KEYS values, then GETs and PUTs WARMUP times untimed

@@ -4,6 +4,7 @@ import io.mooring.allocator.Block;
 import io.mooring.lease.BorrowedLease;
 import io.mooring.lease.InboundMessage;
 import io.mooring.lease.LeaseCache;
+import io.mooring.lease.LeaseEndedException;
 import io.mooring.lease.LeaseLimits;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaSession;
@@ -20,10 +21,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
- * The client of {@link KvServer}: PUT sends the value in a message; GET reads it with one RDMA READ where the
+ * The client of {@link KvServer}: PUT sends the value in a call; GET reads it with one RDMA READ where the
  * server keeps it, through a lease the server offered on the first GET. The leases live in a {@link LeaseCache}:
  * at most what the server lets this host hold, the most used kept, each given back before it ends or when the server
  * replaces its value. One thread calls it; the cache's loads run on the cache's threads while it waits.
@@ -68,7 +70,7 @@ public final class KvClient implements AutoCloseable {
                     value.segment().read(local, 0); // the common case: one READ
                     return local.segment().toArray(ValueLayout.JAVA_BYTE);
                 }
-            } catch (IllegalStateException revoked) { // replaced meanwhile, even right after the offer: ask again
+            } catch (LeaseEndedException revoked) { // replaced meanwhile, even right after the offer: ask again
                 leases.invalidate(key);
             }
         }
@@ -116,12 +118,14 @@ public final class KvClient implements AutoCloseable {
         return k;
     }
 
-    /** Sends the request's first {@code length} bytes and returns the reply's status. */
+    /** Calls with the request's first {@code length} bytes and returns the reply's status. */
     private byte call(int length) throws Exception {
-        var sent = session.sendAsync(request, length);
-        try (InboundMessage reply = session.receive(WAIT)) { // the request was sent by then: one wait, not two
-            sent.get();
-            return reply.data().get(ValueLayout.JAVA_BYTE, 0);
+        var reply = session.callAsync(request, length);
+        try (InboundMessage status = reply.get(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
+            return status.data().get(ValueLayout.JAVA_BYTE, 0);
+        } catch (TimeoutException e) {
+            reply.cancel(false); // a reply that comes later is freed
+            throw e;
         }
     }
 

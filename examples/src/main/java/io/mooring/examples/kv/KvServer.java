@@ -5,7 +5,7 @@ import io.mooring.lease.InboundMessage;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
-import io.mooring.verbs.Access;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -16,10 +16,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 
 /**
- * The server of a remote key-value cache. A PUT arrives as a message and is stored as it arrived: the block the NIC
+ * The server of a remote key-value cache. A PUT arrives as a call and is stored as it arrived: the block the NIC
  * wrote becomes the value (no copy). A GET is answered with an offer of the stored value, to read only: the client
  * READs it where it lies, and keeps the lease to read it again. Storing a new value closes the old block, which ends
- * its leases (every client is told) before its memory is reused.
+ * its leases before its memory is reused: each client is asked to stop, its READs in flight finish, then the key goes.
  *
  * <p>It needs no thread of its own: it is written on the async forms, so each request is served where its message
  * arrives — on the endpoint's dispatcher — and the reply goes out from there, with no hand-off to another thread on the
@@ -51,11 +51,11 @@ public final class KvServer {
     /** Serves the session's next request, then the one after, until the client leaves. */
     private void serveNext(RdmaSession session, Block reply, CountDownLatch ended) {
         session.receiveAsync()
-                .thenCompose(request -> serve(session, request))
-                .thenCompose(status -> {
+                .thenCompose(request -> serve(session, request).thenCompose(status -> {
                     reply.segment().set(ValueLayout.JAVA_BYTE, 0, status);
-                    return session.sendAsync(reply, 1);
-                })
+                    // A call gets its reply (also once the request was closed or kept), else a message.
+                    return request.isCall() ? request.replyAsync(reply, 1) : session.sendAsync(reply, 1);
+                }))
                 .whenComplete((sent, error) -> {
                     if (error == null) {
                         serveNext(session, reply, ended);

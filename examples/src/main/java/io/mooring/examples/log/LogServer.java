@@ -5,7 +5,7 @@ import io.mooring.lease.InboundMessage;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
-import io.mooring.verbs.Access;
+import io.mooring.verbs.values.Access;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;

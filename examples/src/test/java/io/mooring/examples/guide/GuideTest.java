@@ -117,6 +117,13 @@ class GuideTest {
     }
 
     @Test
+    void theNettyExampleEchoesThroughRegisteredBuffers(@TempDir Path dir) throws Exception {
+        try (Child echo = Child.start(dir, NettyEchoExample.class)) {
+            echo.assertSucceeded(List.of("registered: true", "echoed: hello from registered memory"));
+        }
+    }
+
+    @Test
     void theLeaseExampleRunsAsTwoProcesses(@TempDir Path dir) throws Exception {
         try (Child owner = Child.start(dir, LeaseExample.class, "owner", "0")) {
             String first = owner.firstLine();

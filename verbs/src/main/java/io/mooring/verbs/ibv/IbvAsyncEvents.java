@@ -1,12 +1,15 @@
 package io.mooring.verbs.ibv;
 
-import static io.mooring.verbs.ibv.IbvProvider.rethrow;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
+import static io.mooring.verbs.ibv.IbvCalls.callLong;
+import static io.mooring.verbs.ibv.IbvCalls.callVoid;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
+import io.mooring.verbs.spi.ProviderThreads;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 
@@ -41,10 +44,10 @@ final class IbvAsyncEvents {
         int asyncFd = context.ctx.get(JAVA_INT, offsetOf(IbvStructs.CONTEXT, "async_fd"));
         try {
             IbvCq.setNonBlocking(asyncFd, "async_fd of " + context.name);
-            wakeFd = (int) Ibv.EVENTFD.invokeExact(Ibv.errnoState(), 0, IbvStructs.EFD_NONBLOCK | IbvStructs.EFD_CLOEXEC);
-        } catch (Throwable t) {
+            wakeFd = callInt(Ibv.EVENTFD, Ibv.errnoState(), 0, IbvStructs.EFD_NONBLOCK | IbvStructs.EFD_CLOEXEC);
+        } catch (RuntimeException | Error e) {
             block.free();
-            throw rethrow(t);
+            throw e;
         }
         if (wakeFd < 0) {
             block.free();
@@ -61,7 +64,7 @@ final class IbvAsyncEvents {
     private void run() {
         try {
             while (running) {
-                int n = (int) Ibv.POLL.invokeExact(Ibv.errnoState(), pollFds, 2L, -1);
+                int n = callInt(Ibv.POLL, Ibv.errnoState(), pollFds, 2L, -1);
                 if (n < 0) {
                     if (Ibv.errno() == io.mooring.verbs.Errno.EINTR.number()) continue;
                     LOG.log(Level.ERROR, "async events of " + context.name + ": poll failed with "
@@ -76,8 +79,8 @@ final class IbvAsyncEvents {
         }
     }
 
-    private void readOne() throws Throwable {
-        int rc = (int) Ibv.GET_ASYNC_EVENT.invokeExact(Ibv.errnoState(), context.ctx, event);
+    private void readOne() {
+        int rc = callInt(Ibv.GET_ASYNC_EVENT, Ibv.errnoState(), context.ctx, event);
         if (rc != 0) return; // EAGAIN: another wakeup consumed it
         int type = event.get(JAVA_INT, offsetOf(IbvStructs.ASYNC_EVENT, "event_type"));
         // found before the acknowledgement, which ibv_destroy_srq/cq wait for: until then the SRQ or CQ cannot be gone
@@ -85,7 +88,7 @@ final class IbvAsyncEvents {
         IbvSrq limited = type == IbvStructs.IBV_EVENT_SRQ_LIMIT_REACHED ? context.srqs.get(element) : null;
         IbvCq cq = type == IbvStructs.IBV_EVENT_CQ_ERR ? context.cqs.get(element) : null;
         int number = number(type);
-        Ibv.ACK_ASYNC_EVENT.invokeExact(event);
+        callVoid(Ibv.ACK_ASYNC_EVENT, event);
         LOG.log(level(type), "async event on " + context.name + ": " + typeName(type)
                 + (number == 0 ? "" : (isPortEvent(type) ? " on port " : " on qpn ") + number));
         if (limited != null) limited.limitReached(); // after the acknowledgement: a slow listener delays no destroy
@@ -159,26 +162,10 @@ final class IbvAsyncEvents {
     void stop() {
         if (!running) return;
         running = false;
-        try {
-            one.set(JAVA_LONG, 0, 1);
-            long written = (long) Ibv.WRITE.invokeExact(Ibv.errnoState(), wakeFd, one, JAVA_LONG.byteSize());
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
-        boolean interrupted = false;
-        while (thread.isAlive()) {
-            try {
-                thread.join();
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) Thread.currentThread().interrupt();
-        try {
-            int rc = (int) Ibv.CLOSE.invokeExact(Ibv.errnoState(), wakeFd);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        one.set(JAVA_LONG, 0, 1);
+        callLong(Ibv.WRITE, Ibv.errnoState(), wakeFd, one, JAVA_LONG.byteSize());
+        ProviderThreads.joinUninterruptibly(thread);
+        callInt(Ibv.CLOSE, Ibv.errnoState(), wakeFd);
         block.free();
     }
 }

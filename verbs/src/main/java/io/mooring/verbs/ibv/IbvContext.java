@@ -1,7 +1,8 @@
 package io.mooring.verbs.ibv;
 
+import static io.mooring.verbs.ibv.IbvCalls.callAddress;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
-import static io.mooring.verbs.ibv.IbvProvider.rethrow;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -9,17 +10,17 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
-import io.mooring.verbs.DeviceAttributes;
-import io.mooring.verbs.DeviceInfo;
-import io.mooring.verbs.Gid;
-import io.mooring.verbs.Mtu;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.AsyncEventSink;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.CqOps;
 import io.mooring.verbs.spi.PdOps;
+import io.mooring.verbs.values.DeviceAttributes;
+import io.mooring.verbs.values.DeviceInfo;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Mtu;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.PortAttributes;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -98,12 +99,7 @@ final class IbvContext implements ContextOps {
 
     @Override
     public PdOps allocatePd() {
-        MemorySegment pd;
-        try {
-            pd = (MemorySegment) Ibv.ALLOC_PD.invokeExact(Ibv.errnoState(), ctx);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        MemorySegment pd = callAddress(Ibv.ALLOC_PD, Ibv.errnoState(), ctx);
         if (pd.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_alloc_pd", Ibv.errno(), name);
         return new IbvPd(this, pd.reinterpret(IbvStructs.PD.byteSize()));
     }
@@ -126,12 +122,7 @@ final class IbvContext implements ContextOps {
         DeviceAttributes attributes;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(IbvStructs.DEVICE_ATTR);
-            int rc;
-            try {
-                rc = (int) Ibv.QUERY_DEVICE.invokeExact(Ibv.errnoState(), ctx, attr);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            int rc = callInt(Ibv.QUERY_DEVICE, Ibv.errnoState(), ctx, attr);
             if (rc != 0) throw IbvErrors.fail("ibv_query_device", errnoOf(rc), name);
             int capFlags = deviceInt(attr, "device_cap_flags");
             Set<MwType> windows = EnumSet.noneOf(MwType.class);
@@ -173,15 +164,10 @@ final class IbvContext implements ContextOps {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(IbvStructs.PORT_ATTR);
             MemorySegment extended = extendedQueryPort(ctx);
-            int rc;
-            try {
-                rc = extended != null
-                        ? (int) Ibv.OP_QUERY_PORT.invokeExact(extended, Ibv.errnoState(), ctx, (byte) port, attr,
-                                IbvStructs.PORT_ATTR.byteSize())
-                        : (int) Ibv.QUERY_PORT_COMPAT.invokeExact(Ibv.errnoState(), ctx, (byte) port, attr);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            int rc = extended != null
+                    ? callInt(Ibv.OP_QUERY_PORT, extended, Ibv.errnoState(), ctx, (byte) port, attr,
+                            IbvStructs.PORT_ATTR.byteSize())
+                    : callInt(Ibv.QUERY_PORT_COMPAT, Ibv.errnoState(), ctx, (byte) port, attr);
             if (rc != 0) throw IbvErrors.fail("ibv_query_port", errnoOf(rc), name + " port " + port);
             int state = attr.get(JAVA_INT, offsetOf(IbvStructs.PORT_ATTR, "state"));
             int mtu = attr.get(JAVA_INT, offsetOf(IbvStructs.PORT_ATTR, "active_mtu"));
@@ -204,12 +190,7 @@ final class IbvContext implements ContextOps {
         List<Gid> gids = new ArrayList<>();
         int used = 0;
         for (int i = 0; i < count; i++) {
-            int rc;
-            try {
-                rc = (int) Ibv.QUERY_GID.invokeExact(Ibv.errnoState(), ctx, (byte) port, i, gid);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            int rc = callInt(Ibv.QUERY_GID, Ibv.errnoState(), ctx, (byte) port, i, gid);
             if (rc != 0) break; // past what the driver exposes
             Gid g = Gid.of(gid.toArray(JAVA_BYTE));
             gids.add(g);
@@ -237,36 +218,25 @@ final class IbvContext implements ContextOps {
         MemorySegment pd = MemorySegment.NULL;
         MemorySegment cq = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
-            pd = (MemorySegment) Ibv.ALLOC_PD.invokeExact(Ibv.errnoState(), ctx);
+            pd = callAddress(Ibv.ALLOC_PD, Ibv.errnoState(), ctx);
             if (pd.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_alloc_pd", Ibv.errno(), name);
-            cq = (MemorySegment) Ibv.CREATE_CQ.invokeExact(Ibv.errnoState(), ctx, 2, MemorySegment.NULL,
-                    MemorySegment.NULL, 0);
+            cq = callAddress(Ibv.CREATE_CQ, Ibv.errnoState(), ctx, 2, MemorySegment.NULL, MemorySegment.NULL, 0);
             if (cq.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_create_cq", Ibv.errno(), name);
             MemorySegment init = arena.allocate(IbvStructs.QP_INIT_ATTR);
             for (int request : INLINE_PROBES) {
                 init.fill((byte) 0);
                 IbvQp.fillInitAttr(init, cq, cq, 1, 1, 1, 1, request);
-                MemorySegment qp = (MemorySegment) Ibv.CREATE_QP.invokeExact(Ibv.errnoState(), pd, init);
+                MemorySegment qp = callAddress(Ibv.CREATE_QP, Ibv.errnoState(), pd, init);
                 if (qp.equals(MemorySegment.NULL)) continue;
                 int granted = init.get(JAVA_INT, offsetOf(IbvStructs.QP_INIT_ATTR, "cap.max_inline_data"));
-                int rc = (int) Ibv.DESTROY_QP.invokeExact(Ibv.errnoState(), qp);
+                int rc = callInt(Ibv.DESTROY_QP, Ibv.errnoState(), qp);
                 if (rc != 0) throw IbvErrors.fail("ibv_destroy_qp", errnoOf(rc), name + " (inline probe)");
                 return Math.max(granted, request);
             }
             return 0;
-        } catch (Throwable t) {
-            throw rethrow(t);
         } finally {
-            try {
-                if (!cq.equals(MemorySegment.NULL)) {
-                    int rc = (int) Ibv.DESTROY_CQ.invokeExact(Ibv.errnoState(), cq);
-                }
-                if (!pd.equals(MemorySegment.NULL)) {
-                    int rc = (int) Ibv.DEALLOC_PD.invokeExact(Ibv.errnoState(), pd);
-                }
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            if (!cq.equals(MemorySegment.NULL)) callInt(Ibv.DESTROY_CQ, Ibv.errnoState(), cq);
+            if (!pd.equals(MemorySegment.NULL)) callInt(Ibv.DEALLOC_PD, Ibv.errnoState(), pd);
         }
     }
 }

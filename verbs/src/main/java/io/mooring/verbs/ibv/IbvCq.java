@@ -1,7 +1,9 @@
 package io.mooring.verbs.ibv;
 
+import static io.mooring.verbs.ibv.IbvCalls.callAddress;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
+import static io.mooring.verbs.ibv.IbvCalls.callVoid;
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
-import static io.mooring.verbs.ibv.IbvProvider.rethrow;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -46,20 +48,20 @@ final class IbvCq implements CqOps {
         MemorySegment ch = MemorySegment.NULL;
         MemorySegment created = MemorySegment.NULL;
         try {
-            ch = (MemorySegment) Ibv.CREATE_COMP_CHANNEL.invokeExact(Ibv.errnoState(), context.ctx);
+            ch = callAddress(Ibv.CREATE_COMP_CHANNEL, Ibv.errnoState(), context.ctx);
             if (ch.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_create_comp_channel", Ibv.errno(), context.name);
             ch = ch.reinterpret(IbvStructs.COMP_CHANNEL.byteSize());
             setNonBlocking(ch.get(JAVA_INT, offsetOf(IbvStructs.COMP_CHANNEL, "fd")), "completion channel on " + context.name);
-            created = (MemorySegment) Ibv.CREATE_CQ.invokeExact(Ibv.errnoState(), context.ctx, capacity,
-                    MemorySegment.NULL, ch, 0);
+            created = callAddress(Ibv.CREATE_CQ, Ibv.errnoState(), context.ctx, capacity, MemorySegment.NULL, ch,
+                    0);
             if (created.equals(MemorySegment.NULL)) {
                 throw IbvErrors.fail("ibv_create_cq", Ibv.errno(), context.name + " (capacity " + capacity + ")");
             }
-        } catch (Throwable t) {
+        } catch (RuntimeException | Error e) {
             // nothing half-made survives: the channel goes if the CQ could not be created
             if (!ch.equals(MemorySegment.NULL)) destroyChannelQuietly(ch);
             block.free();
-            throw rethrow(t);
+            throw e;
         }
         this.channel = ch;
         this.cq = created.reinterpret(IbvStructs.CQ.byteSize());
@@ -75,20 +77,16 @@ final class IbvCq implements CqOps {
     /** Called holding the public CQ's poll lock, which also guards {@link #wcs}. */
     @Override
     public int poll(int max, CompletionSink sink) {
-        try {
-            int total = 0;
-            while (total < max) {
-                int want = Math.min(max - total, BATCH);
-                int n = (int) Ibv.OP_POLL_CQ.invokeExact(context.pollCq, cq, want, wcs);
-                if (n < 0) throw IbvErrors.fail("ibv_poll_cq", -n > 0 ? -n : Errno.EIO.number(), name);
-                for (int i = 0; i < n; i++) decode(wcs, i * WC_SIZE, sink);
-                total += n;
-                if (n < want) break;
-            }
-            return total;
-        } catch (Throwable t) {
-            throw rethrow(t);
+        int total = 0;
+        while (total < max) {
+            int want = Math.min(max - total, BATCH);
+            int n = callInt(Ibv.OP_POLL_CQ, context.pollCq, cq, want, wcs);
+            if (n < 0) throw IbvErrors.fail("ibv_poll_cq", -n > 0 ? -n : Errno.EIO.number(), name);
+            for (int i = 0; i < n; i++) decode(wcs, i * WC_SIZE, sink);
+            total += n;
+            if (n < want) break;
         }
+        return total;
     }
 
     /**
@@ -114,12 +112,7 @@ final class IbvCq implements CqOps {
 
     @Override
     public void requestNotify() {
-        int rc;
-        try {
-            rc = (int) Ibv.OP_REQ_NOTIFY_CQ.invokeExact(context.reqNotifyCq, cq, 0);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.OP_REQ_NOTIFY_CQ, context.reqNotifyCq, cq, 0);
         if (rc != 0) throw IbvErrors.fail("ibv_req_notify_cq", rc > 0 ? rc : -rc, name);
     }
 
@@ -134,29 +127,25 @@ final class IbvCq implements CqOps {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) return false;
                 int millis = (int) Math.min(MAX_SLEEP_MILLIS, Math.max(1, TimeUnit.NANOSECONDS.toMillis(left + 999_999)));
-                int n = (int) Ibv.POLL.invokeExact(Ibv.errnoState(), pollFd, 1L, millis);
+                int n = callInt(Ibv.POLL, Ibv.errnoState(), pollFd, 1L, millis);
                 if (n < 0 && Ibv.errno() != Errno.EINTR.number()) {
                     throw IbvErrors.fail("poll", Ibv.errno(), "completion channel of " + name);
                 }
             }
-        } catch (InterruptedException | RuntimeException | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw rethrow(t);
         } finally {
             eventLock.unlock();
         }
     }
 
     /** {@code ibv_get_cq_event} on the non-blocking channel and its acknowledgement; false if none is pending. */
-    private boolean takeEvent() throws Throwable {
-        int rc = (int) Ibv.GET_CQ_EVENT.invokeExact(Ibv.errnoState(), channel, eventCq, eventContext);
+    private boolean takeEvent() {
+        int rc = callInt(Ibv.GET_CQ_EVENT, Ibv.errnoState(), channel, eventCq, eventContext);
         if (rc != 0) {
             int errno = Ibv.errno();
             if (errno == Errno.EAGAIN.number() || errno == Errno.EINTR.number()) return false;
             throw IbvErrors.fail("ibv_get_cq_event", errno, name);
         }
-        Ibv.ACK_CQ_EVENTS.invokeExact(eventCq.get(ADDRESS, 0), 1);
+        callVoid(Ibv.ACK_CQ_EVENTS, eventCq.get(ADDRESS, 0), 1);
         return true;
     }
 
@@ -167,20 +156,16 @@ final class IbvCq implements CqOps {
     @Override
     public void destroy() {
         synchronized (this) {
-            try {
-                if (!cqDestroyed) {
-                    int rc = (int) Ibv.DESTROY_CQ.invokeExact(Ibv.errnoState(), cq);
-                    if (rc != 0) throw IbvErrors.fail("ibv_destroy_cq", errnoOf(rc), name);
-                    cqDestroyed = true;
-                    context.cqs.remove(cq.address(), this);
-                }
-                if (channel != null) {
-                    int rc = (int) Ibv.DESTROY_COMP_CHANNEL.invokeExact(Ibv.errnoState(), channel);
-                    if (rc != 0) throw IbvErrors.fail("ibv_destroy_comp_channel", errnoOf(rc), name);
-                    channel = null;
-                }
-            } catch (Throwable t) {
-                throw rethrow(t);
+            if (!cqDestroyed) {
+                int rc = callInt(Ibv.DESTROY_CQ, Ibv.errnoState(), cq);
+                if (rc != 0) throw IbvErrors.fail("ibv_destroy_cq", errnoOf(rc), name);
+                cqDestroyed = true;
+                context.cqs.remove(cq.address(), this);
+            }
+            if (channel != null) {
+                int rc = callInt(Ibv.DESTROY_COMP_CHANNEL, Ibv.errnoState(), channel);
+                if (rc != 0) throw IbvErrors.fail("ibv_destroy_comp_channel", errnoOf(rc), name);
+                channel = null;
             }
             block.free();
         }
@@ -188,21 +173,17 @@ final class IbvCq implements CqOps {
 
     private static void destroyChannelQuietly(MemorySegment ch) {
         try {
-            int rc = (int) Ibv.DESTROY_COMP_CHANNEL.invokeExact(Ibv.errnoState(), ch);
-        } catch (Throwable ignored) {
+            callInt(Ibv.DESTROY_COMP_CHANNEL, Ibv.errnoState(), ch);
+        } catch (RuntimeException ignored) {
             // the creation failure is what the caller reports
         }
     }
 
     /** {@code fcntl(fd, F_SETFL, flags | O_NONBLOCK)}. */
     static void setNonBlocking(int fd, String what) {
-        try {
-            int flags = (int) Ibv.FCNTL_GET.invokeExact(Ibv.errnoState(), fd, IbvStructs.F_GETFL);
-            if (flags < 0) throw IbvErrors.fail("fcntl(F_GETFL)", Ibv.errno(), what);
-            int rc = (int) Ibv.FCNTL_SET.invokeExact(Ibv.errnoState(), fd, IbvStructs.F_SETFL, flags | IbvStructs.O_NONBLOCK);
-            if (rc < 0) throw IbvErrors.fail("fcntl(F_SETFL)", Ibv.errno(), what);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int flags = callInt(Ibv.FCNTL_GET, Ibv.errnoState(), fd, IbvStructs.F_GETFL);
+        if (flags < 0) throw IbvErrors.fail("fcntl(F_GETFL)", Ibv.errno(), what);
+        int rc = callInt(Ibv.FCNTL_SET, Ibv.errnoState(), fd, IbvStructs.F_SETFL, flags | IbvStructs.O_NONBLOCK);
+        if (rc < 0) throw IbvErrors.fail("fcntl(F_SETFL)", Ibv.errno(), what);
     }
 }

@@ -1,7 +1,7 @@
 package io.mooring.verbs.ibv;
 
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
-import static io.mooring.verbs.ibv.IbvProvider.rethrow;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.mooring.verbs.spi.MrOps;
@@ -35,12 +35,7 @@ final class IbvMr implements MrOps {
     @Override
     public synchronized void deregister() {
         if (deregistered) return;
-        int rc;
-        try {
-            rc = (int) Ibv.DEREG_MR.invokeExact(Ibv.errnoState(), mr);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.DEREG_MR, Ibv.errnoState(), mr);
         if (rc != 0) {
             throw IbvErrors.fail("ibv_dereg_mr", errnoOf(rc), "mr lkey=0x" + Integer.toHexString(lkey) + " in "
                     + pd.name, "a memory window may still be bound to it");

@@ -1,11 +1,11 @@
 package io.mooring.verbs.ibv;
 
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
-import static io.mooring.verbs.ibv.IbvProvider.rethrow;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
-import io.mooring.verbs.MwType;
 import io.mooring.verbs.spi.MwOps;
+import io.mooring.verbs.values.MwType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -46,12 +46,7 @@ final class IbvMw implements MwOps {
     @Override
     public synchronized void deallocate() {
         if (deallocated) return;
-        int rc;
-        try {
-            rc = (int) Ibv.OP_DEALLOC_MW.invokeExact(pd.context.deallocMw, Ibv.errnoState(), mw);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.OP_DEALLOC_MW, pd.context.deallocMw, Ibv.errnoState(), mw);
         if (rc != 0) throw IbvErrors.fail("ibv_dealloc_mw", errnoOf(rc), type + " window in " + pd.name);
         deallocated = true;
     }

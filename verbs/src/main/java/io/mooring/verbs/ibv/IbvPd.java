@@ -1,17 +1,18 @@
 package io.mooring.verbs.ibv;
 
+import static io.mooring.verbs.ibv.IbvCalls.callAddress;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
-import static io.mooring.verbs.ibv.IbvProvider.rethrow;
 
 import io.mooring.verbs.Errno;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.spi.CqOps;
 import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.PdOps;
 import io.mooring.verbs.spi.QpOps;
 import io.mooring.verbs.spi.SrqOps;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.MemorySegment;
 
 /** A protection domain ({@code struct ibv_pd}). */
@@ -30,12 +31,7 @@ final class IbvPd implements PdOps {
 
     @Override
     public MrOps register(MemorySegment segment, int access) {
-        MemorySegment mr;
-        try {
-            mr = (MemorySegment) Ibv.REG_MR.invokeExact(Ibv.errnoState(), pd, segment, segment.byteSize(), access);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        MemorySegment mr = callAddress(Ibv.REG_MR, Ibv.errnoState(), pd, segment, segment.byteSize(), access);
         if (mr.equals(MemorySegment.NULL)) {
             throw IbvErrors.fail("ibv_reg_mr", Ibv.errno(), name, segment.byteSize() + " bytes at 0x"
                     + Long.toHexString(segment.address()));
@@ -48,12 +44,7 @@ final class IbvPd implements PdOps {
         if (context.allocMw.equals(MemorySegment.NULL)) {
             throw IbvErrors.fail("ibv_alloc_mw", Errno.EOPNOTSUPP.number(), name, context.name + " has no alloc_mw");
         }
-        MemorySegment mw;
-        try {
-            mw = (MemorySegment) Ibv.OP_ALLOC_MW.invokeExact(context.allocMw, Ibv.errnoState(), pd, type.code());
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        MemorySegment mw = callAddress(Ibv.OP_ALLOC_MW, context.allocMw, Ibv.errnoState(), pd, type.code());
         if (mw.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_alloc_mw", Ibv.errno(), name, type.toString());
         return new IbvMw(this, mw.reinterpret(IbvStructs.MW.byteSize()), type);
     }
@@ -71,12 +62,7 @@ final class IbvPd implements PdOps {
     @Override
     public synchronized void deallocate() {
         if (deallocated) return;
-        int rc;
-        try {
-            rc = (int) Ibv.DEALLOC_PD.invokeExact(Ibv.errnoState(), pd);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.DEALLOC_PD, Ibv.errnoState(), pd);
         if (rc != 0) throw IbvErrors.fail("ibv_dealloc_pd", errnoOf(rc), name);
         deallocated = true;
     }

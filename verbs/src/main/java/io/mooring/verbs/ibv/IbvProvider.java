@@ -1,13 +1,16 @@
 package io.mooring.verbs.ibv;
 
+import static io.mooring.verbs.ibv.IbvCalls.callAddress;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
+import static io.mooring.verbs.ibv.IbvCalls.callVoid;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
-import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.AsyncEventSink;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.VerbsProvider;
+import io.mooring.verbs.values.DeviceInfo;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -87,11 +90,7 @@ public final class IbvProvider implements VerbsProvider {
         int count;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment num = arena.allocate(JAVA_INT);
-            try {
-                list = (MemorySegment) Ibv.GET_DEVICE_LIST.invokeExact(Ibv.errnoState(), num);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            list = callAddress(Ibv.GET_DEVICE_LIST, Ibv.errnoState(), num);
             if (list.equals(MemorySegment.NULL)) {
                 throw IbvErrors.fail("ibv_get_device_list", Ibv.errno(), "this host");
             }
@@ -102,42 +101,23 @@ public final class IbvProvider implements VerbsProvider {
             List<Device> devices = new ArrayList<>(count);
             for (int i = 0; i < count; i++) {
                 MemorySegment device = entries.getAtIndex(ADDRESS, i);
-                MemorySegment name;
-                try {
-                    name = (MemorySegment) Ibv.GET_DEVICE_NAME.invokeExact(device);
-                } catch (Throwable t) {
-                    throw rethrow(t);
-                }
+                MemorySegment name = callAddress(Ibv.GET_DEVICE_NAME, device);
                 devices.add(new Device(Ibv.string(name), device));
             }
             return use.apply(devices);
         } finally {
-            try {
-                Ibv.FREE_DEVICE_LIST.invokeExact(list);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            callVoid(Ibv.FREE_DEVICE_LIST, list);
         }
     }
 
     private static MemorySegment openDevice(Device d) {
-        MemorySegment ctx;
-        try {
-            ctx = (MemorySegment) Ibv.OPEN_DEVICE.invokeExact(Ibv.errnoState(), d.pointer());
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        MemorySegment ctx = callAddress(Ibv.OPEN_DEVICE, Ibv.errnoState(), d.pointer());
         if (ctx.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_open_device", Ibv.errno(), d.name());
         return ctx.reinterpret(IbvStructs.CONTEXT.byteSize());
     }
 
     static void closeDevice(MemorySegment ctx, String name) {
-        int rc;
-        try {
-            rc = (int) Ibv.CLOSE_DEVICE.invokeExact(Ibv.errnoState(), ctx);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.CLOSE_DEVICE, Ibv.errnoState(), ctx);
         if (rc != 0) throw IbvErrors.fail("ibv_close_device", errnoOf(rc), name);
     }
 
@@ -146,12 +126,5 @@ public final class IbvProvider implements VerbsProvider {
         if (rc > 0) return rc;
         int e = Ibv.errno();
         return e != 0 ? e : -rc;
-    }
-
-    /** Downcalls declare Throwable; only RuntimeException and Error can come out of them. */
-    static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) return r;
-        if (t instanceof Error e) throw e;
-        return new IllegalStateException("unexpected checked exception from a downcall", t);
     }
 }

@@ -1,7 +1,8 @@
 package io.mooring.verbs.ibv;
 
+import static io.mooring.verbs.ibv.IbvCalls.callAddress;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
-import static io.mooring.verbs.ibv.IbvProvider.rethrow;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -9,30 +10,30 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
-import io.mooring.verbs.Access;
 import io.mooring.verbs.Errno;
-import io.mooring.verbs.Gid;
-import io.mooring.verbs.Mtu;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.QpAttribute;
-import io.mooring.verbs.QpAttributes;
-import io.mooring.verbs.QpCapabilities;
-import io.mooring.verbs.QpState;
 import io.mooring.verbs.QpStateException;
 import io.mooring.verbs.QueueFullException;
-import io.mooring.verbs.ReceiveRequest;
-import io.mooring.verbs.ScatterGatherList;
-import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.QpOps;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Mtu;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpAttribute;
+import io.mooring.verbs.values.QpAttributes;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.QpState;
+import io.mooring.verbs.values.RecvWr;
+import io.mooring.verbs.values.SendWr;
+import io.mooring.verbs.values.SgeList;
 import java.lang.foreign.MemorySegment;
 
 /**
  * A reliable-connected queue pair ({@code struct ibv_qp}).
  *
  * <p><b>Data path.</b> Each queue owns one native work request ({@code ibv_send_wr} / {@code ibv_recv_wr}), an
- * SGE array of {@link ScatterGatherList#CAPACITY} entries and a {@code bad_wr} slot, allocated with the QP and
+ * SGE array of {@link SgeList#CAPACITY} entries and a {@code bad_wr} slot, allocated with the QP and
  * refilled for every post, then handed to the driver through {@code ctx->ops.post_send} / {@code post_recv}: a post
  * allocates nothing and takes no lock of its own — the public layer calls it holding the queue's lock, after it
  * checked the QP's state, and destroys the QP holding both. Immediate data is written big-endian, as the struct
@@ -119,14 +120,14 @@ final class IbvQp implements QpOps {
             fillInitAttr(initAttr, sendCq.cq, recvCq.cq, caps.maxSendWr(), srq == null ? caps.maxRecvWr() : 0,
                     caps.maxSendSge(), srq == null ? caps.maxRecvSge() : 0, caps.maxInlineData());
             if (srq != null) initAttr.set(ADDRESS, INIT_SRQ, srq.srq);
-            MemorySegment created = (MemorySegment) Ibv.CREATE_QP.invokeExact(Ibv.errnoState(), pd.pd, initAttr);
+            MemorySegment created = callAddress(Ibv.CREATE_QP, Ibv.errnoState(), pd.pd, initAttr);
             if (created.equals(MemorySegment.NULL)) {
                 throw IbvErrors.fail("ibv_create_qp", Ibv.errno(), pd.name, "asked for " + caps);
             }
             this.qp = created.reinterpret(IbvStructs.QP.byteSize());
-        } catch (Throwable t) {
+        } catch (RuntimeException | Error e) {
             block.free();
-            throw rethrow(t);
+            throw e;
         }
         this.qpn = qp.get(JAVA_INT, IbvStructs.QP_QP_NUM);
         this.name = "qpn " + qpn + " on " + context.name;
@@ -137,11 +138,11 @@ final class IbvQp implements QpOps {
                 srq == null ? initAttr.get(JAVA_INT, INIT_MAX_RECV_SGE) : caps.maxRecvSge(),
                 initAttr.get(JAVA_INT, INIT_MAX_INLINE_DATA));
         this.sendWr = block.allocate(IbvStructs.SEND_WR);
-        this.sendSges = block.allocate(IbvStructs.SGE, ScatterGatherList.CAPACITY);
+        this.sendSges = block.allocate(IbvStructs.SGE, SgeList.CAPACITY);
         this.badSendWr = block.allocate(ADDRESS);
         this.mwBind = block.allocate(IbvStructs.MW_BIND);
         this.recvWr = block.allocate(IbvStructs.RECV_WR);
-        this.recvSges = block.allocate(IbvStructs.SGE, ScatterGatherList.CAPACITY);
+        this.recvSges = block.allocate(IbvStructs.SGE, SgeList.CAPACITY);
         this.badRecvWr = block.allocate(ADDRESS);
         recvWr.set(ADDRESS, IbvStructs.RECV_WR_SG_LIST, recvSges);
     }
@@ -176,12 +177,7 @@ final class IbvQp implements QpOps {
     public QpState state() {
         synchronized (control) {
             checkNotDestroyed();
-            int rc;
-            try {
-                rc = (int) Ibv.QUERY_QP.invokeExact(Ibv.errnoState(), qp, attr, IbvStructs.IBV_QP_STATE, initAttr);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            int rc = callInt(Ibv.QUERY_QP, Ibv.errnoState(), qp, attr, IbvStructs.IBV_QP_STATE, initAttr);
             if (rc != 0) throw IbvErrors.fail("ibv_query_qp", errnoOf(rc), name);
             return stateOf(attr.get(JAVA_INT, ATTR_QP_STATE));
         }
@@ -209,12 +205,7 @@ final class IbvQp implements QpOps {
             if (a.isSet(QpAttribute.RETRY_COUNT)) attr.set(JAVA_BYTE, ATTR_RETRY_CNT, (byte) a.retryCount());
             if (a.isSet(QpAttribute.RNR_RETRY)) attr.set(JAVA_BYTE, ATTR_RNR_RETRY, (byte) a.rnrRetry());
             if (a.isSet(QpAttribute.ADDRESS_VECTOR)) writeAddressVector(a);
-            int rc;
-            try {
-                rc = (int) Ibv.MODIFY_QP.invokeExact(Ibv.errnoState(), qp, attr, a.mask());
-            } catch (Throwable x) {
-                throw rethrow(x);
-            }
+            int rc = callInt(Ibv.MODIFY_QP, Ibv.errnoState(), qp, attr, a.mask());
             if (rc != 0) {
                 int errno = errnoOf(rc);
                 QpState now = state();
@@ -251,12 +242,7 @@ final class IbvQp implements QpOps {
     public QpAttributes query() {
         synchronized (control) {
             checkNotDestroyed();
-            int rc;
-            try {
-                rc = (int) Ibv.QUERY_QP.invokeExact(Ibv.errnoState(), qp, attr, QUERY_MASK, initAttr);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            int rc = callInt(Ibv.QUERY_QP, Ibv.errnoState(), qp, attr, QUERY_MASK, initAttr);
             if (rc != 0) throw IbvErrors.fail("ibv_query_qp", errnoOf(rc), name);
             var q = new QpAttributes().state(stateOf(attr.get(JAVA_INT, ATTR_QP_STATE)))
                     .access(Access.of(attr.get(JAVA_INT, ATTR_QP_ACCESS_FLAGS) & Access.mask(Access.REMOTE)))
@@ -293,7 +279,7 @@ final class IbvQp implements QpOps {
     // ---- posting ---------------------------------------------------------------------------------------------
 
     @Override
-    public void postSend(WorkRequest wr, long wrId) {
+    public void postSend(SendWr wr, long wrId) {
         MemorySegment w = sendWr;
         w.fill((byte) 0);
         int n = fillSges(wr.sgl(), sendSges);
@@ -352,46 +338,31 @@ final class IbvQp implements QpOps {
         b.set(JAVA_LONG, BIND_INFO_ADDR, address);
         b.set(JAVA_LONG, BIND_INFO_LENGTH, length);
         b.set(JAVA_INT, BIND_INFO_ACCESS, access);
-        int rc;
-        try {
-            rc = (int) Ibv.OP_BIND_MW.invokeExact(context.bindMw, qp, mw.mw, b);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.OP_BIND_MW, context.bindMw, qp, mw.mw, b);
         if (rc != 0) throw postFailure("ibv_bind_mw", rc, true);
         return mw.currentRkey();
     }
 
     private void postSendWr() {
-        int rc;
-        try {
-            rc = (int) Ibv.OP_POST_SEND.invokeExact(context.postSend, qp, sendWr, badSendWr);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.OP_POST_SEND, context.postSend, qp, sendWr, badSendWr);
         if (rc != 0) throw postFailure("ibv_post_send", rc, true);
     }
 
     @Override
-    public void postRecv(ReceiveRequest rr, long wrId) {
+    public void postRecv(RecvWr rr, long wrId) {
         fillRecvWr(rr, wrId, recvWr, recvSges);
-        int rc;
-        try {
-            rc = (int) Ibv.OP_POST_RECV.invokeExact(context.postRecv, qp, recvWr, badRecvWr);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.OP_POST_RECV, context.postRecv, qp, recvWr, badRecvWr);
         if (rc != 0) throw postFailure("ibv_post_recv", rc, false);
     }
 
     /** Fills a preallocated {@code ibv_recv_wr} (its SGE list already pointing at {@code sges}) for one receive. */
-    static void fillRecvWr(ReceiveRequest rr, long wrId, MemorySegment recvWr, MemorySegment sges) {
+    static void fillRecvWr(RecvWr rr, long wrId, MemorySegment recvWr, MemorySegment sges) {
         int n = fillSges(rr.sgl(), sges);
         recvWr.set(JAVA_LONG, IbvStructs.RECV_WR_WR_ID, wrId);
         recvWr.set(JAVA_INT, IbvStructs.RECV_WR_NUM_SGE, n);
     }
 
-    static int fillSges(ScatterGatherList sgl, MemorySegment sges) {
+    static int fillSges(SgeList sgl, MemorySegment sges) {
         int n = sgl.count();
         for (int i = 0; i < n; i++) {
             long base = i * SGE_SIZE;
@@ -440,12 +411,7 @@ final class IbvQp implements QpOps {
     public void destroy() {
         synchronized (control) {
             if (destroyed) return;
-            int rc;
-            try {
-                rc = (int) Ibv.DESTROY_QP.invokeExact(Ibv.errnoState(), qp);
-            } catch (Throwable t) {
-                throw rethrow(t);
-            }
+            int rc = callInt(Ibv.DESTROY_QP, Ibv.errnoState(), qp);
             if (rc != 0) throw IbvErrors.fail("ibv_destroy_qp", errnoOf(rc), name);
             destroyed = true;
             block.free();

@@ -1,16 +1,17 @@
 package io.mooring.verbs.ibv;
 
+import static io.mooring.verbs.ibv.IbvCalls.callAddress;
+import static io.mooring.verbs.ibv.IbvCalls.callInt;
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
-import static io.mooring.verbs.ibv.IbvProvider.rethrow;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.mooring.verbs.Errno;
 import io.mooring.verbs.QueueFullException;
-import io.mooring.verbs.ReceiveRequest;
-import io.mooring.verbs.ScatterGatherList;
 import io.mooring.verbs.spi.SrqOps;
+import io.mooring.verbs.values.RecvWr;
+import io.mooring.verbs.values.SgeList;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -47,18 +48,18 @@ final class IbvSrq implements SrqOps {
             MemorySegment init = block.allocate(IbvStructs.SRQ_INIT_ATTR);
             init.set(JAVA_INT, INIT_MAX_WR, maxWr);
             init.set(JAVA_INT, INIT_MAX_SGE, maxSge);
-            MemorySegment created = (MemorySegment) Ibv.CREATE_SRQ.invokeExact(Ibv.errnoState(), pd.pd, init);
+            MemorySegment created = callAddress(Ibv.CREATE_SRQ, Ibv.errnoState(), pd.pd, init);
             if (created.equals(MemorySegment.NULL)) {
                 throw IbvErrors.fail("ibv_create_srq", Ibv.errno(), pd.name, "max_wr=" + maxWr + " max_sge=" + maxSge);
             }
             this.srq = created;
-        } catch (Throwable t) {
+        } catch (RuntimeException | Error e) {
             block.free();
-            throw rethrow(t);
+            throw e;
         }
         this.name = "srq on " + context.name;
         this.recvWr = block.allocate(IbvStructs.RECV_WR);
-        this.sges = block.allocate(IbvStructs.SGE, ScatterGatherList.CAPACITY);
+        this.sges = block.allocate(IbvStructs.SGE, SgeList.CAPACITY);
         this.badWr = block.allocate(ADDRESS);
         this.attr = block.allocate(IbvStructs.SRQ_ATTR);
         recvWr.set(ADDRESS, IbvStructs.RECV_WR_SG_LIST, sges);
@@ -66,14 +67,9 @@ final class IbvSrq implements SrqOps {
     }
 
     @Override
-    public void postRecv(ReceiveRequest rr, long wrId) {
+    public void postRecv(RecvWr rr, long wrId) {
         IbvQp.fillRecvWr(rr, wrId, recvWr, sges);
-        int rc;
-        try {
-            rc = (int) Ibv.OP_POST_SRQ_RECV.invokeExact(context.postSrqRecv, srq, recvWr, badWr);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.OP_POST_SRQ_RECV, context.postSrqRecv, srq, recvWr, badWr);
         if (rc == 0) return;
         int errno = errnoOf(rc);
         if (errno == Errno.ENOMEM.number()) {
@@ -85,23 +81,13 @@ final class IbvSrq implements SrqOps {
     @Override
     public void arm(int limit) {
         attr.set(JAVA_INT, ATTR_SRQ_LIMIT, limit);
-        int rc;
-        try {
-            rc = (int) Ibv.MODIFY_SRQ.invokeExact(Ibv.errnoState(), srq, attr, IbvStructs.IBV_SRQ_LIMIT);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.MODIFY_SRQ, Ibv.errnoState(), srq, attr, IbvStructs.IBV_SRQ_LIMIT);
         if (rc != 0) throw IbvErrors.fail("ibv_modify_srq", errnoOf(rc), name, "arming the limit at " + limit);
     }
 
     @Override
     public int limit() {
-        int rc;
-        try {
-            rc = (int) Ibv.QUERY_SRQ.invokeExact(Ibv.errnoState(), srq, attr);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.QUERY_SRQ, Ibv.errnoState(), srq, attr);
         if (rc != 0) throw IbvErrors.fail("ibv_query_srq", errnoOf(rc), name);
         return attr.get(JAVA_INT, ATTR_SRQ_LIMIT);
     }
@@ -115,12 +101,7 @@ final class IbvSrq implements SrqOps {
     @Override
     public synchronized void destroy() {
         if (destroyed) return;
-        int rc;
-        try {
-            rc = (int) Ibv.DESTROY_SRQ.invokeExact(Ibv.errnoState(), srq);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        int rc = callInt(Ibv.DESTROY_SRQ, Ibv.errnoState(), srq);
         if (rc != 0) throw IbvErrors.fail("ibv_destroy_srq", errnoOf(rc), name);
         destroyed = true;
         context.srqs.remove(srq.address(), this);

@@ -1,7 +1,7 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.FaultPlan;
-import io.mooring.verbs.spi.FaultOps;
+import io.mooring.verbs.testing.FaultOps;
+import io.mooring.verbs.testing.FaultPlan;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;

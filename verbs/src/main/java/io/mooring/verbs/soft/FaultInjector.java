@@ -1,8 +1,8 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.FaultPlan;
-import io.mooring.verbs.FaultPlan.Fault;
-import io.mooring.verbs.spi.FaultOps;
+import io.mooring.verbs.testing.FaultOps;
+import io.mooring.verbs.testing.FaultPlan;
+import io.mooring.verbs.testing.FaultPlan.Fault;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongArray;

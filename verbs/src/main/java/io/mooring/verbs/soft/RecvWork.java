@@ -1,6 +1,7 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.ScatterGatherList;
+import io.mooring.verbs.values.SgeList;
+
 
 /** A posted receive, whose entries' lkeys belong to {@code pd} (the QP's, or its shared receive queue's). */
 final class RecvWork implements WorkRing.Entry<RecvWork> {
@@ -8,7 +9,7 @@ final class RecvWork implements WorkRing.Entry<RecvWork> {
     final Sges sges = new Sges();
     SoftPd pd;
 
-    void set(long wrId, ScatterGatherList sgl, SoftPd pd) {
+    void set(long wrId, SgeList sgl, SoftPd pd) {
         this.wrId = wrId;
         this.sges.copyFrom(sgl);
         this.pd = pd;

@@ -1,11 +1,14 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.Access;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.QpState;
 import io.mooring.verbs.WcStatus;
+import io.mooring.verbs.spi.ProviderThreads;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpState;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 
@@ -19,67 +22,75 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>It waits for work by spinning {@link #SPIN_NANOS}, then parking with {@link LockSupport} (a {@code Condition}
  * would allocate a node per wait): a poster that posts again within the spin hands over without allocating, and an
- * idle requester burns no core. Its thread is virtual, as an endpoint with hundreds of peers must not hold a
- * platform thread for each; but waking a parked virtual thread allocates its scheduler's task, so a loaded machine
- * that deschedules the poster past the spin sees bytes per post. With
+ * idle requester burns no core. After {@link #IDLE_NANOS} without work its thread ends, and the next change starts
+ * one: an endpoint's many quiet sessions keep no thread (nor its stack) per QP. Its thread is virtual, as an endpoint
+ * with hundreds of peers must not hold a platform thread for each; but waking a parked virtual thread allocates its
+ * scheduler's task, so a loaded machine that deschedules the poster past the spin sees bytes per post. With
  * {@value SoftProvider#PLATFORM_REQUESTERS_PROPERTY}{@code =true} the thread is a platform thread, whose wake-up
  * allocates nothing: the hand-off is then allocation-free however the threads are scheduled (a NIC's engine is not a
  * thread of the application's either).
  */
 final class Requester {
-    /** The bind rights that need a locally writable region ({@link Access#needsLocalWrite()}). */
-    private static final int NEEDS_LOCAL_WRITE = Access.REMOTE_WRITE.bit() | Access.REMOTE_ATOMIC.bit();
     /** IBTA's RNR NAK timer table in microseconds, index = the 5-bit code (0 means 655.36 ms). */
     private static final int[] RNR_DELAY_MICROS = {655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
         960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
         163_840, 245_760, 327_680, 491_520};
     /** How long an idle requester spins for the next post before it parks: waking a parked one allocates. */
     private static final long SPIN_NANOS = TimeUnit.MICROSECONDS.toNanos(20);
-    /** The first payload buffer; it grows to the largest message sent. */
-    private static final int PAYLOAD_BUFFER = 4096;
+    /** How long a requester waits for work before its thread ends (the next change starts another). */
+    static final long IDLE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    /** The first payload buffer; it grows to the largest message sent (a QP that sends little keeps it small). */
+    private static final int PAYLOAD_BUFFER = 64;
+
+    private static final VarHandle RUNNING;
+
+    static {
+        try {
+            RUNNING = MethodHandles.lookup().findVarHandle(Requester.class, "running", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private final SoftQp qp;
-    private final Thread thread;
+    private final boolean platform = Boolean.getBoolean(SoftProvider.PLATFORM_REQUESTERS_PROPERTY);
     private final SendWork current;
     private final Wire.Request request = new Wire.Request();
     private byte[] payload = new byte[PAYLOAD_BUFFER];
     private int takenAt; // the QP's resets when the request in hand was taken
     private volatile boolean parked; // parked or about to: a change must unpark it
+    @SuppressWarnings("unused") // through RUNNING
+    private volatile boolean running; // a thread runs (or is being started): set by whoever starts one
+    private volatile Thread thread; // the thread that runs; null while none does
 
     Requester(SoftQp qp, int maxInline) {
         this.qp = qp;
         this.current = new SendWork(maxInline);
-        Thread.Builder kind = Boolean.getBoolean(SoftProvider.PLATFORM_REQUESTERS_PROPERTY)
-                ? Thread.ofPlatform().daemon(true) : Thread.ofVirtual();
-        this.thread = kind.name("soft-qp-" + qp.qpNumber()).unstarted(this::run);
-    }
-
-    void start() {
-        thread.start();
     }
 
     /**
      * The QP changed for the requester (a post, a modify, a destroy — written to a volatile field before this call):
-     * unparks it if it is parked. The requester sets {@link #parked} before it checks for changes, and the changer
-     * writes its change before it reads the flag, so one of the two sees the other.
+     * unparks its thread if it is parked, starts one if none runs. The requester sets {@link #parked} before it checks
+     * for changes, and clears {@link #running} before it checks a last time as it ends; the changer writes its change
+     * before it reads the flags, so one of the two sees the other.
      */
     void wake() {
         if (parked) LockSupport.unpark(thread);
+        if (!running && RUNNING.compareAndSet(this, false, true)) {
+            Thread t = (platform ? Thread.ofPlatform().daemon(true) : Thread.ofVirtual())
+                    .name("soft-qp-" + qp.qpNumber()).unstarted(this::run);
+            thread = t; // before it starts: a stop finds it
+            t.start();
+        }
     }
 
     /** Stops the thread (the QP is destroyed) and waits until it has, unless called from it. */
     void stop() {
-        thread.interrupt();
-        if (Thread.currentThread() == thread) return;
-        boolean interrupted = false;
-        while (thread.isAlive()) {
-            try {
-                thread.join();
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) Thread.currentThread().interrupt();
+        Thread t = thread;
+        if (t == null) return; // never started: a thread a racing change starts finds the QP destroyed
+        t.interrupt();
+        if (Thread.currentThread() == t) return;
+        ProviderThreads.joinUninterruptibly(t);
     }
 
     private void run() {
@@ -92,11 +103,13 @@ final class Requester {
                     while (!qp.destroyed && !hasWork()) {
                         int seen = qp.changes;
                         qp.lock.unlock();
+                        boolean stay;
                         try {
-                            awaitChange(seen);
+                            stay = awaitChange(seen);
                         } finally {
                             relock();
                         }
+                        if (!stay) return; // idle: the next change starts another thread
                     }
                     if (qp.destroyed) return;
                     qp.sendQueue.take(work);
@@ -124,20 +137,29 @@ final class Requester {
 
     /**
      * Waits for a change of the QP after {@code seen}: spins a little first, so an application posting again right
-     * after its completion (a ping-pong, a pipeline) finds the requester awake, then parks.
+     * after its completion (a ping-pong, a pipeline) finds the requester awake, then parks — at most
+     * {@link #IDLE_NANOS}. Returns false if it waited that long for nothing: this thread ends (it no longer runs).
      */
-    private void awaitChange(int seen) throws InterruptedException {
+    private boolean awaitChange(int seen) throws InterruptedException {
         long end = System.nanoTime() + SPIN_NANOS;
         while (unchanged(seen) && System.nanoTime() - end < 0) Thread.onSpinWait();
+        long idleEnd = end + IDLE_NANOS;
         parked = true;
         try {
-            while (unchanged(seen)) {
-                LockSupport.park(this);
+            for (long left = IDLE_NANOS; unchanged(seen) && left > 0; left = idleEnd - System.nanoTime()) {
+                LockSupport.parkNanos(this, left);
                 if (Thread.interrupted()) throw new InterruptedException();
             }
         } finally {
-            parked = false;
+            parked = false; // before it ends: a thread started next may park meanwhile
         }
+        if (!unchanged(seen)) return true;
+        thread = null; // before running is cleared: a thread started after that is never overwritten
+        running = false;
+        // a change made before that write is seen here; one made after it starts a thread of its own
+        if (unchanged(seen) || !RUNNING.compareAndSet(this, false, true)) return false;
+        thread = Thread.currentThread(); // it runs on: a change came after all
+        return true;
     }
 
     private boolean unchanged(int seen) {
@@ -221,7 +243,7 @@ final class Requester {
         SoftMr mr = w.bindRegion;
         boolean allowed = mw.pd == qp.pd && mr.pd == qp.pd && qp.device.keys.region(mr.key) == mr
                 && (mr.access & Access.MW_BIND.bit()) != 0 && mr.covers(w.bindAddress, w.bindLength)
-                && ((w.bindAccess & NEEDS_LOCAL_WRITE) == 0 || (mr.access & Access.LOCAL_WRITE.bit()) != 0)
+                && Access.writableFor(w.bindAccess, mr.access)
                 && (mw.type == MwType.TYPE_1 || (!mw.isBound() && (w.newRkey >>> 8) == mw.index()));
         if (!allowed) return WcStatus.MW_BIND_ERR;
         mw.bind(w.newRkey, mr, w.bindAddress, w.bindLength, w.bindAccess, qp);
@@ -259,7 +281,7 @@ final class Requester {
     }
 
     private WcStatus atomic(SendWork w) throws InterruptedException {
-        if (w.sges.count != 1 || w.sges.length[0] != Long.BYTES) return WcStatus.LOC_LEN_ERR;
+        if (w.sges.count != 1 || w.sges.length(0) != Long.BYTES) return WcStatus.LOC_LEN_ERR;
         if (!w.sges.writable(qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
         var response = transmit(request.set(w.opcode.code(), qp.qpNumber(), qp.sendPsn, w.remoteAddress, w.rkey, Long.BYTES,
                 null, 0, w.compareAdd, w.swap));

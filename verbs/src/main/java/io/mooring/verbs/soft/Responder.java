@@ -1,12 +1,12 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.Access;
-import io.mooring.verbs.Opcode;
 import io.mooring.verbs.QpInfo;
-import io.mooring.verbs.QpState;
 import io.mooring.verbs.WcFlag;
-import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WcStatus;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.Opcode;
+import io.mooring.verbs.values.QpState;
+import io.mooring.verbs.values.WcOpcode;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;

@@ -1,13 +1,14 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.Opcode;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Opcode;
+import io.mooring.verbs.values.SendWr;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
  * A send-queue request as the soft NIC keeps it: copied at post time (the caller reuses its {@link WorkRequest}),
- * inline data included, as a NIC copies a request into its work queue entry. Mutable and preallocated in the QP's
+ * inline data included, as a NIC copies a request into its work queue entry. Mutable and reused in the QP's
  * {@link WorkRing}; a bind fills the window fields, every other opcode the rest.
  */
 final class SendWork implements WorkRing.Entry<SendWork> {
@@ -15,7 +16,8 @@ final class SendWork implements WorkRing.Entry<SendWork> {
     Opcode opcode;
     boolean signaled;
     final Sges sges = new Sges();
-    final byte[] inline;
+    private final int maxInline;
+    byte[] inline; // made by the first inline request: most queues never send one
     int inlineLength = -1; // -1: not inline
     long remoteAddress;
     int rkey;
@@ -31,23 +33,24 @@ final class SendWork implements WorkRing.Entry<SendWork> {
     int newRkey;
 
     SendWork(int maxInline) {
-        this.inline = new byte[maxInline];
+        this.maxInline = maxInline;
     }
 
     /** A request of {@code wr} under {@code wrId}; inline data is copied now, from raw addresses as the NIC does. */
     @SuppressWarnings("restricted") // raw addresses, as ibv_post_send takes them
-    void set(WorkRequest wr, long wrId) {
+    void set(SendWr wr, long wrId) {
         this.wrId = wrId;
         opcode = wr.opcode();
         signaled = wr.isSignaled();
         sges.copyFrom(wr.sgl());
         inlineLength = -1;
         if (wr.isInline()) {
+            reserveInline();
             int at = 0;
             for (int i = 0; i < sges.count; i++) {
-                MemorySegment.copy(MemorySegment.ofAddress(sges.address[i]).reinterpret(sges.length[i]),
-                        ValueLayout.JAVA_BYTE, 0, inline, at, sges.length[i]);
-                at += sges.length[i];
+                MemorySegment.copy(MemorySegment.ofAddress(sges.address(i)).reinterpret(sges.length(i)),
+                        ValueLayout.JAVA_BYTE, 0, inline, at, sges.length(i));
+                at += sges.length(i);
             }
             inlineLength = at;
         }
@@ -77,6 +80,10 @@ final class SendWork implements WorkRing.Entry<SendWork> {
         this.newRkey = newRkey;
     }
 
+    private void reserveInline() {
+        if (inline == null) inline = new byte[maxInline];
+    }
+
     @Override
     public void copyFrom(SendWork o) {
         wrId = o.wrId;
@@ -84,7 +91,10 @@ final class SendWork implements WorkRing.Entry<SendWork> {
         signaled = o.signaled;
         sges.copyFrom(o.sges);
         inlineLength = o.inlineLength;
-        if (inlineLength > 0) System.arraycopy(o.inline, 0, inline, 0, inlineLength);
+        if (inlineLength > 0) {
+            reserveInline();
+            System.arraycopy(o.inline, 0, inline, 0, inlineLength);
+        }
         remoteAddress = o.remoteAddress;
         rkey = o.rkey;
         compareAdd = o.compareAdd;

@@ -1,15 +1,15 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.Errno;
-import io.mooring.verbs.FaultPlan;
-import io.mooring.verbs.PortAttributes;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.AsyncEventSink;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.CqOps;
-import io.mooring.verbs.spi.FaultOps;
 import io.mooring.verbs.spi.PdOps;
+import io.mooring.verbs.testing.FaultOps;
+import io.mooring.verbs.testing.FaultPlan;
+import io.mooring.verbs.values.DeviceInfo;
+import io.mooring.verbs.values.PortAttributes;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;

@@ -10,9 +10,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A completion queue of fixed capacity: a ring of completion entries in primitive arrays, so pushing and polling
- * allocate nothing. Overrunning it is an error, as on a NIC (rxe's {@code rxe_cq_post}, mlx5): the completion is
- * lost, the context's async events get {@code IBV_EVENT_CQ_ERR} (once: the CQ stays in error), the QP whose
- * completion was lost moves to ERROR (its pusher sees {@link #push} fail), and polling throws EIO.
+ * allocate nothing once the ring has grown — up to the capacity, to the most completions that waited at once (an
+ * endpoint sizes its CQ for every session it may hold, most of which are quiet). Overrunning it is an error, as on a
+ * NIC (rxe's {@code rxe_cq_post}, mlx5): the completion is lost, the context's async events get
+ * {@code IBV_EVENT_CQ_ERR} (once: the CQ stays in error), the QP whose completion was lost moves to ERROR (its pusher
+ * sees {@link #push} fail), and polling throws EIO.
  */
 final class SoftCq implements CqOps {
     /** {@code IBV_EVENT_CQ_ERR}. */
@@ -22,14 +24,17 @@ final class SoftCq implements CqOps {
     final int id;
     final AtomicInteger users = new AtomicInteger(); // QPs on it; destroying it with any left fails with EBUSY
     private final int capacity;
+    /** The entries a ring starts with. */
+    private static final int FIRST = 16;
+
     // the ring, guarded by this
-    private final long[] wrIds;
-    private final int[] statuses;
-    private final int[] opcodes;
-    private final int[] byteLengths;
-    private final int[] immediates;
-    private final int[] flags;
-    private final int[] qpNumbers;
+    private long[] wrIds;
+    private int[] statuses;
+    private int[] opcodes;
+    private int[] byteLengths;
+    private int[] immediates;
+    private int[] flags;
+    private int[] qpNumbers;
     private int head;
     private int count;
     private final Semaphore events = new Semaphore(0);
@@ -40,13 +45,31 @@ final class SoftCq implements CqOps {
         this.context = context;
         this.id = id;
         this.capacity = capacity;
-        this.wrIds = new long[capacity];
-        this.statuses = new int[capacity];
-        this.opcodes = new int[capacity];
-        this.byteLengths = new int[capacity];
-        this.immediates = new int[capacity];
-        this.flags = new int[capacity];
-        this.qpNumbers = new int[capacity];
+        resize(Math.min(capacity, FIRST));
+    }
+
+    /** Makes the ring {@code size} entries, the waiting ones first, in order (caller holds the lock or constructs). */
+    private void resize(int size) {
+        long[] w = new long[size];
+        int[][] ints = new int[6][size];
+        for (int i = 0; i < count; i++) {
+            int from = (head + i) % wrIds.length;
+            w[i] = wrIds[from];
+            ints[0][i] = statuses[from];
+            ints[1][i] = opcodes[from];
+            ints[2][i] = byteLengths[from];
+            ints[3][i] = immediates[from];
+            ints[4][i] = flags[from];
+            ints[5][i] = qpNumbers[from];
+        }
+        wrIds = w;
+        statuses = ints[0];
+        opcodes = ints[1];
+        byteLengths = ints[2];
+        immediates = ints[3];
+        flags = ints[4];
+        qpNumbers = ints[5];
+        head = 0;
     }
 
     /**
@@ -62,7 +85,8 @@ final class SoftCq implements CqOps {
             if (overran) {
                 overrun = true;
             } else {
-                int at = (head + count++) % capacity;
+                if (count == wrIds.length) resize(Math.min(capacity, 2 * count));
+                int at = (head + count++) % wrIds.length;
                 wrIds[at] = wrId;
                 statuses[at] = status;
                 opcodes[at] = opcode;
@@ -107,7 +131,7 @@ final class SoftCq implements CqOps {
                 immediate = immediates[head];
                 flag = flags[head];
                 qpNumber = qpNumbers[head];
-                head = (head + 1) % capacity;
+                head = (head + 1) % wrIds.length;
                 count--;
             }
             sink.completion(wrId, status, opcode, 0, byteLength, immediate, flag, qpNumber); // outside: it may post

@@ -1,14 +1,14 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.DeviceAttributes;
-import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.Errno;
-import io.mooring.verbs.Gid;
-import io.mooring.verbs.Mtu;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.PortAttributes;
-import io.mooring.verbs.ScatterGatherList;
 import io.mooring.verbs.VerbsException;
+import io.mooring.verbs.values.DeviceAttributes;
+import io.mooring.verbs.values.DeviceInfo;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Mtu;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.PortAttributes;
+import io.mooring.verbs.values.SgeList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -26,9 +26,9 @@ import java.util.concurrent.atomic.AtomicLong;
 final class SoftDevice {
     /** Limits of the size a NIC has; READ/atomic depths as rxe's (the requester runs one request at a time anyway). */
     static final DeviceAttributes ATTRIBUTES = DeviceAttributes.builder().maxMrSize(Long.MAX_VALUE).maxQp(1 << 16)
-            .maxQpWr(1 << 14).maxSge(ScatterGatherList.CAPACITY).maxCq(1 << 16).maxCqe(1 << 20).maxMr(1 << 20)
+            .maxQpWr(1 << 14).maxSge(SgeList.CAPACITY).maxCq(1 << 16).maxCqe(1 << 20).maxMr(1 << 20)
             .maxMw(1 << 16).maxQpRdAtom(128).maxQpInitRdAtom(128)
-            .maxSrq(1 << 16).maxSrqWr(1 << 14).maxSrqSge(ScatterGatherList.CAPACITY).atomics(true)
+            .maxSrq(1 << 16).maxSrqWr(1 << 14).maxSrqSge(SgeList.CAPACITY).atomics(true)
             .windowTypes(Set.of(MwType.TYPE_1, MwType.TYPE_2)).maxInlineData(256).ports(1).build();
     private static final Map<String, SoftDevice> DEVICES = new ConcurrentHashMap<>();
     /** Bytes registered by all soft devices: what the locked-memory limit counts, per process as the kernel does. */

@@ -1,7 +1,7 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.MwType;
 import io.mooring.verbs.spi.MwOps;
+import io.mooring.verbs.values.MwType;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.Consumer;

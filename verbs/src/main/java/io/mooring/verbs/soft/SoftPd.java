@@ -1,8 +1,6 @@
 package io.mooring.verbs.soft;
 
 import io.mooring.verbs.Errno;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.CqOps;
 import io.mooring.verbs.spi.MrOps;
@@ -10,6 +8,8 @@ import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.PdOps;
 import io.mooring.verbs.spi.QpOps;
 import io.mooring.verbs.spi.SrqOps;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 

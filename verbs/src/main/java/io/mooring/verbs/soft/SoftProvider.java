@@ -1,9 +1,9 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.DeviceInfo;
 import io.mooring.verbs.spi.AsyncEventSink;
 import io.mooring.verbs.spi.ContextOps;
 import io.mooring.verbs.spi.VerbsProvider;
+import io.mooring.verbs.values.DeviceInfo;
 import java.util.ArrayList;
 import java.util.List;
 

@@ -1,20 +1,20 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.Access;
-import io.mooring.verbs.FaultPlan;
-import io.mooring.verbs.QpAttribute;
-import io.mooring.verbs.QpAttributes;
-import io.mooring.verbs.QpCapabilities;
 import io.mooring.verbs.QpInfo;
-import io.mooring.verbs.QpState;
-import io.mooring.verbs.ReceiveRequest;
-import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WcStatus;
-import io.mooring.verbs.WorkRequest;
-import io.mooring.verbs.spi.FaultOps;
 import io.mooring.verbs.spi.MrOps;
 import io.mooring.verbs.spi.MwOps;
 import io.mooring.verbs.spi.QpOps;
+import io.mooring.verbs.testing.FaultOps;
+import io.mooring.verbs.testing.FaultPlan;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.QpAttribute;
+import io.mooring.verbs.values.QpAttributes;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.QpState;
+import io.mooring.verbs.values.RecvWr;
+import io.mooring.verbs.values.SendWr;
+import io.mooring.verbs.values.WcOpcode;
 import java.util.SplittableRandom;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -71,8 +71,7 @@ final class SoftQp implements QpOps {
         sendCq.users.incrementAndGet();
         recvCq.users.incrementAndGet();
         if (srq != null) srq.users.incrementAndGet();
-        device.register(this);
-        requester.start();
+        device.register(this); // its requester's thread starts with the first post or state change
     }
 
     @Override
@@ -201,7 +200,7 @@ final class SoftQp implements QpOps {
     // the requester (and a modify), as a NIC's doorbell hands a work queue entry to its engine.
 
     @Override
-    public void postSend(WorkRequest wr, long wrId) {
+    public void postSend(SendWr wr, long wrId) {
         lock.lock();
         try {
             sendQueue.add().set(wr, wrId);
@@ -236,7 +235,7 @@ final class SoftQp implements QpOps {
     }
 
     @Override
-    public void postRecv(ReceiveRequest rr, long wrId) {
+    public void postRecv(RecvWr rr, long wrId) {
         lock.lock();
         try {
             if (state == QpState.ERROR) {

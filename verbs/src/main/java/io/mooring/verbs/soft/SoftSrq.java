@@ -1,9 +1,9 @@
 package io.mooring.verbs.soft;
 
 import io.mooring.verbs.Errno;
-import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.spi.SrqOps;
+import io.mooring.verbs.values.RecvWr;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -28,7 +28,7 @@ final class SoftSrq implements SrqOps {
     }
 
     @Override
-    public synchronized void postRecv(ReceiveRequest request, long wrId) {
+    public synchronized void postRecv(RecvWr request, long wrId) {
         posted.add().set(wrId, request.sgl(), pd);
     }
 

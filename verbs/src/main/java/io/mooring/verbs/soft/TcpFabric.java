@@ -1,7 +1,7 @@
 package io.mooring.verbs.soft;
 
 import io.mooring.verbs.QpInfo;
-import io.mooring.verbs.QpState;
+import io.mooring.verbs.values.QpState;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,8 +1,7 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.Opcode;
-
-import io.mooring.verbs.Gid;
+import io.mooring.verbs.values.Gid;
+import io.mooring.verbs.values.Opcode;
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;

@@ -1,6 +1,6 @@
 package io.mooring.verbs.soft;
 
-import io.mooring.verbs.Opcode;
+import io.mooring.verbs.values.Opcode;
 
 /**
  * The requests and responses that travel between a requester QP and its responder QP, in memory or over TCP.

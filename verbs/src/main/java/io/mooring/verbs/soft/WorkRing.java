@@ -3,10 +3,12 @@ package io.mooring.verbs.soft;
 import java.util.function.Supplier;
 
 /**
- * A queue of work requests as a NIC keeps one: a ring of preallocated entries, filled in place at post time and
- * copied out by whoever executes them, so neither posting nor executing allocates. Not thread-safe: its owner
- * guards it. Full never happens in practice — the public layer posts at most the queue's depth, and an entry leaves
- * the ring when it is taken, before its completion can free a slot there.
+ * A queue of work requests as a NIC keeps one: a ring of entries, filled in place at post time and copied out by
+ * whoever executes them. The ring grows, up to the queue's depth, to the most requests that were queued at once — a
+ * QP made with a deep queue that keeps a few requests in it holds a few entries (an endpoint's sessions are many) —
+ * and then neither posting nor executing allocates. Not thread-safe: its owner guards it. Full never happens in
+ * practice — the public layer posts at most the queue's depth, and an entry leaves the ring when it is taken, before
+ * its completion can free a slot there.
  */
 final class WorkRing<W extends WorkRing.Entry<W>> {
     /** A work request that can take another's contents. */
@@ -14,21 +16,40 @@ final class WorkRing<W extends WorkRing.Entry<W>> {
         void copyFrom(W other);
     }
 
-    private final Object[] entries;
+    /** The entries a ring starts with. */
+    private static final int FIRST = 2;
+
+    private final int depth;
+    private final Supplier<W> make;
+    private Object[] entries;
     private int head;
     private int count;
 
-    WorkRing(int capacity, Supplier<W> make) {
-        entries = new Object[capacity];
-        for (int i = 0; i < capacity; i++) entries[i] = make.get();
+    WorkRing(int depth, Supplier<W> make) {
+        this.depth = depth;
+        this.make = make;
+        entries = new Object[Math.min(depth, FIRST)];
+        for (int i = 0; i < entries.length; i++) entries[i] = make.get();
     }
 
     /** The entry after the newest, to fill in place: it is queued from now on. */
     W add() {
         if (count == entries.length) {
-            throw new IllegalStateException("a soft work queue of " + entries.length + " entries overflowed");
+            if (count == depth) {
+                throw new IllegalStateException("a soft work queue of " + depth + " entries overflowed");
+            }
+            grow();
         }
         return at(head + count++);
+    }
+
+    /** Doubles the ring (at most to the depth), the queued entries first, in order. */
+    private void grow() {
+        Object[] bigger = new Object[Math.min(depth, 2 * entries.length)];
+        for (int i = 0; i < count; i++) bigger[i] = entries[(head + i) % entries.length];
+        for (int i = count; i < bigger.length; i++) bigger[i] = make.get();
+        entries = bigger;
+        head = 0;
     }
 
     /** Copies the oldest entry into {@code into} and removes it; false if there is none. */

@@ -5,6 +5,6 @@
  * directly ({@link io.mooring.verbs.soft.InJvmLink}); QPs on different devices or processes talk over one TCP
  * connection per connected pair ({@link io.mooring.verbs.soft.TcpLink}), where the target's provider thread
  * executes READ, WRITE and atomics against its registered memory, as rxe does in the kernel. A
- * {@link io.mooring.verbs.FaultPlan} makes either link lossy on purpose ({@link io.mooring.verbs.soft.FaultInjector}).
+ * {@link io.mooring.verbs.testing.FaultPlan} makes either link lossy on purpose ({@link io.mooring.verbs.soft.FaultInjector}).
  */
 package io.mooring.verbs.soft;

@@ -1,8 +1,9 @@
 package io.mooring.verbs.spi;
 
-import io.mooring.verbs.DeviceInfo;
-import io.mooring.verbs.FaultPlan;
-import io.mooring.verbs.PortAttributes;
+import io.mooring.verbs.testing.FaultOps;
+import io.mooring.verbs.testing.FaultPlan;
+import io.mooring.verbs.values.DeviceInfo;
+import io.mooring.verbs.values.PortAttributes;
 
 /** An open device ({@code struct ibv_context}). */
 public interface ContextOps {

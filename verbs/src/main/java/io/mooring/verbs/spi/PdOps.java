@@ -1,7 +1,7 @@
 package io.mooring.verbs.spi;
 
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.QpCapabilities;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.QpCapabilities;
 import java.lang.foreign.MemorySegment;
 
 /** A protection domain ({@code struct ibv_pd}). */

@@ -1,11 +1,12 @@
 package io.mooring.verbs.spi;
 
-import io.mooring.verbs.FaultPlan;
-import io.mooring.verbs.QpAttributes;
-import io.mooring.verbs.QpCapabilities;
-import io.mooring.verbs.QpState;
-import io.mooring.verbs.ReceiveRequest;
-import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.testing.FaultOps;
+import io.mooring.verbs.testing.FaultPlan;
+import io.mooring.verbs.values.QpAttributes;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.QpState;
+import io.mooring.verbs.values.RecvWr;
+import io.mooring.verbs.values.SendWr;
 
 /**
  * A reliable-connected queue pair ({@code struct ibv_qp}). The public layer calls {@link #postSend} and
@@ -22,7 +23,7 @@ public interface QpOps {
     QpCapabilities capabilities();
 
     /**
-     * What a peer must present to connect to this QP ({@link io.mooring.verbs.QpInfo#token}): a secret the
+     * What a peer must present to connect to this QP (the peer's {@code QpInfo.token}): a secret the
      * provider draws anew at every reset, or 0 if its transport needs none.
      */
     default long token() {
@@ -43,10 +44,10 @@ public interface QpOps {
     QpAttributes query();
 
     /** {@code ibv_post_send} of one request, with {@code wrId} instead of the request's own id. */
-    void postSend(WorkRequest request, long wrId);
+    void postSend(SendWr request, long wrId);
 
     /** {@code ibv_post_recv} of one request, with {@code wrId} instead of the request's own id. */
-    void postRecv(ReceiveRequest request, long wrId);
+    void postRecv(RecvWr request, long wrId);
 
     /**
      * Binds a memory window to a range of a region: a type 2 window through an {@code IBV_WR_BIND_MW} work

@@ -1,6 +1,6 @@
 package io.mooring.verbs.spi;
 
-import io.mooring.verbs.ReceiveRequest;
+import io.mooring.verbs.values.RecvWr;
 
 /**
  * A shared receive queue ({@code struct ibv_srq}). The public layer calls {@link #postRecv}, {@link #arm} and {@link #limit} with
@@ -8,7 +8,7 @@ import io.mooring.verbs.ReceiveRequest;
  */
 public interface SrqOps {
     /** {@code ibv_post_srq_recv} of one request, with {@code wrId} instead of the request's own id. */
-    void postRecv(ReceiveRequest request, long wrId);
+    void postRecv(RecvWr request, long wrId);
 
     /**
      * {@code ibv_modify_srq(IBV_SRQ_LIMIT)}: once fewer than {@code limit} receives are posted, the provider calls

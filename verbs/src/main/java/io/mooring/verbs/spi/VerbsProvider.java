@@ -1,6 +1,6 @@
 package io.mooring.verbs.spi;
 
-import io.mooring.verbs.DeviceInfo;
+import io.mooring.verbs.values.DeviceInfo;
 import java.util.List;
 
 /** A way to reach RDMA devices: {@code ibv} (rdma-core through FFM) or {@code soft} (pure Java). */

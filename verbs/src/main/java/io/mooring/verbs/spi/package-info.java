@@ -5,8 +5,10 @@
  * translates calls: {@code ibv} into rdma-core verbs through FFM, {@code soft} into its pure-Java NIC.
  *
  * <p>Values cross this boundary in verbs encoding ({@code IBV_*} codes and bit masks, raw addresses and keys),
- * so an FFM provider can copy them into native structs as they are. A provider reports failures as
- * {@link io.mooring.verbs.VerbsException} with the verb and errno. Providers are found with
- * {@link java.util.ServiceLoader}.
+ * so an FFM provider can copy them into native structs as they are; their types are those of
+ * {@code io.mooring.verbs.values} (a request as a {@link io.mooring.verbs.values.SendWr} or
+ * {@link io.mooring.verbs.values.RecvWr} view), never the objects of {@code io.mooring.verbs}, which wrap this SPI.
+ * A provider reports failures as {@link io.mooring.verbs.VerbsException} with the verb and errno. Providers are found
+ * with {@link java.util.ServiceLoader}.
  */
 package io.mooring.verbs.spi;

@@ -2,16 +2,16 @@ package io.mooring.verbs.ibv;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import io.mooring.verbs.Access;
-import io.mooring.verbs.Mtu;
-import io.mooring.verbs.MwType;
-import io.mooring.verbs.Opcode;
-import io.mooring.verbs.QpAttribute;
-import io.mooring.verbs.QpState;
 import io.mooring.verbs.WcFlag;
-import io.mooring.verbs.WcOpcode;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkRequest;
+import io.mooring.verbs.values.Access;
+import io.mooring.verbs.values.Mtu;
+import io.mooring.verbs.values.MwType;
+import io.mooring.verbs.values.Opcode;
+import io.mooring.verbs.values.QpAttribute;
+import io.mooring.verbs.values.QpState;
+import io.mooring.verbs.values.WcOpcode;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -2,8 +2,8 @@ package io.mooring.verbs.soft;
 
 /**
  * What tests of the public API need to steer inside the soft NIC: pause an access at a chosen point, see an
- * invalidation waiting for it, start the key counter near its wrap. Devices are named as the provider names
- * them ({@code soft0}, {@code soft1}, ...) and must be open already.
+ * invalidation waiting for it, start the key counter near its wrap, learn how soon an idle requester's thread ends.
+ * Devices are named as the provider names them ({@code soft0}, {@code soft1}, ...) and must be open already.
  */
 public final class SoftInternals {
     private SoftInternals() {}
@@ -32,6 +32,11 @@ public final class SoftInternals {
     /** Makes {@code device} try key index {@code next} (taken modulo the index space) for its next key. */
     public static void restartKeyIndexesAt(String device, int next) {
         device(device).keys.restartAt(next);
+    }
+
+    /** How long a QP's requester waits for work before its thread ends. */
+    public static long requesterIdleMillis() {
+        return java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(Requester.IDLE_NANOS);
     }
 
     private static SoftDevice device(String name) {

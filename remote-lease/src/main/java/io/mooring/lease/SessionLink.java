@@ -1,0 +1,424 @@
+package io.mooring.lease;
+
+import io.mooring.lifecycle.DestroyAction;
+import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.verbs.Bootstrap;
+import io.mooring.verbs.values.DeviceAttributes;
+import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.QpInfo;
+import io.mooring.verbs.values.QpState;
+import io.mooring.verbs.QueuePair;
+import io.mooring.verbs.WorkCompletion;
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.System.Logger.Level;
+import java.net.Socket;
+import java.net.SocketAddress;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A session's link to its peer: the bootstrap over TCP, the two RC QPs (control and data) and the control channel
+ * over the first, the liveness signal — the bootstrap connection stays open, its end or a QP in ERROR loses the
+ * session — the goodbye a closing side writes on it, and whether the session still works.
+ *
+ * <p>The session is a node of the lifecycle graph, under the protection domain; whatever the setup makes hangs under it
+ * as a child whose destroy undoes it ({@link #own}), made in the order that makes the reverse order right: control
+ * buffers, QPs, the socket, then what the session adds. A failed setup and the session's end both close that subtree.
+ */
+final class SessionLink {
+    private static final System.Logger LOG = System.getLogger(RdmaSession.class.getName());
+    private static final int PROTOCOL_VERSION = MessageCodec.VERSION;
+    /** Sends and receives of the control QP; the agent answers each received message with at most one. */
+    static final QpCapabilities CONTROL_QP = new QpCapabilities(ControlChannel.SENDS, ControlChannel.RECEIVES, 1, 1, 0);
+    /**
+     * READs and atomics a data QP has outstanding at most, each way, however many more the devices allow: the depth a
+     * session negotiates is the largest both devices take, capped here (a NIC gains little past 16 on one QP, and every
+     * unit costs responder resources on both sides).
+     */
+    static final int MAX_READ_DEPTH = 16;
+    /**
+     * Outstanding requests of the data QP's send queue: the holder's READs and atomics beyond the negotiated depth wait
+     * here, as on a NIC, so it holds many depths' worth — besides the messages, calls, replies and binds.
+     */
+    static final int DATA_SENDS = 16 * MAX_READ_DEPTH;
+    /** Scatter entries of a data QP's send: a message, and the trailer of one with an immediate ({@link MessageFrame}). */
+    private static final int DATA_SEND_SGES = 2;
+    /** RNR retries before a peer that posts no receives is declared lost (7 would retry forever). */
+    static final int RNR_RETRY = 6;
+    /**
+     * How long a peer waits before it sends again into our empty receive queue: code 26, 81.92 ms. With {@link #RNR_RETRY}
+     * retries a stall of about half a second (a GC pause, a starved core, a slow callback on the dispatcher) costs an
+     * honest session nothing; the verbs default (0.64 ms) ended it after 4 ms.
+     */
+    static final int MIN_RNR_TIMER = 26;
+    /**
+     * How long a closing or lost session waits for its QPs' requests to complete before destroying them, and how long
+     * a peer's goodbye waits for the messages it counts.
+     */
+    private static final Duration FLUSH_WAIT = Duration.ofSeconds(5);
+    /** The goodbye a closing side writes on the bootstrap connection: the messages and notices it posted (a long). */
+    private static final int GOODBYE_BYTES = Long.BYTES;
+    /**
+     * Bootstrap record: protocol version, the data QP's address, the message window and size this side takes, and the
+     * READ/atomic depths its device allows (capped at {@link #MAX_READ_DEPTH}) as requester and as responder.
+     */
+    private static final int RECORD_BYTES = 4 + QpInfo.BYTES + 4 + 4 + 4 + 4;
+
+    /** What the link needs of the session above it. */
+    interface Listener {
+        /** Messages and notices of the peer's that arrived so far: its goodbye is checked against them. */
+        long arrivals();
+
+        /** The link went down: stop at once — refuse, fail whoever waits. Never blocks (the caller may be the dispatcher). */
+        void linkLost(String reason, boolean clean);
+
+        /** After {@link #linkLost}, on a thread of its own: end what the session holds, then tear it down. */
+        void cleanUp();
+    }
+
+    private final Socket socket;
+    private final SocketAddress peerAddress;
+    private final PeerAccount peer;
+    /** The peer's lost sessions when this one was set up: only a clean end with none since forgives them. */
+    private final long peerFailuresAtStart;
+    private final Bootstrap bootstrap;
+    /** The session in the lifecycle graph: the parent of what it made and of the remote segments the peer leased it. */
+    private final Resource node;
+    /** The handles of {@link #node}'s children, kept reachable: a dropped handle would be reaped as a leak. */
+    private final List<Resource> parts = new ArrayList<>();
+    private final QueuePair controlQp;
+    private final QueuePair dataQp;
+    private final ControlChannel channel;
+    private final QpInfo peerControl;
+    private final QpInfo peerData;
+    private final int peerWindow;
+    private final int peerMessageSize;
+    /** READs and atomics the data QP may have outstanding as requester, and accepts as responder: negotiated. */
+    private final int readDepth;
+    private final int peerReadDepth;
+    private final AtomicLong requestIds = new AtomicLong();
+    private Listener listener;
+    private volatile String lostReason;
+    private final CompletableFuture<String> ended = new CompletableFuture<>();
+    private volatile boolean closing;
+    private final AtomicBoolean tearingDown = new AtomicBoolean();
+    private final CompletableFuture<Void> tornDown = new CompletableFuture<>();
+
+    /**
+     * Runs the bootstrap over a connected {@code socket}, which the link then owns: makes the QPs, exchanges their
+     * addresses and the message settings with the peer, then the control buffers. Every step that can fail — a peer
+     * that stays silent (bounded by the socket's timeout), speaks another version, breaks off, or a QP or buffer this
+     * side cannot make — throws with everything made so far undone and the socket closed.
+     */
+    SessionLink(RdmaEndpoint endpoint, Socket socket, PeerAccount peer) throws IOException {
+        this.socket = socket;
+        this.peerAddress = socket.getRemoteSocketAddress();
+        this.peer = peer;
+        this.peerFailuresAtStart = peer.failures();
+        var pd = endpoint.pd();
+        this.node = pd.resource().graph().create("session", "to " + peerAddress, () -> {}, pd.resource());
+        boolean done = false;
+        try {
+            this.bootstrap = Bootstrap.of(socket);
+            own("control buffers", this::closeChannel); // freed last: after the QP that posts receives into them
+            this.controlQp = pd.createQueuePair(endpoint.cq(), endpoint.cq(), CONTROL_QP);
+            own("control QP", controlQp::close);
+            this.dataQp = pd.createQueuePair(endpoint.cq(), endpoint.cq(),
+                    new QpCapabilities(DATA_SENDS, 1, DATA_SEND_SGES, 1, 0), endpoint.receives().queue());
+            own("data QP", dataQp::close);
+            own("socket", () -> closeQuietly(socket)); // closed before the QPs: the peer learns of the end first
+            var record = ByteBuffer.allocate(RECORD_BYTES).putInt(PROTOCOL_VERSION);
+            dataQp.info(endpoint.connectOptions()).writeTo(record);
+            DeviceAttributes device = pd.context().device().attributes();
+            int initiates = Math.min(device.maxQpInitRdAtom(), MAX_READ_DEPTH);
+            int accepts = Math.min(device.maxQpRdAtom(), MAX_READ_DEPTH);
+            record.putInt(endpoint.messageWindow()).putInt(endpoint.maxMessageSize()).putInt(initiates).putInt(accepts)
+                    .flip();
+            var answer = bootstrap.exchange(controlQp.info(endpoint.connectOptions()), record, RECORD_BYTES);
+            ByteBuffer peerRecord = answer.data();
+            int peerVersion = peerRecord.getInt();
+            if (peerVersion != PROTOCOL_VERSION) {
+                throw new IOException("peer speaks lease protocol " + peerVersion + ", this side " + PROTOCOL_VERSION);
+            }
+            this.peerControl = answer.qp();
+            this.peerData = QpInfo.readFrom(peerRecord);
+            this.peerWindow = peerRecord.getInt();
+            this.peerMessageSize = peerRecord.getInt();
+            int peerInitiates = peerRecord.getInt();
+            int peerAccepts = peerRecord.getInt();
+            if (peerWindow <= 0 || peerMessageSize <= 0 || peerInitiates <= 0 || peerAccepts <= 0) {
+                throw new IOException("peer offers a message window of " + peerWindow + ", a message size of "
+                        + peerMessageSize + " and READ depths of " + peerInitiates + " out, " + peerAccepts
+                        + " in; all must be positive");
+            }
+            // Each way, the largest depth both ends take: the requester's outstanding ones all fit at the responder.
+            this.readDepth = Math.min(initiates, peerAccepts);
+            this.peerReadDepth = Math.min(accepts, peerInitiates);
+            // Buffers only for a peer that passed the bootstrap. Its messages come from the endpoint's shared receive
+            // queue, which holds a window for every session.
+            endpoint.receives().grow(endpoint.sessionCount() * endpoint.messageWindow());
+            this.channel = new ControlChannel(controlQp, endpoint.arena());
+            done = true;
+        } finally {
+            if (!done) undo();
+        }
+    }
+
+    private void closeChannel() {
+        if (channel != null) channel.close();
+    }
+
+    /**
+     * Hangs {@code undo} under the session: it runs when the session's subtree is closed — at its end, or when its
+     * setup fails — before whatever was hung there earlier.
+     *
+     * @throws SessionLostException if the session has ended
+     */
+    Resource own(String what, DestroyAction undo) {
+        try {
+            Resource part = node.createChild(what, "of the session to " + peerAddress, undo);
+            synchronized (parts) {
+                parts.add(part);
+            }
+            return part;
+        } catch (ResourceClosedException e) {
+            throw new SessionLostException("the session to " + peerAddress + " has ended");
+        }
+    }
+
+    /** A child of the session that its holder keeps (a remote segment): closed by its holder, or with the session. */
+    Resource child(String kind, String description, DestroyAction onDestroy) {
+        try {
+            return node.createChild(kind, description, onDestroy);
+        } catch (ResourceClosedException e) {
+            throw new SessionLostException("the session to " + peerAddress + " has ended");
+        }
+    }
+
+    /** Undoes a failed setup: everything made so far, in reverse; the socket closed in any case. */
+    void undo() {
+        closing = true;
+        closeQuietly(socket);
+        node.closeTree();
+    }
+
+    /**
+     * Connects the QPs, posts the control receives and waits until the peer has too; from then on the bootstrap
+     * connection only signals liveness, and {@code listener} hears of the link's end.
+     */
+    void connect(RdmaEndpoint endpoint, Listener listener) throws IOException {
+        this.listener = listener;
+        var options = endpoint.connectOptions().toBuilder().rnrRetry(RNR_RETRY).minRnrTimer(MIN_RNR_TIMER).build();
+        controlQp.connect(peerControl, options);
+        dataQp.connect(peerData, options.toBuilder().maxRdAtomic(readDepth).maxDestRdAtomic(peerReadDepth).build());
+        channel.start();
+        bootstrap.barrier(); // both sides have receives posted before either sends anything
+        socket.setSoTimeout(0); // from now on the connection only signals liveness: watchPeer blocks on it
+        Thread.ofVirtual().name("mooring-session-watch-" + peerAddress).start(this::watchPeer);
+    }
+
+    static void closeQuietly(Socket s) {
+        try {
+            s.close();
+        } catch (IOException e) {
+            LOG.log(Level.DEBUG, "closing a session socket: " + e.getMessage());
+        }
+    }
+
+    SocketAddress peerAddress() {
+        return peerAddress;
+    }
+
+    PeerAccount peer() {
+        return peer;
+    }
+
+    QueuePair controlQp() {
+        return controlQp;
+    }
+
+    QueuePair dataQp() {
+        return dataQp;
+    }
+
+    ControlChannel channel() {
+        return channel;
+    }
+
+    /** The message window the peer offered: the messages this side may send ahead of its credit. */
+    int peerWindow() {
+        return peerWindow;
+    }
+
+    /** The largest message the peer takes. */
+    int peerMessageSize() {
+        return peerMessageSize;
+    }
+
+    long nextRequestId() {
+        return requestIds.incrementAndGet();
+    }
+
+    // ---- control messages ------------------------------------------------------------------------------------
+
+    /** Sends a control message; the future completes when it was sent. */
+    CompletableFuture<WorkCompletion> send(Message m) {
+        return channel.send(m);
+    }
+
+    /** Sends without waiting (never blocks the caller, often a shared thread); a failed send loses the session. */
+    void tell(Message m) {
+        if (lostReason != null) return;
+        channel.send(m).exceptionally(e -> {
+            lost("a control SEND failed: " + e);
+            return null;
+        });
+    }
+
+    // ---- state -----------------------------------------------------------------------------------------------
+
+    /** Whether the session still works: neither lost nor closing. */
+    boolean isUp() {
+        return lostReason == null && !closing;
+    }
+
+    void checkUsable() {
+        String lost = lostReason;
+        if (lost != null) throw new SessionLostException(lost);
+        if (closing) throw new SessionLostException("the session to " + peerAddress + " is closed");
+    }
+
+    String lostReason() {
+        return lostReason;
+    }
+
+    boolean isClosing() {
+        return closing;
+    }
+
+    CompletableFuture<String> closed() {
+        return ended.copy();
+    }
+
+    /** Loses the session if one of its QPs went to ERROR (the endpoint's periodic check). */
+    void checkQueuePairs() {
+        if (!isUp()) return;
+        try {
+            if (dataQp.state() == QpState.ERROR || controlQp.state() == QpState.ERROR) {
+                lost("a QP of the session went to ERROR (a remote access error or a transport failure)");
+            }
+        } catch (RuntimeException e) { // destroyed meanwhile: the session is ending anyway
+        }
+    }
+
+    void lost(String reason) {
+        lost(reason, Level.WARNING);
+    }
+
+    /**
+     * Ends the session from the peer's side; a peer closing it is ordinary (INFO: the session "ended", and what it sent
+     * is still received), anything else a failure (WARNING: it was "lost", what arrived is dropped, and the peer waits
+     * before its next session is accepted). Never blocks: the caller may be the endpoint's dispatcher.
+     */
+    synchronized void lost(String reason, Level level) {
+        if (lostReason != null || closing) return;
+        boolean clean = level == Level.INFO;
+        lostReason = "session to " + peerAddress + (clean ? " ended: " : " lost: ") + reason;
+        listener.linkLost(lostReason, clean); // first: whoever learns of the loss finds the session refusing
+        if (clean) peer.endedCleanly(peerFailuresAtStart);
+        else peer.failed();
+        ended.complete(lostReason);
+        LOG.log(level, lostReason + "; revoking every lease granted to the peer");
+        controlQp.moveToError();
+        dataQp.moveToError(); // no invalidation can complete on it any more; the manager deallocates windows instead
+        Thread.ofVirtual().name("mooring-session-end-" + peerAddress).start(listener::cleanUp);
+    }
+
+    /** This side closes the session: true for the first caller only, who then ends it. */
+    boolean beginClose() {
+        synchronized (this) {
+            if (closing) return false;
+            closing = true;
+        }
+        ended.complete("session to " + peerAddress + " closed by this side");
+        if (lostReason == null) peer.endedCleanly(peerFailuresAtStart);
+        return true;
+    }
+
+    // ---- liveness --------------------------------------------------------------------------------------------
+
+    /**
+     * Blocks on the bootstrap connection, which after the bootstrap carries one thing: the peer's goodbye when it
+     * closes — how many messages and notices it posted — and then its end. The goodbye orders the end after the data:
+     * the session ends once that many have arrived here, so none is lost to the race between the TCP connection and the
+     * data QP's completions. Its end without a goodbye (the peer process died, or its session broke) ends it at once.
+     */
+    private void watchPeer() {
+        try (InputStream in = socket.getInputStream()) {
+            byte[] goodbye = in.readNBytes(GOODBYE_BYTES);
+            if (goodbye.length == GOODBYE_BYTES) {
+                long sent = ByteBuffer.wrap(goodbye).getLong();
+                // Its completions may not all be polled yet here: the TCP connection and the data QP race.
+                if (!Await.polling(() -> listener.arrivals() >= sent, FLUSH_WAIT)) {
+                    lost("the peer closed the session after " + sent + " messages, of which " + listener.arrivals()
+                            + " arrived in " + FLUSH_WAIT.toSeconds() + " s");
+                }
+            }
+            // A peer whose access failed closes its broken session: that is a loss (and its backoff), not an end.
+            checkQueuePairs();
+            if (!closing) lost("the peer closed the session", Level.INFO);
+        } catch (IOException e) {
+            if (!closing) lost("the session's TCP connection broke: " + e.getMessage(), Level.WARNING);
+        }
+    }
+
+    /**
+     * Tells the peer this side closes, once what it posted has completed (a bounded wait): how many messages and
+     * notices to expect before the end (see {@link #watchPeer}).
+     */
+    void sayGoodbye(long sent) {
+        awaitFlushed();
+        try {
+            socket.getOutputStream().write(ByteBuffer.allocate(GOODBYE_BYTES).putLong(sent).array());
+        } catch (IOException e) {
+            LOG.log(Level.DEBUG, "no goodbye to " + peerAddress + ": " + e.getMessage());
+        }
+    }
+
+    /**
+     * Waits (a bounded while) until both QPs have completed every request posted on them: so that what the application
+     * posted gets its own completion — success on a clean close; the error that broke the session, or a flush, on a
+     * lost one — before the QPs are destroyed, instead of a "destroyed" failure.
+     */
+    void awaitFlushed() {
+        Await.polling(() -> controlQp.outstandingSends() == 0 && dataQp.outstandingSends() == 0, FLUSH_WAIT);
+    }
+
+    /**
+     * Frees what the session made, once — by closing its subtree — whether this side closed it or the session ended
+     * on its own: an endpoint serving many peers must not depend on the application to clean up after each loss. A
+     * second caller returns once the first is done.
+     */
+    void tearDown() {
+        if (tearingDown.getAndSet(true)) {
+            tornDown.join();
+            return;
+        }
+        try {
+            node.closeTree();
+        } finally {
+            tornDown.complete(null);
+        }
+    }
+
+    boolean isTornDown() {
+        return tornDown.isDone();
+    }
+}
