@@ -6,6 +6,7 @@
  */
 module io.mooring.allocator {
     requires transitive io.mooring.verbs;
+    requires com.github.benmanes.caffeine;
     requires jdk.jfr;
 
     exports io.mooring.allocator;

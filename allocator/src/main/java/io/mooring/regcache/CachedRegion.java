@@ -43,6 +43,14 @@ final class CachedRegion {
     final int lkey;
     final int rkey;
 
+    /** What the frequency policy knows it by: the same pages and rights registered again share their history. */
+    final RegionKey key;
+    /**
+     * Set when the frequency policy chose it while it was in use and so dropped it: its last release hands it back.
+     * Volatile, but read only by a release that leaves it unused.
+     */
+    volatile boolean outOfPolicy;
+
     private volatile int state;
     /** The cache's miss count when it last became unused: eviction takes the oldest first (LRU between misses). */
     @SuppressWarnings("unused") // through LAST_USED
@@ -56,8 +64,12 @@ final class CachedRegion {
         this.region = region;
         this.lkey = region.lkey();
         this.rkey = region.rkey();
+        this.key = new RegionKey(start, end, access);
         this.state = 1;
     }
+
+    /** Pages and rights: equal for two registrations of the same range, whatever their MRs. */
+    record RegionKey(long start, long end, int access) {}
 
     long length() {
         return end - start;

@@ -1,10 +1,14 @@
 package io.mooring.regcache;
 
+import io.mooring.verbs.values.Access;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 
 /** A registration in flight: misses on pages it covers wait for it rather than register them again. */
 final class Pending {
+    private static final int REMOTE = Access.mask(Access.REMOTE);
+
     final long from;
     final long to;
     final int access;
@@ -14,7 +18,27 @@ final class Pending {
     /** Set by an invalidation of its pages while it registers: it is then retired at once. */
     boolean invalidated;
 
-    Pending(long from, long to, int access, List<CachedRegion> merging) {
+    /**
+     * A registration of {@code [from, to)} joined with every region overlapping it that has the same rights, none of
+     * them remote. Remote regions are never merged: a merge would widen what an rkey already given to a peer
+     * reaches. Adjacent regions are not merged either: a pool of neighbouring buffers would re-register a growing
+     * region once per buffer.
+     */
+    static Pending joining(RegionIndex index, long from, long to, int mask) {
+        List<CachedRegion> merging = new ArrayList<>();
+        if ((mask & REMOTE) == 0) {
+            for (CachedRegion r : index.overlapping(from, to)) {
+                if (r.access == mask && !r.isRetired()) {
+                    merging.add(r);
+                    from = Math.min(from, r.start);
+                    to = Math.max(to, r.end);
+                }
+            }
+        }
+        return new Pending(from, to, mask, merging);
+    }
+
+    private Pending(long from, long to, int access, List<CachedRegion> merging) {
         this.from = from;
         this.to = to;
         this.access = access;

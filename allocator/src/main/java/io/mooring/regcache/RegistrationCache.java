@@ -15,15 +15,15 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
+import java.util.function.Function;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
-import jdk.jfr.FlightRecorder;
 
 /**
  * Registrations of memory the caller already has (buffers of its own, mapped files), cached so that using the
  * same memory again costs a lookup instead of an {@code ibv_reg_mr} (tens of microseconds). Shaped like UCX's
- * rcache: regions keyed by whole pages, merged on a miss, an LRU of unused regions, counters.
+ * rcache: regions keyed by whole pages, merged on a miss, a bounded set of unused regions, counters.
  * <pre>{@code
  * var cache = RegistrationCache.builder(pd).maxCachedBytes(1L << 30).build();
  * try (Registration reg = cache.acquire(buffer)) {
@@ -36,7 +36,8 @@ import jdk.jfr.FlightRecorder;
  * CAS and counts itself in a striped counter. <b>A miss</b> registers the whole pages around the segment, joined
  * with every overlapping region of the same local-only rights (UCX's merge), outside the lock; concurrent misses
  * on those pages wait for that one registration instead of making their own. Regions in use are never
- * deregistered; unused ones are kept within a bound on bytes and on count and evicted oldest first.
+ * deregistered; unused ones are kept within a bound on bytes and on count, and which go past them is the
+ * {@link EvictionPolicy}'s choice (by default the least often used, so that a scan does not evict the hot regions).
  *
  * <p>The caller owns the memory, so the cache cannot know when it is freed: call {@link #invalidate} before freeing
  * (or unmapping) it. An unused region is deregistered before {@code invalidate} returns; one still in use is handed
@@ -49,7 +50,6 @@ import jdk.jfr.FlightRecorder;
  */
 public final class RegistrationCache implements AutoCloseable {
     private static final AtomicInteger NAMES = new AtomicInteger();
-    private static final int REMOTE = Access.mask(Access.REMOTE);
 
     private final ProtectionDomain pd;
     private final Set<Access> access;
@@ -58,6 +58,7 @@ public final class RegistrationCache implements AutoCloseable {
     private final long maxCachedCount;
     private final String name;
     private final Resource resource;
+    private final Eviction eviction;
 
     /** What a hit reads; replaced (never changed) under {@link #lock}. */
     private volatile RegionIndex index = RegionIndex.EMPTY;
@@ -84,6 +85,7 @@ public final class RegistrationCache implements AutoCloseable {
         this.maxCachedCount = b.maxCachedCount;
         this.name = b.name != null ? b.name : "regcache-" + NAMES.incrementAndGet();
         this.resource = pd.resource().createChild("regcache", name, () -> {});
+        this.eviction = b.eviction.create(this, counts, maxCachedBytes, maxCachedCount);
     }
 
     /** A cache of registrations with {@code pd}; see {@link Builder} for the settings. */
@@ -154,41 +156,21 @@ public final class RegistrationCache implements AutoCloseable {
                     if (p.serves(from, to, mask)) wait = p;
                 }
                 if (wait == null) {
-                    mine = newPending(from, to, mask);
+                    mine = Pending.joining(index, from, to, mask);
                     pending.add(mine);
                 }
             } finally {
                 lock.unlock();
-                CachedRegion.deregister(drop);
+                deregister(drop);
             }
             if (mine != null) return miss(mine, from, to, rights, segment);
             wait.awaitDone();
         }
     }
 
-    /**
-     * A registration of {@code [from, to)} joined with every region overlapping it that has the same rights, none of
-     * them remote. Remote regions are never merged: a merge would widen what an rkey already given to a peer
-     * reaches. Adjacent regions are not merged either: a pool of neighbouring buffers would re-register a growing
-     * region once per buffer.
-     */
-    private Pending newPending(long from, long to, int mask) {
-        List<CachedRegion> merging = new ArrayList<>();
-        if ((mask & REMOTE) == 0) {
-            for (CachedRegion r : index.overlapping(from, to)) {
-                if (r.access == mask && !r.isRetired()) {
-                    merging.add(r);
-                    from = Math.min(from, r.start);
-                    to = Math.max(to, r.end);
-                }
-            }
-        }
-        return new Pending(from, to, mask, merging);
-    }
-
     /** Registers a pending range outside the lock, then publishes it and wakes the misses waiting for it. */
     private Registration miss(Pending mine, long from, long to, Set<Access> rights, MemorySegment segment) {
-        RegistrationEvent event = recording() ? RegistrationEvent.begun() : null;
+        RegistrationEvent event = RegistrationEvents.recording() ? RegistrationEvent.begun() : null;
         List<CachedRegion> drop = new ArrayList<>();
         CachedRegion r;
         boolean open;
@@ -225,12 +207,14 @@ public final class RegistrationCache implements AutoCloseable {
             throw t;
         } finally {
             mine.done();
-            CachedRegion.deregister(drop);
+            deregister(drop);
         }
         if (!open) {
             release(r); // the cache closed meanwhile: no one may use the region
             throw closedError();
         }
+        eviction.added(r);
+        if (r.isRetired()) eviction.left(r); // invalidated since it was published
         return new Registration(this, r, segment);
     }
 
@@ -256,7 +240,7 @@ public final class RegistrationCache implements AutoCloseable {
     /** A registration became unreachable unclosed: the tracker gives its user back (and logs the leak). */
     void releaseLeaked(Hold hold) {
         counts.leaks.increment();
-        record("leak", hold.cached);
+        RegistrationEvents.record(name, "leak", hold.cached);
         release(hold.cached);
     }
 
@@ -266,35 +250,46 @@ public final class RegistrationCache implements AutoCloseable {
         if (after == CachedRegion.RETIRED) {
             superseded.remove(r);
             counts.live(r, -1);
+            eviction.left(r);
         } else if (after == 0) {
             counts.unused(r, +1);
-            // Unused regions are a subset of the index: while all of it fits the bounds, no counter need be summed.
-            RegionIndex all = index;
-            if ((all.size() > maxCachedCount || all.bytes() > maxCachedBytes)
-                    && (counts.unusedCount() > maxCachedCount || counts.unusedBytes() > maxCachedBytes)) {
-                trim();
-            }
+            eviction.unused(r);
         }
     }
 
-    /** Evicts the least recently used unused regions until the bounds hold again. */
-    private void trim() {
+    /** Waits until the evictions the policy already chose are done; for tests, whose counters must agree. */
+    void settleEvictions() {
+        eviction.settle();
+    }
+
+    /** What a hit reads now. */
+    RegionIndex index() {
+        return index;
+    }
+
+    /**
+     * Evicts the unused regions {@code pick} retires (under the lock, by {@link CachedRegion#retireIfUnused}: a hit
+     * may take one first) and deregisters them: the {@link Eviction}'s part. Returns how many.
+     *
+     * @throws DestroyFailedException if a deregistration failed
+     */
+    int evict(Function<RegionIndex, List<CachedRegion>> pick) {
         List<CachedRegion> drop = new ArrayList<>();
         lock.lock();
         try {
-            List<CachedRegion> evicted = index.retireLeastRecentlyUsed(maxCachedCount, maxCachedBytes);
-            for (CachedRegion r : evicted) {
+            if (!closed) drop.addAll(pick.apply(index));
+            for (CachedRegion r : drop) {
                 counts.unused(r, -1);
                 counts.live(r, -1); // deregistered as soon as its handle closes
-                record("evict", r);
+                RegistrationEvents.record(name, "evict", r);
             }
-            counts.evictions += evicted.size();
-            drop.addAll(evicted);
-            if (!evicted.isEmpty()) index = index.with(null, evicted);
+            counts.evictions += drop.size();
+            if (!drop.isEmpty()) index = index.with(null, drop);
         } finally {
             lock.unlock();
-            CachedRegion.deregister(drop);
+            deregister(drop);
         }
+        return drop.size();
     }
 
     /**
@@ -319,12 +314,12 @@ public final class RegistrationCache implements AutoCloseable {
             List<CachedRegion> hit = index.overlapping(from, to);
             inUse += withdraw(hit, drop, true);
             counts.invalidations += hit.size();
-            hit.forEach(r -> record("invalidate", r));
+            hit.forEach(r -> RegistrationEvents.record(name, "invalidate", r));
             for (CachedRegion r : superseded) {
                 if (r.start < to && from < r.end && superseded.remove(r)) {
                     drop.add(r);
                     counts.invalidations++;
-                    record("invalidate", r);
+                    RegistrationEvents.record(name, "invalidate", r);
                     if (r.inUse()) inUse++;
                 }
             }
@@ -336,7 +331,7 @@ public final class RegistrationCache implements AutoCloseable {
             }
         } finally {
             lock.unlock();
-            CachedRegion.deregister(drop);
+            deregister(drop);
         }
         return inUse;
     }
@@ -369,17 +364,10 @@ public final class RegistrationCache implements AutoCloseable {
         return inUse;
     }
 
-    /**
-     * Whether JFR is initialized. Checked before the event class is touched: initializing one registers it, which
-     * initializes JFR — about half a second for a JVM that records nothing.
-     */
-    private static boolean recording() {
-        return FlightRecorder.isInitialized();
-    }
-
-    /** A JFR event without a duration: a region left the cache, or a leak was found. */
-    private void record(String action, CachedRegion r) {
-        if (recording()) RegistrationEvent.begun().commit(name, action, r, 0);
+    /** The regions leave the policy and {@link CachedRegion#deregister their handles close}. Outside the lock. */
+    private void deregister(List<CachedRegion> regions) {
+        regions.forEach(eviction::left);
+        CachedRegion.deregister(regions);
     }
 
     private ResourceClosedException closedError() {
@@ -440,8 +428,9 @@ public final class RegistrationCache implements AutoCloseable {
             lock.unlock();
         }
         try {
-            CachedRegion.deregister(drop);
+            deregister(drop);
         } finally {
+            eviction.close();
             resource.close();
         }
     }
@@ -457,6 +446,7 @@ public final class RegistrationCache implements AutoCloseable {
         private Set<Access> access = EnumSet.of(Access.LOCAL_WRITE);
         private long maxCachedBytes = 256L << 20;
         private long maxCachedCount = 1024;
+        private EvictionPolicy eviction = EvictionPolicy.FREQUENCY;
         private String name;
 
         private Builder(ProtectionDomain pd) {
@@ -470,7 +460,7 @@ public final class RegistrationCache implements AutoCloseable {
             return this;
         }
 
-        /** Bytes of unused regions kept registered (default 256 MiB); 0 deregisters each region when released. */
+        /** Bytes of unused regions kept registered (default 256 MiB); 0 deregisters each once released (see the policy). */
         public Builder maxCachedBytes(long bytes) {
             if (bytes < 0) throw new IllegalArgumentException("max cached bytes must be >= 0, was " + bytes);
             this.maxCachedBytes = bytes;
@@ -481,6 +471,12 @@ public final class RegistrationCache implements AutoCloseable {
         public Builder maxCachedCount(long count) {
             if (count < 0) throw new IllegalArgumentException("max cached count must be >= 0, was " + count);
             this.maxCachedCount = count;
+            return this;
+        }
+
+        /** Which unused regions go when they exceed the bounds (default {@link EvictionPolicy#FREQUENCY}). */
+        public Builder eviction(EvictionPolicy policy) {
+            this.eviction = Objects.requireNonNull(policy, "policy");
             return this;
         }
 

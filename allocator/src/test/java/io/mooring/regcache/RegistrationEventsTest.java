@@ -26,7 +26,8 @@ class RegistrationEventsTest {
             recording.enable("io.mooring.Registration").withThreshold(Duration.ZERO);
             recording.start();
             MemorySegment buf = memory.allocate(4 * page, page);
-            try (RegistrationCache cache = RegistrationCache.builder(fx.pd).name("recorded").maxCachedCount(1).build()) {
+            try (RegistrationCache cache = RegistrationCache.builder(fx.pd).name("recorded").maxCachedCount(1)
+                    .eviction(EvictionPolicy.LEAST_RECENTLY_USED).build()) { // evicts as the release returns
                 cache.acquire(buf.asSlice(0, page)).close();          // register [0, 1)
                 cache.acquire(buf.asSlice(0, 10)).close();            // a hit: no event
                 cache.acquire(buf.asSlice(0, 2 * page)).close();      // register [0, 2), merging [0, 1)

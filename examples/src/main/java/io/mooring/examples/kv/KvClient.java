@@ -1,7 +1,11 @@
 package io.mooring.examples.kv;
 
 import io.mooring.allocator.Block;
+import io.mooring.lease.BorrowedLease;
 import io.mooring.lease.InboundMessage;
+import io.mooring.lease.LeaseCache;
+import io.mooring.lease.LeaseEndedException;
+import io.mooring.lease.LeaseLimits;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
@@ -16,27 +20,31 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
  * The client of {@link KvServer}: PUT sends the value in a call; GET reads it with one RDMA READ where the
- * server keeps it, through a lease the server offered on the first GET and that the client keeps until the server
- * replaces the value (then it asks again). One thread; its blocks are its own.
+ * server keeps it, through a lease the server offered on the first GET. The leases live in a {@link LeaseCache}:
+ * at most what the server lets this host hold, the most used kept, each given back before it ends or when the server
+ * replaces its value. One thread calls it; the cache's loads run on the cache's threads while it waits.
  */
 public final class KvClient implements AutoCloseable {
     private static final Duration WAIT = Duration.ofSeconds(10);
 
-    /** A value this client may read where the server keeps it, and a block of its size to read it into. */
-    private record Cached(RemoteSegment value, Block local) {}
-
     private final RdmaSession session;
     private final Block request;
-    private final Map<String, Cached> leased = new HashMap<>();
+    private final LeaseCache<String> leases;
+    /** BUSY replies: the server refused a lease because this host holds its limit. Written by the loads. */
+    private volatile long busy;
 
-    KvClient(RdmaSession session) {
+    /** A client of a server that grants leases within {@code serverLimits}. */
+    KvClient(RdmaSession session, LeaseLimits serverLimits) {
         this.session = session;
-        this.request = session.endpoint().arena().allocate(session.peerMaxMessageSize());
+        // Written by the client's thread (PUTs) and by the cache's loads (GETs), one at a time: shared.
+        this.request = session.endpoint().arena().allocateShared(session.peerMaxMessageSize(), Long.BYTES);
+        this.leases = LeaseCache.<String>builder(session).limits(serverLimits).build(this::offered);
     }
 
     /** Stores {@code value} under {@code key}. */
@@ -48,49 +56,66 @@ public final class KvClient implements AutoCloseable {
         }
         MemorySegment.copy(value, 0, request.segment(), ValueLayout.JAVA_BYTE, 2 + keyLength, value.length);
         byte status = call(2 + keyLength + value.length);
-        forget(key); // the server replaced the value, which revoked our lease of the old one: released off the PUT's path
+        leases.invalidate(key); // the server replaced the value, which revoked our lease of the old one
         if (status != Kv.OK) throw new IllegalStateException("PUT " + key + " refused");
     }
 
     /** The value of {@code key}, or null if there is none. */
     public byte[] get(String key) throws Exception {
-        long deadline = System.nanoTime() + WAIT.toNanos();
+        keyBytes(key); // refused here, not in the cache's load
         while (true) {
-            Cached c = leased.get(key);
-            if (c == null) {
-                byte status = call(2 + encode(Kv.GET, key));
-                if (status == Kv.MISSING) return null;
-                if (status == Kv.BUSY) { // this host holds all the leases the server grants it: give ours back
-                    if (System.nanoTime() - deadline > 0) {
-                        throw new IllegalStateException("GET " + key + ": the server leased this host nothing for " + WAIT);
-                    }
-                    forgetAll();
-                    Thread.sleep(1); // leases of replaced values count until they have ended
-                    continue;
+            try (BorrowedLease value = leases.acquire(key)) { // not released under our READ, even if evicted
+                if (value == null) return null;
+                try (Block local = session.endpoint().arena().allocate(value.segment().length())) {
+                    value.segment().read(local, 0); // the common case: one READ
+                    return local.segment().toArray(ValueLayout.JAVA_BYTE);
                 }
-                RemoteSegment value = session.receiveOffer(WAIT);
-                c = new Cached(value, session.endpoint().arena().allocate(value.length()));
-                leased.put(key, c);
+            } catch (LeaseEndedException revoked) { // replaced meanwhile, even right after the offer: ask again
+                leases.invalidate(key);
             }
-            if (c.value().isUsable()) {
-                try {
-                    c.value().read(c.local(), 0); // the common case: one READ
-                    return c.local().segment().toArray(ValueLayout.JAVA_BYTE);
-                } catch (IllegalStateException revoked) { // replaced meanwhile, even right after the offer
-                }
-            }
-            forget(key); // and ask again
         }
     }
 
+    /**
+     * The cache's load of {@code key}, on its thread: a GET, answered with an offer of the value (null if there is
+     * none). BUSY — the server counts leases of replaced values until their grace is over — is asked again shortly.
+     */
+    private CompletableFuture<RemoteSegment> offered(String key) {
+        try {
+            byte status;
+            for (long waited = 0; (status = call(2 + encode(Kv.GET, key))) == Kv.BUSY; waited++, busy++) {
+                if (waited == WAIT.toMillis()) throw new TimeoutException("GET " + key + ": BUSY for " + WAIT);
+                Thread.sleep(1); // busy has one writer: the loads never overlap, the client's thread waits for each
+            }
+            return CompletableFuture.completedFuture(status == Kv.MISSING ? null : session.receiveOffer(WAIT));
+        } catch (Exception e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** GETs served by a lease already held, of all GETs that found a value or asked for one. */
+    public double leaseHitRatio() {
+        return leases.stats().hitRate();
+    }
+
+    /** BUSY replies so far: loads the server refused because this host held its limit of leases. */
+    public long busyReplies() {
+        return busy;
+    }
+
     private int encode(byte op, String key) {
-        byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        if (k.length > 255) throw new IllegalArgumentException("a key has at most 255 bytes, " + key + " has " + k.length);
+        byte[] k = keyBytes(key);
         MemorySegment m = request.segment();
         m.set(ValueLayout.JAVA_BYTE, 0, op);
         m.set(ValueLayout.JAVA_BYTE, 1, (byte) k.length);
         MemorySegment.copy(k, 0, m, ValueLayout.JAVA_BYTE, 2, k.length);
         return k.length;
+    }
+
+    private static byte[] keyBytes(String key) {
+        byte[] k = key.getBytes(StandardCharsets.UTF_8);
+        if (k.length > 255) throw new IllegalArgumentException("a key has at most 255 bytes, " + key + " has " + k.length);
+        return k;
     }
 
     /** Calls with the request's first {@code length} bytes and returns the reply's status. */
@@ -104,21 +129,9 @@ public final class KvClient implements AutoCloseable {
         }
     }
 
-    private void forget(String key) {
-        Cached c = leased.remove(key);
-        if (c != null) {
-            c.value().closeAsync(); // RELEASE, without waiting for the server's acknowledgement
-            c.local().close();
-        }
-    }
-
-    private void forgetAll() {
-        List.copyOf(leased.keySet()).forEach(this::forget);
-    }
-
     @Override
     public void close() {
-        forgetAll();
+        leases.close();
         request.close();
     }
 
@@ -133,7 +146,7 @@ public final class KvClient implements AutoCloseable {
         try (var kv = Kv.open(device);
              RdmaEndpoint endpoint = RdmaEndpoint.builder(kv.pd(), kv.arena()).build();
              RdmaSession session = endpoint.connect(address).get();
-             KvClient client = new KvClient(session)) {
+             KvClient client = new KvClient(session, LeaseLimits.DEFAULT)) { // what KvServer grants
             var load = new Load(client, keys);
             for (int i = 0; i < keys; i++) load.put("key-" + i);
             for (int i = 0; i < warmup; i++) load.run(50);
@@ -144,7 +157,8 @@ public final class KvClient implements AutoCloseable {
             double seconds = (System.nanoTime() - start) / 1e9;
             return List.of(String.format("client: %d ops in %.2f s, %.0f ops/s, every GET returned the last PUT",
                     ops, seconds, ops / seconds), "client: GET " + percentiles(load.gets),
-                    "client: PUT " + percentiles(load.puts));
+                    "client: PUT " + percentiles(load.puts), String.format("client: leases hit %.1f%% of GETs, "
+                            + "%d BUSY replies", 100 * client.leaseHitRatio(), client.busyReplies()));
         }
     }
 

@@ -105,7 +105,7 @@ class KvTest {
     void getsReturnTheLastPutAndAReplacedValueIsRevokedFromEveryClient() throws Exception {
         try (var cache = new Cache(2)) {
             try (RdmaSession s1 = cache.connect(); RdmaSession s2 = cache.connect();
-                 var alice = new KvClient(s1); var bob = new KvClient(s2)) {
+                 var alice = new KvClient(s1, LeaseLimits.DEFAULT); var bob = new KvClient(s2, LeaseLimits.DEFAULT)) {
                 assertNull(alice.get("k"), "no value yet");
                 alice.put("k", bytes("first"));
                 assertArrayEquals(bytes("first"), alice.get("k"));
@@ -140,7 +140,7 @@ class KvTest {
                 for (int c = 0; c < clients; c++) {
                     var random = new SplittableRandom(c);
                     running.add(threads.submit(() -> {
-                        try (RdmaSession session = cache.connect(); var client = new KvClient(session)) {
+                        try (RdmaSession session = cache.connect(); var client = new KvClient(session, LeaseLimits.DEFAULT)) {
                             for (int i = 0; i < 2_000; i++) {
                                 String key = "key-" + random.nextInt(4);
                                 if (random.nextInt(100) < 30) client.put(key, wholeValue(random.nextLong()));
@@ -156,19 +156,20 @@ class KvTest {
     }
 
     /**
-     * A client reading more keys than the server leases one host (1,024 by default; 8 here) gets them all: the server
-     * answers BUSY instead of ending the session, and the client gives its leases back and asks again.
+     * A client reading more keys than the server leases one host (1,024 by default; 8 here) gets them all, and is never
+     * answered BUSY: its lease cache holds no more than the server grants, giving back the least used first.
      */
     @Test
     void aClientReadingMoreKeysThanTheLeaseLimitKeepsItsSession() throws Exception {
         var d = LeaseLimits.DEFAULT;
         var eight = new LeaseLimits(d.maxBytes(), 8, d.maxDuration(), d.maxLifetime(), d.maxAccess(), d.grace());
-        try (var cache = new Cache(1, eight); RdmaSession session = cache.connect(); var client = new KvClient(session)) {
+        try (var cache = new Cache(1, eight); RdmaSession session = cache.connect(); var client = new KvClient(session, eight)) {
             for (int i = 0; i < 20; i++) client.put("key-" + i, bytes("value " + i));
             for (int round = 0; round < 2; round++) {
                 for (int i = 0; i < 20; i++) assertArrayEquals(bytes("value " + i), client.get("key-" + i));
             }
             assertEquals(null, session.lostReason());
+            assertEquals(0, client.busyReplies(), "the client's lease cache never holds more than the server grants");
         }
     }
 
@@ -179,7 +180,7 @@ class KvTest {
      */
     @Test
     void malformedRequestsAreAnsweredInvalidAndCostNothing() throws Exception {
-        try (var cache = new Cache(1); RdmaSession session = cache.connect(); var client = new KvClient(session)) {
+        try (var cache = new Cache(1); RdmaSession session = cache.connect(); var client = new KvClient(session, LeaseLimits.DEFAULT)) {
             for (byte[] request : List.of(new byte[] {Kv.PUT}, new byte[] {Kv.GET, 9, 'k'}, new byte[] {7, 1, 'k'},
                     new byte[] {Kv.PUT, 1, 'e'}, new byte[] {Kv.GET, 1, 'k', 'v'})) {
                 assertEquals(Kv.INVALID, status(session, request), Arrays.toString(request));
@@ -192,7 +193,7 @@ class KvTest {
     /** A key past 255 bytes (its length is a byte) or a value that fits no message is refused before it is sent. */
     @Test
     void aKeyOrValuePastItsLimitIsRefusedBeforeItIsSent() throws Exception {
-        try (var cache = new Cache(1); RdmaSession session = cache.connect(); var client = new KvClient(session)) {
+        try (var cache = new Cache(1); RdmaSession session = cache.connect(); var client = new KvClient(session, LeaseLimits.DEFAULT)) {
             assertThrows(IllegalArgumentException.class, () -> client.put("k".repeat(256), bytes("v")));
             assertNull(client.get(""), "nothing stored under the key's length taken modulo 256");
             assertThrows(IllegalArgumentException.class, () -> client.get("k".repeat(256)));

@@ -1,0 +1,282 @@
+package io.mooring.lease;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.mooring.allocator.Block;
+import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.Access;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * A requester's {@link LeaseCache} against an owner in the same JVM (soft0 and soft1 over loopback TCP): the loader
+ * has the owner offer a fresh 64-byte block per load, as a key-value server answers a GET, and counts the loads.
+ */
+class LeaseCacheTest {
+    private static final Set<Access> READ = EnumSet.of(Access.REMOTE_READ);
+    /** The owner's limits: a small lease count, so that the bound is reached. */
+    private static final LeaseLimits LIMITS = new LeaseLimits(1 << 20, 8, Duration.ofMinutes(1), Duration.ofHours(1),
+            READ, Duration.ofMillis(100));
+
+    private ResourceGraph graph;
+    private RdmaArena ownerArena;
+    private RdmaArena requesterArena;
+    private RdmaEndpoint ownerEndpoint;
+    private RdmaEndpoint requesterEndpoint;
+    private RdmaSession owner;
+    private RdmaSession requester;
+    /** The block offered for each key's last load, and how many loads each key had. */
+    private final Map<String, Block> offered = new ConcurrentHashMap<>();
+    private final Map<String, AtomicInteger> loads = new ConcurrentHashMap<>();
+    private volatile Duration term = Duration.ofMinutes(1);
+    private volatile long loadDelayMillis;
+    private final ReentrantLock offering = new ReentrantLock();
+
+    @BeforeEach
+    void connect() throws Exception {
+        graph = ResourceGraph.builder().name("lease-cache").build();
+        ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+        ProtectionDomain requesterPd = RdmaDevices.open("soft:soft1", graph).allocateProtectionDomain();
+        ownerArena = arena(ownerPd);
+        requesterArena = arena(requesterPd);
+        ownerEndpoint = RdmaEndpoint.builder(ownerPd, ownerArena).limits(LIMITS).build();
+        requesterEndpoint = RdmaEndpoint.builder(requesterPd, requesterArena).build();
+        try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            var accepted = listener.accept();
+            requester = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            owner = accepted.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    private static RdmaArena arena(ProtectionDomain pd) {
+        return RdmaArena.builder(pd).chunkSize(1 << 20).shards(1)
+                .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
+    }
+
+    @AfterEach
+    void teardown() {
+        offered.values().forEach(Block::close);
+        requester.close();
+        owner.close();
+        requesterEndpoint.close();
+        ownerEndpoint.close();
+        ownerArena.close();
+        requesterArena.close();
+        graph.close();
+        assertEquals(0, graph.liveCount(), graph::dump);
+    }
+
+    /**
+     * The owner offers a fresh block for {@code key}; the requester takes the offer. One load at a time, so that each
+     * takes its own offer.
+     */
+    private CompletableFuture<RemoteSegment> load(String key) {
+        offering.lock();
+        try {
+            return CompletableFuture.completedFuture(offer(key));
+        } catch (Exception e) {
+            return CompletableFuture.failedFuture(e);
+        } finally {
+            offering.unlock();
+        }
+    }
+
+    private RemoteSegment offer(String key) throws Exception {
+        loads.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
+        Thread.sleep(loadDelayMillis); // on the cache's thread: lets concurrent misses pile up
+        Block block = ownerArena.allocate(64);
+        Block old = offered.put(key, block);
+        if (old != null) old.close();
+        owner.offer(block, term, READ);
+        return requester.receiveOffer(Duration.ofSeconds(20));
+    }
+
+    private LeaseCache<String> cache() {
+        return LeaseCache.<String>builder(requester).limits(LIMITS).build(this::load);
+    }
+
+    /** Borrows the segment of {@code key} and gives it back at once. */
+    private static RemoteSegment segment(LeaseCache<String> cache, String key) throws Exception {
+        try (BorrowedLease borrowed = cache.acquire(key)) {
+            return borrowed.segment();
+        }
+    }
+
+    private Lease ownerLease(RemoteSegment s) {
+        return owner.leases().lease(s.leaseId());
+    }
+
+    private int ownerCount() {
+        return ownerEndpoint.usage(InetAddress.getLoopbackAddress()).leases();
+    }
+
+    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, () -> "20 s passed and not: " + what);
+            Thread.sleep(5);
+        }
+    }
+
+    @Test
+    void aSegmentLeavesTheCacheAndIsReleasedBeforeTheOwnersDeadline() throws Exception {
+        term = Duration.ofSeconds(3); // the cache stops handing it out ~2 s before its end (the default margin)
+        try (LeaseCache<String> cache = cache()) {
+            RemoteSegment first = segment(cache, "k");
+            Lease lease = ownerLease(first);
+            assertEquals(EndReason.RELEASED, lease.ended().get(20, TimeUnit.SECONDS),
+                    "the cache released it: the owner did not have to expire it");
+            RemoteSegment second = segment(cache, "k");
+            assertNotEquals(first.leaseId(), second.leaseId(), "a new lease");
+            assertEquals(2, loads.get("k").get());
+        }
+    }
+
+    @Test
+    void anEvictedSegmentIsReleased() throws Exception {
+        List<RemoteSegment> all = new ArrayList<>();
+        try (LeaseCache<String> cache = cache()) {
+            for (int i = 0; i < 20; i++) all.add(segment(cache, "key-" + i));
+            await(() -> ownerCount() <= 7, "the owner counts at most the cache's 7 held segments");
+            long active = all.stream().filter(s -> ownerLease(s) != null && ownerLease(s).isActive()).count();
+            assertEquals(ownerCount(), active);
+            for (RemoteSegment s : all) {
+                Lease lease = ownerLease(s);
+                if (lease == null) assertTrue(!s.isUsable(), s + " released, so not usable");
+            }
+            assertTrue(cache.stats().evictionCount() >= 13, cache.stats()::toString);
+        }
+        await(() -> ownerCount() == 0, "closing the cache released the rest");
+    }
+
+    /**
+     * The owner ends a released lease at once, and an access after that would fail on the NIC and end the session: a
+     * segment the cache lets go (invalidated here, evicted or expired alike) is released only when its borrower is
+     * done with it.
+     */
+    @Test
+    void aBorrowedSegmentIsReleasedOnlyWhenGivenBack() throws Exception {
+        try (LeaseCache<String> cache = cache(); Block local = requesterArena.allocate(64)) {
+            BorrowedLease borrowed = cache.acquire("k");
+            cache.invalidate("k");
+            Lease lease = ownerLease(borrowed.segment());
+            borrowed.segment().read(local, 0); // still leased: the cache let it go, the borrower did not
+            assertTrue(lease.isActive());
+            borrowed.close();
+            assertEquals(EndReason.RELEASED, lease.ended().get(20, TimeUnit.SECONDS));
+            borrowed.close(); // idempotent: the lease is not given back twice
+            assertNotEquals(borrowed.segment().leaseId(), segment(cache, "k").leaseId(), "loaded again");
+        }
+    }
+
+    @Test
+    void aRevokedSegmentIsDroppedAndTheOwnerAskedAgain() throws Exception {
+        try (LeaseCache<String> cache = cache()) {
+            RemoteSegment first = segment(cache, "k");
+            assertSame(first, segment(cache, "k"), "a hit");
+            offered.remove("k").close(); // the owner replaces the value: the lease is revoked, the requester told
+            await(() -> !first.isUsable(), "the requester learnt of the revocation");
+            RemoteSegment second = segment(cache, "k");
+            assertNotEquals(first.leaseId(), second.leaseId());
+            assertTrue(second.isUsable());
+            assertEquals(2, loads.get("k").get());
+        }
+    }
+
+    @Test
+    void aRevokedSegmentLeavesTheCacheAtOnce() throws Exception {
+        try (LeaseCache<String> cache = cache()) {
+            segment(cache, "k");
+            assertEquals(1, cache.estimatedSize());
+            offered.remove("k").close(); // the owner revokes; nobody asks the cache for "k" again
+            await(() -> cache.estimatedSize() == 0, "the revoked segment left the cache without a lookup");
+        }
+    }
+
+    @Test
+    void concurrentMissesOfOneKeyLoadItOnce() throws Exception {
+        loadDelayMillis = 50;
+        int tasks = 200;
+        var start = new CountDownLatch(1);
+        var got = ConcurrentHashMap.<Long>newKeySet();
+        try (LeaseCache<String> cache = cache(); var threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<CompletableFuture<Void>> done = new ArrayList<>();
+            for (int t = 0; t < tasks; t++) {
+                done.add(CompletableFuture.runAsync(() -> {
+                    try {
+                        start.await();
+                        got.add(segment(cache, "hot").leaseId());
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }, threads));
+            }
+            start.countDown();
+            CompletableFuture.allOf(done.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+            assertEquals(1, got.size(), "every task got the same lease");
+            assertEquals(1, loads.get("hot").get(), "the owner was asked once");
+            assertEquals(1, cache.stats().missCount());
+            assertEquals(tasks - 1, cache.stats().hitCount());
+        }
+    }
+
+    /**
+     * Many tasks read many more keys than the owner lets this host hold — while the owner replaces values, revoking
+     * leases the cache holds, or not: the owner never counts more than its limit and never refuses a lease.
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void theOwnerNeverRefusesALease(boolean revoking) throws Exception {
+        var peak = new AtomicInteger();
+        try (LeaseCache<String> cache = cache(); var threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<CompletableFuture<Void>> done = new ArrayList<>();
+            for (int t = 0; t < 8; t++) {
+                int task = t;
+                done.add(CompletableFuture.runAsync(() -> {
+                    try {
+                        for (int i = 0; i < 40; i++) {
+                            String key = "key-" + (task * 7 + i) % 50;
+                            try (BorrowedLease s = cache.acquire(key)) {
+                                assertEquals(64, s.segment().length());
+                            }
+                            peak.accumulateAndGet(ownerCount(), Math::max);
+                            Block b = offered.get(key);
+                            if (revoking && i % 10 == 0 && b != null && offered.remove(key, b)) b.close();
+                        }
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }, threads));
+            }
+            CompletableFuture.allOf(done.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+            assertTrue(peak.get() <= LIMITS.maxLeases(), "the owner counted " + peak.get());
+            assertEquals(0, owner.leases().stats().refused(), "no lease refused");
+            assertTrue(cache.stats().evictionCount() > 0, cache.stats()::toString);
+        }
+    }
+}
