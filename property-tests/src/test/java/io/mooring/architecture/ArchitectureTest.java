@@ -60,7 +60,6 @@ class ArchitectureTest {
             "io.mooring.verbs.CompletionQueue#newFuture");
     static final Set<String> PENDING_TIMEOUT = Set.of(
             "io.mooring.lease.RdmaSession#receive",
-            "io.mooring.lease.RdmaSession#call",
             "io.mooring.lease.RdmaSession#receiveWriteImm",
             "io.mooring.lease.RdmaSession#receiveOffer",
             "io.mooring.verbs.CompletionQueue#await");
