@@ -298,7 +298,7 @@ public final class LeaseCache<K> implements AutoCloseable {
          * A cache that asks {@code loader} for a key's segment: typically a request to the peer whose answer is an
          * offer ({@link RdmaSession#receiveOfferAsync()}) or {@link RdmaSession#requestRemoteAsync}. It runs on a
          * virtual thread of the cache's and may block; the future it returns may fail, or complete with null for a key
-         * the peer has nothing for: nothing is cached then, and {@link LeaseCache#get} returns null (no warning is
+         * the peer has nothing for: nothing is cached then, and {@link LeaseCache#acquire} returns null (no warning is
          * logged, as Caffeine does for a failed load).
          */
         public LeaseCache<K> build(Function<? super K, CompletableFuture<RemoteSegment>> loader) {
