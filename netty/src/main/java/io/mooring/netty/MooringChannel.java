@@ -185,7 +185,7 @@ public final class MooringChannel extends AbstractChannel {
                 continue;
             }
             int length = Math.min(readable, s.peerMaxMessageSize());
-            ByteBuf message = asMessage(buf, length);
+            ByteBuf message = asMessage(buf, length, s);
             CompletableFuture<WorkCompletion> sent;
             try {
                 sent = s.sendAsync(MooringBuffers.blockOf(message), length);
@@ -203,11 +203,13 @@ public final class MooringChannel extends AbstractChannel {
     }
 
     /**
-     * The buffer to post for the next {@code length} bytes of {@code buf}: itself (retained) if those are all its bytes
-     * and start its block, else a registered copy.
+     * The buffer to post for the next {@code length} bytes of {@code buf}: itself (retained) if those are all its bytes,
+     * start its block and lie in memory registered with the session's protection domain (another's key is refused by
+     * the NIC, and the QP breaks); else a registered copy.
      */
-    private ByteBuf asMessage(ByteBuf buf, int length) {
+    private ByteBuf asMessage(ByteBuf buf, int length, RdmaSession s) {
         if (length == buf.readableBytes() && MooringBuffers.isRegistered(buf)
+                && MooringBuffers.region(buf).pd() == s.endpoint().pd()
                 && MooringBuffers.regionOffset(buf, buf.readerIndex()) == MooringBuffers.blockOf(buf).regionOffset()) {
             return buf.retain();
         }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -52,8 +53,16 @@ class MooringTransportTest {
     @Test
     void echoesAMebibyteOfRandomWritesInOrder() throws Exception {
         Channel server = bindEcho();
-        echo(server, 1 << 20, new Random(1));
+        echo(server, 1 << 20, new Random(1), null);
         assertTrue(allReceivedRegistered.get(), "the server read buffers that were not registered memory");
+        server.close().sync();
+    }
+
+    @Test
+    void registeredBuffersOfAnotherProtectionDomainAreCopied() throws Exception {
+        // The client's writes come from the server's arena: registered, but not where the client's NIC may read.
+        Channel server = bindEcho();
+        echo(server, 256 << 10, new Random(2), new MooringByteBufAllocator(f.server.arena));
         server.close().sync();
     }
 
@@ -65,7 +74,7 @@ class MooringTransportTest {
             long seed = i;
             clients.add(CompletableFuture.runAsync(() -> {
                 try {
-                    echo(server, 128 << 10, new Random(seed));
+                    echo(server, 128 << 10, new Random(seed), null);
                 } catch (Exception e) {
                     throw new AssertionError(e);
                 }
@@ -178,12 +187,17 @@ class MooringTransportTest {
         return f.clientBootstrap(handler).connect(server.localAddress());
     }
 
-    /** Sends {@code bytes} in random writes — heap and registered buffers, small and above a message — and checks the echo. */
-    private void echo(Channel server, int bytes, Random random) throws Exception {
+    /**
+     * Sends {@code bytes} in random writes — heap and direct buffers of {@code allocator} (null: the channel's own),
+     * small and above a message — and checks the echo.
+     */
+    private void echo(Channel server, int bytes, Random random, ByteBufAllocator allocator) throws Exception {
         byte[] sent = new byte[bytes];
         random.nextBytes(sent);
         var received = new Received(bytes);
-        Channel client = connect(server, received).sync().channel();
+        var bootstrap = f.clientBootstrap(received);
+        if (allocator != null) bootstrap.option(ChannelOption.ALLOCATOR, allocator);
+        Channel client = bootstrap.connect(server.localAddress()).sync().channel();
         for (int at = 0; at < bytes; ) {
             int n = Math.min(bytes - at, 1 + random.nextInt(random.nextBoolean() ? 100 : 20_000));
             ByteBuf buf = random.nextBoolean() ? Unpooled.copiedBuffer(sent, at, n)
