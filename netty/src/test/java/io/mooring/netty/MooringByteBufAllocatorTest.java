@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.MemoryRegion;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -204,6 +205,6 @@ class MooringByteBufAllocatorTest {
         RdmaArena other = RdmaArena.builder(f.context.allocateProtectionDomain()).chunkSize(1 << 20).build();
         var allocator = new MooringByteBufAllocator(other);
         other.close();
-        assertThrows(IllegalStateException.class, () -> allocator.directBuffer(8));
+        assertThrows(ResourceClosedException.class, () -> allocator.directBuffer(8)); // the arena's own typed error
     }
 }

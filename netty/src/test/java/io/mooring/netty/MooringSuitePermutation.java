@@ -13,6 +13,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.testsuite.transport.TestsuitePermutation;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -56,6 +57,10 @@ final class MooringSuitePermutation {
                 return new Bootstrap().group(CLIENT.group).channel(MooringChannel.class);
             }
         });
+    }
+
+    static List<BootstrapFactory<Bootstrap>> clientSocket() {
+        return List.of(() -> new Bootstrap().group(CLIENT.group).channel(MooringChannel.class));
     }
 
     static List<ByteBufAllocator> allocators() {

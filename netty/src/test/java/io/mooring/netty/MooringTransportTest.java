@@ -122,8 +122,13 @@ class MooringTransportTest {
     void optionsThatDoNotApplyAreRefusedByName() throws Exception {
         Channel server = bindEcho();
         var e = assertThrows(UnsupportedOperationException.class,
-                () -> server.config().setOption(ChannelOption.TCP_NODELAY, true));
-        assertTrue(e.getMessage().contains("TCP_NODELAY"), e.getMessage());
+                () -> server.config().setOption(ChannelOption.SO_RCVBUF, 1 << 20));
+        assertTrue(e.getMessage().contains("SO_RCVBUF"), e.getMessage());
+        e = assertThrows(UnsupportedOperationException.class,
+                () -> server.config().setOption(ChannelOption.TCP_NODELAY, false)); // a session never delays a message
+        assertTrue(e.getMessage().contains("TCP_NODELAY = false"), e.getMessage());
+        assertTrue(server.config().setOption(ChannelOption.TCP_NODELAY, true)); // what a session does anyway
+        assertTrue(server.config().getOption(ChannelOption.TCP_NODELAY));
         assertTrue(server.config().setOption(ChannelOption.AUTO_READ, true)); // Netty's own options apply
         server.close().sync();
     }
