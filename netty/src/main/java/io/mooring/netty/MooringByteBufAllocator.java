@@ -75,6 +75,11 @@ public final class MooringByteBufAllocator extends AbstractByteBufAllocator {
         return true;
     }
 
+    /** A buffer owning {@code received}, a block a peer's message was written into, holding its {@code length} bytes. */
+    ByteBuf wrap(Block received, int length) {
+        return toLeakAwareBuffer(new RegisteredByteBuf(this, received, length));
+    }
+
     /** A block for a buffer of {@code capacity} bytes; one byte at least, so that even an empty buffer has keys. */
     Block allocateBlock(int capacity) {
         Block b = arena.allocate(Math.max(1, capacity));

@@ -64,6 +64,17 @@ final class RegisteredByteBuf extends AbstractByteBuf {
         REF_CNT.set(this, 1); // a plain store, as Netty's own buffers: publishing the buffer orders it
     }
 
+    /** A buffer over {@code b}, which it now owns, holding its first {@code length} bytes (a received message). */
+    RegisteredByteBuf(MooringByteBufAllocator alloc, Block b, int length) {
+        super(Integer.MAX_VALUE);
+        this.alloc = alloc;
+        this.block = b;
+        this.address = b.address();
+        this.capacity = (int) Math.min(Integer.MAX_VALUE, b.size());
+        writerIndex(length);
+        REF_CNT.set(this, 1);
+    }
+
     /** The block under the buffer; throws as any access does once the buffer is released (also by a racing release). */
     Block block() {
         ensureAccessible();

@@ -40,6 +40,11 @@ final class BufferFixture {
      * by the arena's collector within milliseconds; fails after a generous 20 s with the arena's counts.
      */
     void awaitAllBlocksBack() throws InterruptedException {
+        awaitAllBlocksBack(arena);
+    }
+
+    /** {@link #awaitAllBlocksBack()} of any arena. */
+    static void awaitAllBlocksBack(RdmaArena arena) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (true) {
             arena.flushThreadCaches();

@@ -1,0 +1,307 @@
+package io.mooring.netty;
+
+import io.mooring.lease.InboundMessage;
+import io.mooring.lease.RdmaSession;
+import io.mooring.lease.SessionLostException;
+import io.mooring.verbs.WorkCompletion;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.AbstractChannel;
+import io.netty.channel.ChannelConfig;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.ConnectTimeoutException;
+import io.netty.channel.EventLoop;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.ConnectionPendingException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A Netty channel over one {@link RdmaSession}: an ordered byte stream, as a TCP socket channel is. A {@link ByteBuf}
+ * written goes out as one or more messages of at most the peer's maximum message size, in write order: a buffer of a
+ * {@link MooringByteBufAllocator} (the channel's default allocator) whose bytes start its block is sent as it is, any
+ * other is copied once into a registered buffer. Each message received goes up the pipeline as a buffer over the very
+ * block the NIC wrote; the pipeline's release gives the block back to the arena. Only {@link ByteBuf}s are written.
+ *
+ * <p>Connect by {@link InetSocketAddress} to a {@link MooringServerChannel}'s bound address (the endpoint's bootstrap);
+ * {@code CONNECT_TIMEOUT_MILLIS} bounds it. Back-pressure: at most {@value #MAX_IN_FLIGHT} messages are handed to the
+ * session at once — those beyond the peer's credits wait there — and the rest stays in the outbound buffer, whose
+ * water marks turn the channel unwritable; a peer that reads nothing so stops the writer. With auto-read off, nothing
+ * is taken from the session until {@code read()}, so the peer gets no credit back. The peer's close ends the input
+ * and closes the channel (no half-closure yet); closing it here closes the session off the loop.
+ *
+ * <p>Completions come on the endpoint's dispatcher thread and are handed to the channel's loop as tasks; the loop
+ * never waits for the session.
+ */
+public final class MooringChannel extends AbstractChannel {
+    /** Messages handed to the session and not yet sent, at most. */
+    static final int MAX_IN_FLIGHT = 32;
+    private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
+
+    private final MooringChannelConfig config;
+    private final LoopPlace place;
+    private volatile RdmaSession session;
+    private volatile boolean open = true;
+    // the loop's thread only
+    private boolean receiving;
+    private int inFlight;
+    private ChannelPromise connecting;
+    private ScheduledFuture<?> connectTimeout;
+
+    /** A channel to connect (what {@code Bootstrap.channel(MooringChannel.class)} makes). */
+    public MooringChannel() {
+        this(null, null);
+    }
+
+    /** A channel over a session {@code parent} accepted. */
+    MooringChannel(MooringServerChannel parent, RdmaSession session) {
+        super(parent);
+        this.session = session;
+        this.config = new MooringChannelConfig(this);
+        this.place = new LoopPlace(this);
+    }
+
+    @Override
+    public MooringServerChannel parent() {
+        return (MooringServerChannel) super.parent();
+    }
+
+    @Override
+    public ChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return open;
+    }
+
+    @Override
+    public boolean isActive() {
+        return open && session != null;
+    }
+
+    @Override
+    public ChannelMetadata metadata() {
+        return METADATA;
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new MooringUnsafe();
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return LoopPlace.fits(loop);
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        place.register(promise, config);
+    }
+
+    @Override
+    protected void doDeregister() {
+        place.deregister();
+    }
+
+    /** The server's bound address for an accepted channel; null for a connected one (the endpoint has none). */
+    @Override
+    protected SocketAddress localAddress0() {
+        return parent() != null ? parent().localAddress() : null;
+    }
+
+    @Override
+    protected SocketAddress remoteAddress0() {
+        RdmaSession s = session;
+        return s == null ? null : s.peerAddress();
+    }
+
+    /** @throws UnsupportedOperationException always: a session starts from the endpoint, not a bound address */
+    @Override
+    protected void doBind(SocketAddress local) {
+        throw new UnsupportedOperationException("a MooringChannel connects from its endpoint and binds to no address ("
+                + local + "): bind a MooringServerChannel to accept sessions");
+    }
+
+    @Override
+    protected void doDisconnect() {
+        doClose();
+    }
+
+    @Override
+    protected void doClose() {
+        open = false;
+        if (connecting != null) endConnect().tryFailure(new IOException("the channel was closed while connecting"));
+        RdmaSession s = session;
+        if (s != null) s.closeAsync(); // revokes, flushes and tears down on a thread of its own
+    }
+
+    // ---- reading ------------------------------------------------------------------------------------------------
+
+    @Override
+    protected void doBeginRead() {
+        RdmaSession s = session;
+        if (receiving || !open || s == null) return;
+        receiving = true;
+        place.whenDone(s::receiveAsync, this::received, InboundMessage::close);
+    }
+
+    private void received(InboundMessage m, Throwable error) {
+        receiving = false;
+        if (error != null) {
+            if (open && !(error instanceof SessionLostException)) pipeline().fireExceptionCaught(error);
+            if (open) unsafe().close(unsafe().voidPromise()); // the peer closed, or the session broke: the input ends
+            return;
+        }
+        if (!open) {
+            m.close();
+            return;
+        }
+        pipeline().fireChannelRead(place.transport().allocator().wrap(m.block(), m.length()));
+        pipeline().fireChannelReadComplete();
+        if (config.isAutoRead()) doBeginRead();
+    }
+
+    // ---- writing ------------------------------------------------------------------------------------------------
+
+    @Override
+    protected void doWrite(ChannelOutboundBuffer in) throws IOException {
+        RdmaSession s = session;
+        while (inFlight < MAX_IN_FLIGHT) {
+            Object msg = in.current();
+            if (msg == null) return;
+            ByteBuf buf = (ByteBuf) msg;
+            int readable = buf.readableBytes();
+            if (readable == 0) {
+                in.remove();
+                continue;
+            }
+            int length = Math.min(readable, s.peerMaxMessageSize());
+            ByteBuf message = asMessage(buf, length, s);
+            CompletableFuture<WorkCompletion> sent;
+            try {
+                sent = s.sendAsync(MooringBuffers.blockOf(message), length);
+            } catch (RuntimeException e) {
+                message.release();
+                throw new IOException("sending to " + s.peerAddress() + " failed: " + e.getMessage(), e);
+            }
+            inFlight++;
+            in.removeBytes(length);
+            sent.whenComplete((wc, e) -> {
+                message.release(); // any thread: the buffer's block goes back to the arena
+                place.execute(() -> sent(e), () -> { });
+            });
+        }
+    }
+
+    /**
+     * The buffer to post for the next {@code length} bytes of {@code buf}: itself (retained) if those are all its bytes,
+     * start its block and lie in memory registered with the session's protection domain (another's key is refused by
+     * the NIC, and the QP breaks); else a registered copy.
+     */
+    private ByteBuf asMessage(ByteBuf buf, int length, RdmaSession s) {
+        if (length == buf.readableBytes() && MooringBuffers.isRegistered(buf)
+                && MooringBuffers.region(buf).pd() == s.endpoint().pd()
+                && MooringBuffers.regionOffset(buf, buf.readerIndex()) == MooringBuffers.blockOf(buf).regionOffset()) {
+            return buf.retain();
+        }
+        return place.transport().allocator().directBuffer(length, length).writeBytes(buf, buf.readerIndex(), length);
+    }
+
+    private void sent(Throwable error) {
+        inFlight--;
+        if (!open) return;
+        if (error != null) {
+            pipeline().fireExceptionCaught(error instanceof CompletionException ? error.getCause() : error);
+            unsafe().close(unsafe().voidPromise());
+            return;
+        }
+        ChannelOutboundBuffer out = unsafe().outboundBuffer();
+        if (out != null && !out.isEmpty()) ((MooringUnsafe) unsafe()).flush0();
+    }
+
+    @Override
+    protected Object filterOutboundMessage(Object msg) {
+        if (msg instanceof ByteBuf) return msg;
+        throw new UnsupportedOperationException("a MooringChannel writes ByteBufs, not " + msg.getClass().getName());
+    }
+
+    // ---- connecting ---------------------------------------------------------------------------------------------
+
+    private void connected(ChannelPromise promise, InetSocketAddress peer, RdmaSession s, Throwable error) {
+        if (connecting != promise) { // timed out or closed meanwhile
+            if (s != null) s.closeAsync();
+            return;
+        }
+        if (error != null) {
+            failConnect(((MooringUnsafe) unsafe()).annotate(error, peer));
+            return;
+        }
+        endConnect();
+        session = s;
+        promise.trySuccess();
+        pipeline().fireChannelActive(); // reads at once if auto-read
+    }
+
+    private void failConnect(Throwable cause) {
+        endConnect().tryFailure(cause);
+        unsafe().close(unsafe().voidPromise()); // no session was made: the channel has nothing more to do
+    }
+
+    /** The connect under way is over: its promise, to complete. */
+    private ChannelPromise endConnect() {
+        ChannelPromise promise = connecting;
+        connecting = null;
+        if (connectTimeout != null) connectTimeout.cancel(false);
+        connectTimeout = null;
+        return promise;
+    }
+
+    private final class MooringUnsafe extends AbstractUnsafe {
+        @Override
+        public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
+            if (!promise.setUncancellable() || !ensureOpen(promise)) return;
+            if (session != null) {
+                promise.setFailure(new AlreadyConnectedException());
+            } else if (connecting != null) {
+                promise.setFailure(new ConnectionPendingException());
+            } else if (local != null) {
+                promise.setFailure(new UnsupportedOperationException("a MooringChannel connects from its endpoint and"
+                        + " binds to no local address (" + local + ")"));
+            } else if (!(remote instanceof InetSocketAddress peer)) {
+                promise.setFailure(new IllegalArgumentException("a MooringChannel connects to an InetSocketAddress"
+                        + " (a MooringServerChannel's bound address), not " + remote));
+            } else {
+                connecting = promise;
+                long millis = config.getConnectTimeoutMillis();
+                if (millis > 0) {
+                    connectTimeout = eventLoop().schedule(() -> {
+                        if (connecting == promise) {
+                            failConnect(new ConnectTimeoutException("connecting to " + peer + " timed out after "
+                                    + millis + " ms"));
+                        }
+                    }, millis, TimeUnit.MILLISECONDS);
+                }
+                place.whenDone(() -> place.transport().endpoint().connect(peer),
+                        (s, e) -> connected(promise, peer, s, e), RdmaSession::closeAsync);
+            }
+        }
+
+        Throwable annotate(Throwable cause, SocketAddress peer) {
+            return annotateConnectException(cause, peer);
+        }
+
+        @Override
+        protected void flush0() {
+            super.flush0();
+        }
+    }
+}

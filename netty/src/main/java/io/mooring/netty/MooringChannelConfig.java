@@ -1,0 +1,67 @@
+package io.mooring.netty;
+
+import io.mooring.lease.RdmaListener;
+import io.mooring.netty.MooringIoHandler.Transport;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelConfig;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.DefaultChannelConfig;
+import java.util.Map;
+import java.util.function.Predicate;
+
+/**
+ * A Mooring channel's configuration: Netty's generic options (auto-read, water marks, connect timeout, allocator...),
+ * the socket options a session meets as it is, and a clear error for any other — {@code SO_RCVBUF}, {@code SO_LINGER} or
+ * {@code TCP_FASTOPEN} have no meaning on a session. Unless the application picks an allocator, buffers come from a {@link MooringByteBufAllocator} over the
+ * endpoint's arena, so what the pipeline writes is registered already and is sent without a copy.
+ */
+final class MooringChannelConfig extends DefaultChannelConfig {
+    private volatile ByteBufAllocator chosen; // the application's ALLOCATOR, or null
+
+    MooringChannelConfig(Channel channel) {
+        super(channel);
+    }
+
+    /** The channel was registered on a loop of {@code transport}: its allocator is the default. */
+    void useTransport(Transport transport) {
+        if (chosen == null) super.setAllocator(transport.allocator());
+    }
+
+    @Override
+    public ChannelConfig setAllocator(ByteBufAllocator allocator) {
+        chosen = allocator;
+        return super.setAllocator(allocator);
+    }
+
+    /**
+     * Takes Netty's generic options, and the socket options whose intent a session meets already — {@code TCP_NODELAY}
+     * true (a message is posted at once), {@code SO_KEEPALIVE} true (the session watches its peer), {@code SO_BACKLOG}
+     * (a hint, as for the kernel: the listener holds {@value RdmaListener#BACKLOG} sessions), {@code ALLOW_HALF_CLOSURE}
+     * false — so that applications setting them run unchanged.
+     *
+     * @throws UnsupportedOperationException for an option, or a value, that does not apply to a Mooring channel
+     */
+    @Override
+    public <T> boolean setOption(ChannelOption<T> option, T value) {
+        if (super.setOption(option, value) || MET_BY_A_SESSION.getOrDefault(option, v -> false).test(value)) return true;
+        throw new UnsupportedOperationException("ChannelOption " + option + " = " + value + " does not apply to a"
+                + " Mooring channel (a session over RDMA, not a socket); it takes " + getOptions().keySet() + " and "
+                + MET_BY_A_SESSION.keySet() + " as a session behaves");
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public <T> T getOption(ChannelOption<T> option) {
+        if (option == ChannelOption.TCP_NODELAY || option == ChannelOption.SO_KEEPALIVE) return (T) Boolean.TRUE;
+        if (option == ChannelOption.SO_BACKLOG) return (T) Integer.valueOf(RdmaListener.BACKLOG);
+        if (option == ChannelOption.ALLOW_HALF_CLOSURE) return (T) Boolean.FALSE;
+        return super.getOption(option);
+    }
+
+    private static final Map<ChannelOption<?>, Predicate<Object>> MET_BY_A_SESSION = Map.of(
+            ChannelOption.TCP_NODELAY, Boolean.TRUE::equals,
+            ChannelOption.SO_KEEPALIVE, Boolean.TRUE::equals,
+            ChannelOption.SO_BACKLOG, v -> v instanceof Integer n && n > 0,
+            ChannelOption.ALLOW_HALF_CLOSURE, Boolean.FALSE::equals);
+}

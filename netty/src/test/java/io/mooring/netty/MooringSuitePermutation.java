@@ -1,0 +1,71 @@
+package io.mooring.netty;
+
+import io.mooring.allocator.RdmaArena;
+import io.mooring.lease.RdmaEndpoint;
+import io.mooring.lifecycle.ResourceGraph;
+import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.RdmaDevices;
+import io.mooring.verbs.values.Access;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.testsuite.transport.TestsuitePermutation;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
+import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+
+/**
+ * Netty's transport testsuite on the Mooring transport, as the epoll and io_uring transports plug in: one combination
+ * of a server and a client bootstrap, each side an endpoint of its own on a soft device with a group over it, made once
+ * for the whole run (as Netty's own permutations share their groups) and left to the JVM's end. The allocators are
+ * Netty's (heap and direct: copied once when written) plus a {@link MooringByteBufAllocator} over the client's arena
+ * (posted as they are where the protection domain allows).
+ */
+final class MooringSuitePermutation {
+    private static final ResourceGraph GRAPH = ResourceGraph.builder().name("netty-testsuite").build();
+    private static final Side SERVER = new Side();
+    private static final Side CLIENT = new Side();
+
+    private MooringSuitePermutation() {}
+
+    private static final class Side {
+        final RdmaEndpoint endpoint;
+        final EventLoopGroup group;
+
+        Side() {
+            ProtectionDomain pd = RdmaDevices.open("soft:soft0", GRAPH).allocateProtectionDomain();
+            RdmaArena arena = RdmaArena.builder(pd).chunkSize(4 << 20)
+                    .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
+            endpoint = RdmaEndpoint.builder(pd, arena).build();
+            group = new MultiThreadIoEventLoopGroup(2, MooringIoHandler.newFactory(endpoint));
+        }
+    }
+
+    static List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> socket() {
+        return List.of(new BootstrapComboFactory<>() {
+            @Override
+            public ServerBootstrap newServerInstance() {
+                return new ServerBootstrap().group(SERVER.group).channel(MooringServerChannel.class);
+            }
+
+            @Override
+            public Bootstrap newClientInstance() {
+                return new Bootstrap().group(CLIENT.group).channel(MooringChannel.class);
+            }
+        });
+    }
+
+    static List<BootstrapFactory<Bootstrap>> clientSocket() {
+        return List.of(() -> new Bootstrap().group(CLIENT.group).channel(MooringChannel.class));
+    }
+
+    static List<ByteBufAllocator> allocators() {
+        var all = new ArrayList<>(TestsuitePermutation.allocator());
+        all.add(new MooringByteBufAllocator(CLIENT.endpoint.arena()));
+        return all;
+    }
+}
