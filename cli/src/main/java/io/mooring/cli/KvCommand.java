@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.net.BindException;
 import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import picocli.CommandLine.Command;
@@ -56,6 +57,9 @@ final class KvCommand extends DeviceCommand {
     @Option(names = "--ops", paramLabel = "N", defaultValue = "20000",
             description = "client: timed operations (90%% GET)")
     private int ops;
+    @Option(names = "--handshake-timeout", paramLabel = "SECONDS", defaultValue = "10",
+            description = "how long a session's handshake may take, 1 to 3600 (more on a slow or emulated CPU)")
+    private int handshakeSeconds;
 
     @Override
     public Integer call() throws Exception {
@@ -64,6 +68,8 @@ final class KvCommand extends DeviceCommand {
         Usage.within(spec, "--ops", ops, 1, 100_000_000);
         Usage.within(spec, "--port", port, 0, 65535);
         Usage.within(spec, "--sessions", sessions, 0, 1_000_000);
+        Usage.within(spec, "--handshake-timeout", handshakeSeconds, 1, 3600);
+        Duration handshakeTimeout = Duration.ofSeconds(handshakeSeconds);
         if (role == Role.CLIENT && connect == null) throw Usage.error(spec, "--role client needs --connect HOST:PORT");
         PrintStream out = out();
         PrintStream err = err();
@@ -78,10 +84,10 @@ final class KvCommand extends DeviceCommand {
         String server = connect == null ? "the server" : connect.getHostString() + ":" + connect.getPort();
         try {
             switch (role) {
-                case SERVER -> KvServer.run(name, port, sessions);
-                case CLIENT -> KvClient.run(name, server, keys, warmup, ops).forEach(out::println);
+                case SERVER -> KvServer.run(name, port, sessions, handshakeTimeout);
+                case CLIENT -> KvClient.run(name, server, keys, warmup, ops, handshakeTimeout).forEach(out::println);
                 case BOTH -> {
-                    return both(device.provider(), name, out, err);
+                    return both(device.provider(), name, handshakeTimeout, out, err);
                 }
             }
             return 0;
@@ -96,12 +102,14 @@ final class KvCommand extends DeviceCommand {
     }
 
     /** Starts a server process for one client, runs the client here, and relays the server's lines. */
-    private int both(String provider, String device, PrintStream out, PrintStream err) throws Exception {
+    private int both(String provider, String device, Duration handshakeTimeout, PrintStream out, PrintStream err)
+            throws Exception {
         try (var server = ListeningProcess.start("server", out, "kv", "--role", "server", "--port", "0",
-                "--sessions", "1", "--provider", provider)) {
+                "--sessions", "1", "--provider", provider, "--handshake-timeout", String.valueOf(handshakeSeconds))) {
             out.println("kv on " + device + ": " + keys + " keys, " + warmup + " warm-up and " + ops
                     + " timed operations (90% GET, 10% PUT)");
-            KvClient.run(device, "127.0.0.1:" + server.port(), keys, warmup, ops).forEach(out::println);
+            KvClient.run(device, "127.0.0.1:" + server.port(), keys, warmup, ops, handshakeTimeout)
+                    .forEach(out::println);
             int status = server.finish();
             if (status < 0) err.println("mooring kv: the server did not finish");
             return status < 0 ? 1 : status;

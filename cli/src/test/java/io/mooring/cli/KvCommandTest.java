@@ -20,7 +20,8 @@ class KvCommandTest {
     void theCacheServesAClientInAnotherProcessAndLeaksNothing() throws Exception {
         var bytes = new ByteArrayOutputStream();
         var out = new PrintStream(bytes, true, StandardCharsets.UTF_8);
-        int status = Main.run(new String[] {"kv", "--provider", "soft", "--keys", "16", "--warmup", "500", "--ops", "2000"}, out,
+        int status = Main.run(new String[] {"kv", "--provider", "soft", "--keys", "16", "--warmup", "500", "--ops", "2000",
+                "--handshake-timeout", "30"}, out,
                 System.err);
         String text = bytes.toString(StandardCharsets.UTF_8);
         assertEquals(0, status, text);
@@ -37,7 +38,8 @@ class KvCommandTest {
         "--role client --connect host:0   | Invalid value for option '--connect': 'host:0' needs a port from 1 to 65535, not '0'",
         "--role client --connect 5000     | Invalid value for option '--connect': '5000' is not HOST:PORT",
         "--role proxy                     | Invalid value for option '--role': 'proxy' is not one of both, server, client",
-        "--keys 0                         | Invalid value for option '--keys': 0 is not from 1 to 100000"})
+        "--keys 0                         | Invalid value for option '--keys': 0 is not from 1 to 100000",
+        "--handshake-timeout 0            | Invalid value for option '--handshake-timeout': 0 is not from 1 to 3600"})
     void aBadServerAddressIsAUsageError(String args, String message) throws Exception {
         Run run = Run.of(("kv " + args.strip()).split(" +"));
         assertEquals(2, run.status(), run::toString);
@@ -66,7 +68,8 @@ class KvCommandTest {
         PingPongTest.assertOptions(run.out(), Map.of("--provider=PROVIDER", "(default: the mooring.provider property",
                 "--role=ROLE", "Default: both", "--port=PORT", "Default: 0", "--sessions=N", "Default: 0",
                 "--connect=HOST:PORT", "needed with --role client", "--keys=N", "Default: 64",
-                "--warmup=N", "Default: 20000", "--ops=N", "(90% GET) Default: 20000"));
+                "--warmup=N", "Default: 20000", "--ops=N", "(90% GET) Default: 20000",
+                "--handshake-timeout=SECONDS", "Default: 10"));
     }
 
     @Test

@@ -127,7 +127,7 @@ class PingPongTest {
      * with the text expected in its description: its default, where it has one.
      */
     static void assertOptions(String help, Map<String, String> expected) {
-        Matcher option = Pattern.compile("(?m)^ +(-h, )?(--\\S+) +(.*(\\n {20,}\\S.*)*)").matcher(help);
+        Matcher option = Pattern.compile("(?m)^ +(-h, )?(--\\S+)\\s+(.*(\\n {20,}\\S.*)*)").matcher(help);
         Map<String, String> found = new HashMap<>();
         while (option.find()) found.put(option.group(2), option.group(3).replaceAll("\\s+", " "));
         assertEquals("prints this help and exits", found.remove("--help"), help);

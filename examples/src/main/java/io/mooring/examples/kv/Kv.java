@@ -5,6 +5,7 @@ import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.values.Access;
+import java.time.Duration;
 import java.util.EnumSet;
 
 /**
@@ -49,14 +50,18 @@ public final class Kv {
                 .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build());
     }
 
+    /** The endpoint's own default, for this program's sessions. */
+    private static final Duration HANDSHAKE_TIMEOUT = Duration.ofSeconds(10);
+
     public static void main(String[] args) throws Exception {
         String device = args.length > 2 ? args[2] : "soft:soft0";
         if (args.length >= 2 && args[0].equals("server")) {
-            KvServer.run(device, Integer.parseInt(args[1]), args.length > 3 ? Integer.parseInt(args[3]) : 0);
+            KvServer.run(device, Integer.parseInt(args[1]), args.length > 3 ? Integer.parseInt(args[3]) : 0,
+                    HANDSHAKE_TIMEOUT);
         } else if (args.length >= 2 && args[0].equals("client")) {
             int keys = args.length > 3 ? Integer.parseInt(args[3]) : 64;
             KvClient.run(device, args[1], keys, args.length > 5 ? Integer.parseInt(args[5]) : 0,
-                            args.length > 4 ? Integer.parseInt(args[4]) : 20_000)
+                            args.length > 4 ? Integer.parseInt(args[4]) : 20_000, HANDSHAKE_TIMEOUT)
                     .forEach(System.out::println);
         } else {
             System.err.println("usage: Kv server PORT [DEVICE [SESSIONS]]"

@@ -138,13 +138,14 @@ public final class KvClient implements AutoCloseable {
     /**
      * PUTs {@code keys} values, runs {@code warmup} operations untimed (half PUTs, so that both paths are compiled
      * before anything is timed, as a pingpong's warm-up is), then {@code ops} operations (90% GET, 10% PUT), every GET
-     * checked against the last PUT, and reports what they took.
+     * checked against the last PUT, and reports what they took. The handshake may take {@code handshakeTimeout}.
      */
-    public static List<String> run(String device, String server, int keys, int warmup, int ops) throws Exception {
+    public static List<String> run(String device, String server, int keys, int warmup, int ops,
+                                   Duration handshakeTimeout) throws Exception {
         int colon = server.lastIndexOf(':');
         var address = new InetSocketAddress(server.substring(0, colon), Integer.parseInt(server.substring(colon + 1)));
         try (var kv = Kv.open(device);
-             RdmaEndpoint endpoint = RdmaEndpoint.builder(kv.pd(), kv.arena()).build();
+             RdmaEndpoint endpoint = RdmaEndpoint.builder(kv.pd(), kv.arena()).handshakeTimeout(handshakeTimeout).build();
              RdmaSession session = endpoint.connect(address).get();
              KvClient client = new KvClient(session, LeaseLimits.DEFAULT)) { // what KvServer grants
             var load = new Load(client, keys);

@@ -105,11 +105,15 @@ public final class KvServer {
         store.clear();
     }
 
-    /** Serves {@code sessions} clients (0: forever) on {@code port}, printing "listening on PORT" first. */
-    public static void run(String device, int port, int sessions) throws Exception {
+    /**
+     * Serves {@code sessions} clients (0: forever) on {@code port}, printing "listening on PORT" first; a client's
+     * handshake may take {@code handshakeTimeout}.
+     */
+    public static void run(String device, int port, int sessions, Duration handshakeTimeout) throws Exception {
         try (var kv = Kv.open(device)) {
             // Clients need not trust each other: no one address may take more than a quarter of the 256 sessions.
-            try (RdmaEndpoint endpoint = RdmaEndpoint.builder(kv.pd(), kv.arena()).maxSessionsPerPeer(64).build();
+            try (RdmaEndpoint endpoint = RdmaEndpoint.builder(kv.pd(), kv.arena()).maxSessionsPerPeer(64)
+                    .handshakeTimeout(handshakeTimeout).build();
                  RdmaListener listener = endpoint.listen(port)) {
                 System.out.println("listening on " + listener.address().getPort());
                 var server = new KvServer();
