@@ -75,8 +75,8 @@ public class LeaseSessions {
         ownerEndpoint = RdmaEndpoint.builder(ownerPd, ownerArena).isolation(isolation()).build();
         requesterEndpoint = RdmaEndpoint.builder(requesterPd, requesterArena).isolation(isolation()).build();
         try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var accepted = listener.accept();
-            requester = requesterEndpoint.connect(listener.address()).join();
+            var accepted = listener.acceptAsync();
+            requester = requesterEndpoint.connectAsync(listener.address()).join();
             owner = accepted.join();
         } catch (IOException e) {
             throw new UncheckedIOException(e);

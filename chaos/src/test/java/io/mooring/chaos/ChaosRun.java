@@ -191,8 +191,8 @@ final class ChaosRun implements AutoCloseable {
         }
 
         void connect() {
-            var accepted = listener.accept();
-            session = endpoint.connect(listener.address()).join();
+            var accepted = listener.acceptAsync();
+            session = endpoint.connectAsync(listener.address()).join();
             ownerSide = accepted.join();
             ownerSides.add(ownerSide);
             sentToOwner = sentToPeer = receivedByOwner = receivedByPeer = 0;
@@ -352,7 +352,7 @@ final class ChaosRun implements AutoCloseable {
                 check(m.hasImmediate() == withImm && (!withImm || m.immediate() == (int) seq),
                         "message " + seq + " carries the wrong immediate");
                 figures.messagesDelivered++;
-            } catch (java.util.concurrent.TimeoutException e) {
+            } catch (io.mooring.lifecycle.MooringTimeoutException e) {
                 throw failure("message " + (i + 1) + " of " + n + " never arrived");
             }
         }
@@ -481,7 +481,7 @@ final class ChaosRun implements AutoCloseable {
             RemoteSegment segment;
             try {
                 segment = p.session.receiveOffer(WAIT);
-            } catch (java.util.concurrent.TimeoutException e) {
+            } catch (io.mooring.lifecycle.MooringTimeoutException e) {
                 throw failure("the offer of " + s.name() + " never reached " + p);
             }
             check(segment.leaseId() == lease.id() && segment.address() == s.block().address(),
@@ -553,7 +553,7 @@ final class ChaosRun implements AutoCloseable {
             check(checked(() -> Payload.check(m.data().asSlice(0, length))) == seq && ++p.receivedByPeer == seq,
                     "the handed-off message " + seq + " arrived wrong");
             figures.messagesDelivered++;
-        } catch (java.util.concurrent.TimeoutException e) {
+        } catch (io.mooring.lifecycle.MooringTimeoutException e) {
             throw failure("the handed-off message never arrived");
         }
         sent.orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).join();
@@ -594,7 +594,7 @@ final class ChaosRun implements AutoCloseable {
                     }
                 }
             });
-            CompletableFuture<Void> end = p.ownerSide.leases().end(h.lease, EndReason.RELEASED);
+            CompletableFuture<Void> end = p.ownerSide.leases().endAsync(h.lease, EndReason.RELEASED);
             for (int i = 0; i < 4; i++) filler(h.length); // while the end is in progress
             end.orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).join();
             closed.set(true);
@@ -626,7 +626,7 @@ final class ChaosRun implements AutoCloseable {
         Block block = h.lease.block();
         var receive = h.lease.postAsync(ownerLocal, ReceiveRequest.into(block.region(),
                 block.regionOffset() + h.lease.offset(), h.length));
-        CompletableFuture<Void> end = h.peer.ownerSide.leases().end(h.lease, EndReason.RELEASED);
+        CompletableFuture<Void> end = h.peer.ownerSide.leases().endAsync(h.lease, EndReason.RELEASED);
         for (int i = 0; i < 4; i++) {
             filler(h.length);
             check(fillers.isEmpty() || fillers.getLast().block().address() != h.address, "the block of " + h

@@ -77,8 +77,8 @@ class ExhaustionTest {
         listener = owner.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
         honestEndpoint = RdmaEndpoint.builder(honestPd, honestArena).build();
         hostile = RdmaEndpoint.builder(hostilePd, hostileArena).messageWindow(WINDOW).build();
-        var accepted = listener.accept();
-        honest = honestEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+        var accepted = listener.acceptAsync();
+        honest = honestEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
         honestOwnerSide = accepted.get(30, TimeUnit.SECONDS);
         servesTheHonestPeer();
     }
@@ -132,9 +132,9 @@ class ExhaustionTest {
         List<RdmaSession> opened = new ArrayList<>();
         int refused = 0;
         for (int i = 0; i < 3 * MAX_SESSIONS; i++) {
-            var accepted = listener.accept();
+            var accepted = listener.acceptAsync();
             try {
-                opened.add(hostile.connect(listener.address()).get(30, TimeUnit.SECONDS));
+                opened.add(hostile.connectAsync(listener.address()).get(30, TimeUnit.SECONDS));
                 accepted.get(30, TimeUnit.SECONDS);
             } catch (ExecutionException e) {
                 assertInstanceOf(IOException.class, e.getCause(), e.toString());
@@ -147,16 +147,16 @@ class ExhaustionTest {
         servesTheHonestPeer();
         opened.forEach(RdmaSession::close);
         awaitTrue(() -> owner.sessions().size() == 1, "the owner to drop the closed sessions");
-        var accepted = listener.accept();
-        hostile.connect(listener.address()).get(30, TimeUnit.SECONDS).close();
+        var accepted = listener.acceptAsync();
+        hostile.connectAsync(listener.address()).get(30, TimeUnit.SECONDS).close();
         accepted.get(30, TimeUnit.SECONDS);
         servesTheHonestPeer();
     }
 
     @Test
     void aPeerFloodingMessagesMeetsBackPressureAndLosesNothing() throws Exception {
-        var accepted = listener.accept();
-        RdmaSession flooder = hostile.connect(listener.address()).get(30, TimeUnit.SECONDS);
+        var accepted = listener.acceptAsync();
+        RdmaSession flooder = hostile.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
         RdmaSession flooded = accepted.get(30, TimeUnit.SECONDS);
         List<Block> blocks = new ArrayList<>();
         List<CompletableFuture<?>> sent = flood(flooder, hostileArena, blocks);
@@ -185,8 +185,8 @@ class ExhaustionTest {
     void theCompletionQueueHoldsEverySessionsFloodWhileNobodyPollsIt() throws Exception {
         List<RdmaSession[]> floods = new ArrayList<>(); // a peer's session and the owner's side of it
         for (int i = 0; i < MAX_SESSIONS - 1; i++) {
-            var accepted = listener.accept();
-            RdmaSession peer = hostile.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            RdmaSession peer = hostile.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
             floods.add(new RdmaSession[] {peer, accepted.get(30, TimeUnit.SECONDS)});
         }
         var stalled = new java.util.concurrent.CountDownLatch(1);
@@ -278,8 +278,8 @@ class ExhaustionTest {
      */
     @Test
     void aPeerDrainingTheSharedReceiveQueueLosesItsSession() throws Exception {
-        var accepted = listener.accept();
-        RdmaSession drainer = hostile.connect(listener.address()).get(30, TimeUnit.SECONDS);
+        var accepted = listener.acceptAsync();
+        RdmaSession drainer = hostile.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
         RdmaSession drained = accepted.get(30, TimeUnit.SECONDS);
         try (Block b = hostileArena.allocateShared(64, 8)) {
             List<CompletableFuture<?>> posts = new ArrayList<>();
@@ -302,8 +302,8 @@ class ExhaustionTest {
      */
     @Test
     void lockedMemoryRunningOutRefusesTheLeaseThatNeedsMoreAndServesTheRest() throws Exception {
-        var accepted = listener.accept();
-        RdmaSession peer = hostile.connect(listener.address()).get(30, TimeUnit.SECONDS);
+        var accepted = listener.acceptAsync();
+        RdmaSession peer = hostile.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
         accepted.get(30, TimeUnit.SECONDS);
         String before = System.getProperty("mooring.soft.memlock");
         System.setProperty("mooring.soft.memlock", "0");

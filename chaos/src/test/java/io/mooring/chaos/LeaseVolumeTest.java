@@ -166,8 +166,8 @@ class LeaseVolumeTest {
 
     private static RdmaSession connect(RdmaEndpoint endpoint, RdmaListener listener, List<RdmaSession> ownerSides) {
         synchronized (listener) { // accept() hands out sessions in order: pair each with its own connect
-            var accepted = listener.accept();
-            RdmaSession session = endpoint.connect(listener.address()).join();
+            var accepted = listener.acceptAsync();
+            RdmaSession session = endpoint.connectAsync(listener.address()).join();
             ownerSides.add(accepted.join());
             return session;
         }

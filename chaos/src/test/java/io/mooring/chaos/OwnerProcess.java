@@ -37,7 +37,7 @@ public final class OwnerProcess {
         RdmaEndpoint endpoint = RdmaEndpoint.builder(pd, arena).failureBackoff(Duration.ZERO).build();
         RdmaListener listener = endpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
         Thread.ofVirtual().start(() -> {
-            while (true) listener.accept().join();
+            while (true) listener.acceptAsync().join();
         });
         System.out.println("PORT " + listener.address().getPort());
         System.out.flush();

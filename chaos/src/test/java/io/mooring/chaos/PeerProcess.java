@@ -28,7 +28,7 @@ public final class PeerProcess {
         ProtectionDomain pd = RdmaDevices.open(args[3], graph).allocateProtectionDomain();
         RdmaArena arena = ChaosRun.arena(pd);
         RdmaEndpoint endpoint = RdmaEndpoint.builder(pd, arena).build();
-        RdmaSession session = endpoint.connect(new InetSocketAddress(args[0], Integer.parseInt(args[1]))).join();
+        RdmaSession session = endpoint.connectAsync(new InetSocketAddress(args[0], Integer.parseInt(args[1]))).join();
         List<RemoteSegment> leases = new ArrayList<>();
         for (int i = 0; i < Integer.parseInt(args[2]); i++) {
             leases.add(session.requestRemote(4096, Duration.ofMinutes(5), ChaosRun.RW));

@@ -82,7 +82,7 @@ class SlowRevocationTest {
                 bBytes.segment().fill(B_WROTE);
                 WorkRequest lateWrite = WorkRequest.write(aBytes.region(), aBytes.regionOffset(), SIZE)
                         .remote(ended.address(), ended.rkey());
-                CompletableFuture<Void> end = sessionA[1].leases().end(lease, EndReason.RELEASED);
+                CompletableFuture<Void> end = sessionA[1].leases().endAsync(lease, EndReason.RELEASED);
                 // Until A's write is refused the invalidation has not executed: the block must stay the lease's.
                 while (succeeds(sessionA[0], lateWrite)) {
                     landed++;
@@ -122,8 +122,8 @@ class SlowRevocationTest {
 
     /** A peer's session and the owner's side of it. */
     private static RdmaSession[] connect(RdmaEndpoint peer, RdmaListener listener) throws Exception {
-        CompletableFuture<RdmaSession> accepted = listener.accept();
-        RdmaSession session = peer.connect(listener.address()).get(WAIT_SECONDS, TimeUnit.SECONDS);
+        CompletableFuture<RdmaSession> accepted = listener.acceptAsync();
+        RdmaSession session = peer.connectAsync(listener.address()).get(WAIT_SECONDS, TimeUnit.SECONDS);
         return new RdmaSession[] {session, accepted.get(WAIT_SECONDS, TimeUnit.SECONDS)};
     }
 

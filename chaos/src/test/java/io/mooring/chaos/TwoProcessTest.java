@@ -97,11 +97,11 @@ class TwoProcessTest {
         try (RdmaEndpoint owner = RdmaEndpoint.builder(pd, arena).failureBackoff(Duration.ZERO).build();
              RdmaListener listener = owner.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
              RdmaEndpoint otherEndpoint = RdmaEndpoint.builder(otherPd, otherArena).build()) {
-            var otherAccepted = listener.accept();
-            RdmaSession other = otherEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var otherAccepted = listener.acceptAsync();
+            RdmaSession other = otherEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
             RdmaSession otherOwnerSide = otherAccepted.get(30, TimeUnit.SECONDS);
             for (int k = 0; k < KILLS; k++) {
-                var accepted = listener.accept();
+                var accepted = listener.acceptAsync();
                 Process child = start(PeerProcess.class, "127.0.0.1", Integer.toString(listener.address().getPort()),
                         Integer.toString(LEASES), PEER);
                 RdmaSession ownerSide = accepted.get(60, TimeUnit.SECONDS);
@@ -180,7 +180,7 @@ class TwoProcessTest {
              Block local = arena.allocateShared(4096, 8)) {
             Process first = start(OwnerProcess.class, "16");
             var firstOwner = new InetSocketAddress(InetAddress.getLoopbackAddress(), port(first));
-            RdmaSession session = peer.connect(firstOwner).get(30, TimeUnit.SECONDS);
+            RdmaSession session = peer.connectAsync(firstOwner).get(30, TimeUnit.SECONDS);
             record Key(long address, int rkey) {}
             List<Key> keys = new ArrayList<>();
             local.segment().fill((byte) 0x11);
@@ -194,7 +194,7 @@ class TwoProcessTest {
 
             Process second = start(OwnerProcess.class, "16");
             var secondOwner = new InetSocketAddress(InetAddress.getLoopbackAddress(), port(second));
-            session = peer.connect(secondOwner).get(30, TimeUnit.SECONDS);
+            session = peer.connectAsync(secondOwner).get(30, TimeUnit.SECONDS);
             for (Key key : keys) {
                 for (boolean read : new boolean[] {false, true}) {
                     WorkRequest wr = read ? WorkRequest.read(local.region(), local.regionOffset(), 4096)
@@ -209,7 +209,7 @@ class TwoProcessTest {
                     tried++;
                     assertNotEquals(WcStatus.SUCCESS, status, "an old key reached the new owner process");
                     session.close();
-                    session = peer.connect(secondOwner).get(30, TimeUnit.SECONDS); // the failure ended the session
+                    session = peer.connectAsync(secondOwner).get(30, TimeUnit.SECONDS); // the failure ended the session
                 }
             }
             session.close();

@@ -3,6 +3,7 @@ package io.mooring.cli;
 import io.mooring.allocator.ArenaStats;
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lease.LeaseEndedException;
 import io.mooring.lease.LeaseStats;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaSession;
@@ -89,7 +90,7 @@ final class Demo extends DeviceCommand {
             out.println("listening on " + listener.address().getPort());
             out.flush();
             for (int n = 1; n <= 2; n++) { // the requester comes back once after its first session breaks
-                try (RdmaSession session = listener.accept().get()) {
+                try (RdmaSession session = listener.acceptAsync().get()) {
                     out.println("session " + n + " up on " + side.context.device() + ", leases isolated by "
                             + session.leases().isolation());
                     while (session.lostReason() == null) Thread.sleep(20); // until the requester leaves
@@ -117,7 +118,7 @@ final class Demo extends DeviceCommand {
     private RdmaSession reconnect(RdmaEndpoint endpoint, InetSocketAddress at) throws Exception {
         for (int attempt = 1; ; attempt++) {
             try {
-                return endpoint.connect(at).get();
+                return endpoint.connectAsync(at).get();
             } catch (java.util.concurrent.ExecutionException e) {
                 if (!(e.getCause() instanceof java.io.IOException) || attempt == 20) throw e;
                 out().println("  (the owner does not take the new session yet: its first one is still ending, or it"
@@ -135,7 +136,7 @@ final class Demo extends DeviceCommand {
             Reuse reuse;
             boolean ok;
             try (var endpoint = RdmaEndpoint.builder(side.pd, side.arena).build()) {
-                try (RdmaSession session = endpoint.connect(at).get()) {
+                try (RdmaSession session = endpoint.connectAsync(at).get()) {
                     reuse = story(session, side);
                 }
                 try (RdmaSession session = reconnect(endpoint, at)) {
@@ -256,7 +257,7 @@ final class Demo extends DeviceCommand {
         try {
             use.run();
             return "NOT refused";
-        } catch (IllegalStateException e) {
+        } catch (IllegalStateException | LeaseEndedException e) {
             return "refused (" + e.getMessage() + ")";
         }
     }

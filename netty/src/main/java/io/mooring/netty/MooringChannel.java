@@ -290,7 +290,7 @@ public final class MooringChannel extends AbstractChannel {
                         }
                     }, millis, TimeUnit.MILLISECONDS);
                 }
-                place.whenDone(() -> place.transport().endpoint().connect(peer),
+                place.whenDone(() -> place.transport().endpoint().connectAsync(peer),
                         (s, e) -> connected(promise, peer, s, e), RdmaSession::closeAsync);
             }
         }

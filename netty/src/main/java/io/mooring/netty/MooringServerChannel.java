@@ -91,7 +91,7 @@ public final class MooringServerChannel extends AbstractServerChannel {
         RdmaListener l = listener;
         if (accepting || !open || l == null) return;
         accepting = true;
-        place.whenDone(l::accept, this::accepted, RdmaSession::closeAsync);
+        place.whenDone(l::acceptAsync, this::accepted, RdmaSession::closeAsync);
     }
 
     private void accepted(RdmaSession session, Throwable error) {

@@ -9,6 +9,7 @@ import io.mooring.lease.EndReason;
 import io.mooring.lease.Isolation;
 import io.mooring.lease.Lease;
 import io.mooring.lease.LeaseLimits;
+import io.mooring.lease.LeaseEndedException;
 import io.mooring.lease.LeaseRefusedException;
 import io.mooring.lease.LeaseStats;
 import io.mooring.lease.RdmaEndpoint;
@@ -465,8 +466,8 @@ class LeaseProperties {
 
         private void connect(Peer p) {
             p.generation++;
-            var accepted = p.listener.accept();
-            p.session = p.endpoint.connect(p.listener.address()).join();
+            var accepted = p.listener.acceptAsync();
+            p.session = p.endpoint.connectAsync(p.listener.address()).join();
             p.ownerSide = accepted.join();
             p.sessions.add(p.session);
             ownerSides.add(p.ownerSide);
@@ -575,7 +576,7 @@ class LeaseProperties {
                 RemoteSegment segment;
                 try {
                     segment = p.session.receiveOffer(WAIT);
-                } catch (java.util.concurrent.TimeoutException e) {
+                } catch (io.mooring.lifecycle.MooringTimeoutException e) {
                     throw failure("the offer of lease " + lease.id() + " never reached " + p.name);
                 }
                 check(segment.leaseId() == lease.id() && segment.address() == lease.address()
@@ -699,7 +700,7 @@ class LeaseProperties {
                 outcome = Outcome.DONE;
             } catch (IndexOutOfBoundsException e) {
                 outcome = Outcome.OUT_OF_BOUNDS;
-            } catch (IllegalStateException e) {
+            } catch (IllegalStateException | LeaseEndedException e) {
                 outcome = Outcome.REFUSED;
             } catch (WorkCompletionException e) {
                 check(e.status() == WcStatus.REM_ACCESS_ERR || e.status() == WcStatus.WR_FLUSH_ERR,
@@ -728,7 +729,7 @@ class LeaseProperties {
                         + " was accepted");
                 h.shortLived = false;
                 note("  renewed " + h);
-            } catch (LeaseRefusedException | IllegalStateException e) {
+            } catch (LeaseRefusedException | LeaseEndedException | IllegalStateException e) {
                 check(op.tooLong() || !h.mustWork(), "a renewal of the live " + h + " was refused: " + e.getMessage());
             }
         }
@@ -914,7 +915,7 @@ class LeaseProperties {
             Block block = h.lease.block();
             CompletableFuture<WorkCompletion> receive = h.lease.postAsync(ownerLocal,
                     ReceiveRequest.into(block.region(), block.regionOffset(), h.length));
-            CompletableFuture<Void> end = h.peer.ownerSide.leases().end(h.lease, EndReason.RELEASED);
+            CompletableFuture<Void> end = h.peer.ownerSide.leases().endAsync(h.lease, EndReason.RELEASED);
             for (int i = 0; i < 8; i++) {
                 Stored s = storeLike(h.length, "D" + step + "." + i, step * 17L + i);
                 check(s.block.address() != h.address, "the block of " + h + " was handed out again while the owner's"

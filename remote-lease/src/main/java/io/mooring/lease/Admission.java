@@ -69,7 +69,7 @@ final class Admission {
 
     /**
      * Connects to a peer's listener on a virtual thread, from {@code local} (null: any), and runs the handshake; see
-     * {@link RdmaEndpoint#connect}.
+     * {@link RdmaEndpoint#connectAsync}.
      */
     CompletableFuture<RdmaSession> connect(InetSocketAddress peer, InetSocketAddress local) {
         var session = new CompletableFuture<RdmaSession>();

@@ -1,11 +1,11 @@
 package io.mooring.lease;
 
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -30,8 +30,6 @@ final class Await {
                 cq.await(f, Long.MAX_VALUE);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-            } catch (TimeoutException e) {
-                throw new AssertionError(e); // no bound
             }
         }
         try {
@@ -43,31 +41,33 @@ final class Await {
     }
 
     /**
-     * Waits for {@code f} at most {@code timeout}; cancels it if the wait ends first. If {@code f} completes between
-     * the wait's end and the cancel, its outcome is returned (or thrown) after all: it may hold what only this caller
-     * can take (a received message, a sent message's completion).
+     * Waits for {@code f} — {@code what} the caller waits for — at most {@code timeout}; cancels it if the wait ends
+     * first. If {@code f} completes between the wait's end and the cancel, its outcome is returned (or thrown) after
+     * all: it may hold what only this caller can take (a received message, a sent message's completion).
+     *
+     * @throws MooringTimeoutException naming {@code what} and the timeout
      */
-    <T> T within(CompletableFuture<T> f, Duration timeout) throws TimeoutException {
-        return within(f, timeout, () -> true);
+    <T> T within(CompletableFuture<T> f, Duration timeout, String what) {
+        return within(f, timeout, what, () -> true);
     }
 
     /**
-     * {@link #within(CompletableFuture, Duration)} for work that may be under way when the wait ends: then
+     * {@link #within(CompletableFuture, Duration, String)} for work that may be under way when the wait ends: then
      * {@code withdraw} says whether it could still be called off (it was not started, and now never is) — else the
      * work holds the caller's memory until it completes, so this waits for that, without bound (its own timeouts end
      * it), instead of throwing.
      */
-    <T> T within(CompletableFuture<T> f, Duration timeout, BooleanSupplier withdraw) throws TimeoutException {
+    <T> T within(CompletableFuture<T> f, Duration timeout, String what, BooleanSupplier withdraw) {
         if (!f.isDone()) {
             try {
-                cq.await(f, timeout.toNanos());
+                if (!cq.await(f, timeout.toNanos()) && withdraw.getAsBoolean() && f.cancel(false)) {
+                    throw new MooringTimeoutException(what + " did not come within " + timeout);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 if (withdraw.getAsBoolean() && f.cancel(false)) {
                     throw new IllegalStateException("interrupted while waiting for the peer", e);
                 }
-            } catch (TimeoutException e) {
-                if (withdraw.getAsBoolean() && f.cancel(false)) throw e;
             }
         }
         if (!f.isDone()) join(f); // under way, and not to be abandoned: its outcome is read below

@@ -247,7 +247,7 @@ public final class LeaseManager implements AutoCloseable {
      * closing thread: the end may give the block's pin back, and the block is in the middle of its close.
      */
     private void blockClosed(Lease lease) {
-        if (lease.isActive()) TIMER.execute(() -> end(lease, EndReason.OWNER_CLOSED));
+        if (lease.isActive()) TIMER.execute(() -> endAsync(lease, EndReason.OWNER_CLOSED));
     }
 
     /**
@@ -264,7 +264,7 @@ public final class LeaseManager implements AutoCloseable {
      */
     public Lease expose(Block block, Duration duration, Set<Access> access, CompletionStage<?> done) {
         Lease lease = grant(block, duration, access);
-        done.whenComplete((value, error) -> end(lease, EndReason.DONE));
+        done.whenComplete((value, error) -> endAsync(lease, EndReason.DONE));
         return lease;
     }
 
@@ -297,7 +297,7 @@ public final class LeaseManager implements AutoCloseable {
 
     private void schedule(Lease lease) {
         long delay = lease.deadlineNanos() - System.nanoTime() + limits.grace().toNanos();
-        lease.expiry = TIMER.schedule(() -> end(lease, EndReason.EXPIRED), delay, TimeUnit.NANOSECONDS);
+        lease.expiry = TIMER.schedule(() -> endAsync(lease, EndReason.EXPIRED), delay, TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -335,11 +335,11 @@ public final class LeaseManager implements AutoCloseable {
      * session's revoke timeout), revokes access, then gives the block back once the owner's work requests on it are
      * done. Idempotent: a second call returns a future that completes when the first one's end is done.
      */
-    public CompletableFuture<Void> end(Lease lease, EndReason reason) {
+    public CompletableFuture<Void> endAsync(Lease lease, EndReason reason) {
         return end(lease, reason, true);
     }
 
-    /** {@link #end(Lease, EndReason)}; without {@code askHolder} (it released the lease, or is gone) it is not waited for. */
+    /** {@link #endAsync(Lease, EndReason)}; without {@code askHolder} (it released the lease, or is gone) it is not waited for. */
     CompletableFuture<Void> end(Lease lease, EndReason reason, boolean askHolder) {
         if (!askHolder) lease.holderStopped().complete(null);
         if (lease.beginEnd(reason)) {

@@ -32,14 +32,14 @@ import java.util.concurrent.TimeUnit;
  * <pre>{@code
  * try (var endpoint = RdmaEndpoint.builder(pd, arena).build();
  *      var listener = endpoint.listen(7471)) {
- *     RdmaSession session = listener.accept().join();
+ *     RdmaSession session = listener.acceptAsync().join();
  *     try (InboundMessage m = session.receive()) { ... }
  * }
  * }</pre>
  * {@link #listen} accepts peers concurrently: a connection holds nothing but its socket until it has sent its first
  * bytes (within {@link Builder#firstBytesTimeout}, 1 s); then each handshake runs on its own virtual thread under the
  * handshake timeout, at most {@link Builder#maxHandshakes} at once and {@link Builder#maxHandshakesPerPeer} per peer,
- * and a failed or abandoned one leaves nothing behind. {@link #connect} returns a future. A peer — every session from
+ * and a failed or abandoned one leaves nothing behind. {@link #connectAsync} returns a future. A peer — every session from
  * one address prefix ({@link Builder#peerPrefix}) — holds at most {@link Builder#maxSessionsPerPeer} sessions (64) and
  * shares one set of {@link LeaseLimits}, and a peer whose session was lost waits a growing time before its next one is
  * accepted. A refused peer's connect fails with a {@link SessionRefusedException} naming why. Who is admitted, and
@@ -152,7 +152,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         return listen(new InetSocketAddress(port));
     }
 
-    /** Listens on {@code address}; sessions come from {@link RdmaListener#accept()}. */
+    /** Listens on {@code address}; sessions come from {@link RdmaListener#acceptAsync()}. */
     public RdmaListener listen(InetSocketAddress address) throws IOException {
         checkOpen();
         var server = new ServerSocket();
@@ -173,13 +173,13 @@ public final class RdmaEndpoint implements AutoCloseable {
      * be reached or does not finish the handshake within the handshake timeout, and with a
      * {@link SessionRefusedException} naming the reason if the peer refuses.
      */
-    public CompletableFuture<RdmaSession> connect(InetSocketAddress peer) {
+    public CompletableFuture<RdmaSession> connectAsync(InetSocketAddress peer) {
         checkOpen();
         return admission.connect(peer, null);
     }
 
     /**
-     * {@link #connect} from a chosen local address (and port; 0: any), e.g. the interface of the network the peer
+     * {@link #connectAsync(InetSocketAddress)} from a chosen local address (and port; 0: any), e.g. the interface of the network the peer
      * is on, on a host with several.
      */
     public CompletableFuture<RdmaSession> connectAsync(InetSocketAddress peer, InetSocketAddress local) {

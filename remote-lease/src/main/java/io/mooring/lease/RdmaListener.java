@@ -18,12 +18,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * connections and never waits on a peer; each connection is admitted or refused on a virtual thread of its own
  * ({@link Admission}: it must send its first bytes within the first-bytes timeout before it holds any slot, so silent
  * connections delay no one and are closed within that timeout). A refused peer is told why. Sessions that completed
- * their handshake wait for {@link #accept()} in a queue of at most {@link #BACKLOG}: past it — the application does not
+ * their handshake wait for {@link #acceptAsync()} in a queue of at most {@link #BACKLOG}: past it — the application does not
  * take them — new sessions are closed at once instead of piling up.
  */
 public final class RdmaListener implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaListener.class.getName());
-    /** Sessions ready and not yet accepted, and accept() calls waiting, at most. */
+    /** Sessions ready and not yet accepted, and acceptAsync() calls waiting, at most. */
     public static final int BACKLOG = 64;
 
     private final RdmaEndpoint endpoint;
@@ -49,17 +49,17 @@ public final class RdmaListener implements AutoCloseable {
 
     /**
      * The next peer's session, once its handshake is done. A timed {@code get} on the future that runs out gives up
-     * its place (the future is cancelled), so polling {@code accept().get(timeout)} loses no session to an abandoned
+     * its place (the future is cancelled), so polling {@code acceptAsync().get(timeout)} loses no session to an abandoned
      * poll; a caller that stops waiting otherwise cancels the future.
      *
      * @throws FlowControlException if {@value #BACKLOG} calls already wait
      */
-    public CompletableFuture<RdmaSession> accept() {
+    public CompletableFuture<RdmaSession> acceptAsync() {
         return ready.take();
     }
 
     /**
-     * The future of an {@link #accept()} made before its session: a timed get that runs out cancels it, so the next
+     * The future of an {@link #acceptAsync()} made before its session: a timed get that runs out cancels it, so the next
      * session goes to a caller still waiting, and the abandoned poll does not count against {@link #BACKLOG}.
      */
     private static final class Acceptance extends CompletableFuture<RdmaSession> {
@@ -111,11 +111,11 @@ public final class RdmaListener implements AutoCloseable {
         if (ready.offer(session)) return;
         refused.incrementAndGet(); // closed, or the application takes no sessions: do not pile them up
         PeerLog.log(LOG, Level.WARNING, "closing the session to " + session.peerAddress()
-                + ": the listener is closed or " + BACKLOG + " sessions wait for accept()");
+                + ": the listener is closed or " + BACKLOG + " sessions wait for acceptAsync()");
         session.close();
     }
 
-    /** Stops accepting; sessions not yet taken by {@link #accept()} are closed, waiting calls fail. */
+    /** Stops accepting; sessions not yet taken by {@link #acceptAsync()} are closed, waiting calls fail. */
     @Override
     public void close() {
         List<RdmaSession> untaken = ready.close(new IllegalStateException("the listener is closed"));

@@ -24,7 +24,6 @@ import java.net.SocketAddress;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeoutException;
 
 /**
  * A connection to one peer, made by an {@link RdmaEndpoint}: each side can send the other messages, lease its
@@ -106,12 +105,12 @@ public final class RdmaSession implements AutoCloseable {
      *
      * @throws IllegalStateException if this side accepted the session (the peer connects again instead)
      */
-    public CompletableFuture<RdmaSession> connectAgain() {
+    public CompletableFuture<RdmaSession> connectAgainAsync() {
         if (peerListener == null) {
             throw new IllegalStateException("this side accepted the session to " + peerAddress() + ": the peer, which"
                     + " connected, opens more sessions");
         }
-        return endpoint.connect(peerListener);
+        return endpoint.connectAsync(peerListener);
     }
 
     /** The endpoint this session belongs to. */
@@ -177,9 +176,9 @@ public final class RdmaSession implements AutoCloseable {
         return messages.receive();
     }
 
-    /** Waits for the next message, at most {@code timeout}. */
-    public InboundMessage receive(Duration timeout) throws TimeoutException {
-        return endpoint.await.within(receiveAsync(), timeout);
+    /** Waits for the next message at most {@code timeout}, else throws {@link MooringTimeoutException} (losing none). */
+    public InboundMessage receive(Duration timeout) {
+        return endpoint.await.within(receiveAsync(), timeout, "a message from " + peerAddress());
     }
 
     /**
@@ -200,9 +199,9 @@ public final class RdmaSession implements AutoCloseable {
         return messages.receiveWriteImm();
     }
 
-    /** Waits for the next WRITE with immediate, at most {@code timeout}. */
-    public int receiveWriteImm(Duration timeout) throws TimeoutException {
-        return endpoint.await.within(receiveWriteImmAsync(), timeout);
+    /** Waits for the next WRITE with immediate at most {@code timeout}, else throws {@link MooringTimeoutException}. */
+    public int receiveWriteImm(Duration timeout) {
+        return endpoint.await.within(receiveWriteImmAsync(), timeout, "a write with immediate from " + peerAddress());
     }
 
     // ---- calls -----------------------------------------------------------------------------------------------
@@ -310,9 +309,9 @@ public final class RdmaSession implements AutoCloseable {
         return offers.take();
     }
 
-    /** Waits for the next offer, at most {@code timeout}. */
-    public RemoteSegment receiveOffer(Duration timeout) throws TimeoutException {
-        return endpoint.await.within(receiveOfferAsync(), timeout);
+    /** Waits for the next offer at most {@code timeout}, else throws {@link MooringTimeoutException}. */
+    public RemoteSegment receiveOffer(Duration timeout) {
+        return endpoint.await.within(receiveOfferAsync(), timeout, "an offer from " + peerAddress());
     }
 
     // ---- holder ----------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeoutException;
 
 /**
  * The application's messages on a session's data QP: checks a send against the peer's message size and posts it
@@ -103,8 +102,8 @@ final class SessionMessages {
      */
     private void awaitSent(CompletableFuture<WorkCompletion> sent) {
         try {
-            await.within(sent, requestTimeout, () -> flow.withdraw(sent));
-        } catch (TimeoutException e) {
+            await.within(sent, requestTimeout, "the peer's credit", () -> flow.withdraw(sent));
+        } catch (MooringTimeoutException e) {
             throw new FlowControlException("a send to " + link.peerAddress() + " waited " + requestTimeout
                     + " for the peer's credit: the peer takes no messages");
         }
@@ -152,8 +151,8 @@ final class SessionMessages {
     InboundMessage callAndWait(Block request, int length, Duration timeout) {
         PendingCalls.Call call = call(request, length);
         try {
-            return await.within(call.reply(), timeout);
-        } catch (TimeoutException e) {
+            return await.within(call.reply(), timeout, "a reply");
+        } catch (MooringTimeoutException e) {
             await.join(call.sent().handle((wc, failure) -> null));
             throw new MooringTimeoutException("no reply to a call within " + timeout + "; the session goes on");
         }

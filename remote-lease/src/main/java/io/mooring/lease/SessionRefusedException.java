@@ -5,7 +5,7 @@ import java.time.Duration;
 
 /**
  * The peer's endpoint refused this session at its handshake, and said why (instead of hanging up): the connecting
- * side's {@link RdmaEndpoint#connect} future fails with this.
+ * side's {@link RdmaEndpoint#connectAsync} future fails with this.
  */
 public final class SessionRefusedException extends IOException {
     private static final long serialVersionUID = 1L;

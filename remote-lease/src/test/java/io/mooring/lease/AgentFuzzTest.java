@@ -86,7 +86,7 @@ class AgentFuzzTest {
             int malformed = 0;
             granted.clear();
             {
-                var accepted = listener.accept();
+                var accepted = listener.acceptAsync();
                 try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
                     RdmaSession owner = accepted.get(30, TimeUnit.SECONDS);
                     managers.add(owner.leases());

@@ -41,9 +41,9 @@ class CrowdDefaultsTest extends EndpointPeers {
                 silent.add(s);
             }
             Thread.sleep(200); // the listener has taken them all
-            var accepted = listener.accept();
+            var accepted = listener.acceptAsync();
             long start = System.nanoTime();
-            RdmaSession honest = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+            RdmaSession honest = peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
             long tookMillis = (System.nanoTime() - start) / 1_000_000;
             accepted.get(10, TimeUnit.SECONDS);
             if (Boolean.getBoolean("mooring.lease.verbose")) {
@@ -75,14 +75,14 @@ class CrowdDefaultsTest extends EndpointPeers {
         guessAndLose(listener, peer);
         Thread.sleep(first + 200); // the first bar is over
         for (int i = 0; i < 3; i++) { // sessions rotated, each closed cleanly
-            var accepted = listener.accept();
-            peer.connect(listener.address()).get(10, TimeUnit.SECONDS).close();
+            var accepted = listener.acceptAsync();
+            peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS).close();
             accepted.get(10, TimeUnit.SECONDS).closed().get(10, TimeUnit.SECONDS);
         }
         guessAndLose(listener, peer);
         Thread.sleep(first + 200); // past the first backoff, within the doubled one
         var barred = assertThrows(ExecutionException.class,
-                () -> peer.connect(listener.address()).get(10, TimeUnit.SECONDS),
+                () -> peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS),
                 "the second guess waits twice the first backoff");
         var refusal = assertInstanceOf(SessionRefusedException.class, barred.getCause());
         assertEquals(SessionRefusedException.Reason.BARRED, refusal.reason(), refusal.getMessage());
@@ -91,8 +91,8 @@ class CrowdDefaultsTest extends EndpointPeers {
 
     /** Opens a session, guesses past a lease with the raw QP (a remote access error) and waits until it is lost. */
     private void guessAndLose(RdmaListener listener, RdmaEndpoint peer) throws Exception {
-        var accepted = listener.accept();
-        RdmaSession guesser = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        var accepted = listener.acceptAsync();
+        RdmaSession guesser = peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
         RdmaSession ownerSide = accepted.get(10, TimeUnit.SECONDS);
         RemoteSegment lease = guessPastALease(guesser);
         guesser.close();
@@ -108,7 +108,7 @@ class CrowdDefaultsTest extends EndpointPeers {
     @Test
     void anEndWithoutGoodbyeIsALoss() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ofSeconds(5)));
-        var accepted = listener.accept();
+        var accepted = listener.acceptAsync();
         try (RawPeer raw = new RawPeer(peerPd, listener.address())) {
             RdmaSession session = accepted.get(10, TimeUnit.SECONDS);
             raw.hangUp();
@@ -116,7 +116,7 @@ class CrowdDefaultsTest extends EndpointPeers {
             assertTrue(why.contains(" lost: "), why);
         }
         var barred = assertThrows(ExecutionException.class,
-                () -> peerEndpoint().connect(listener.address()).get(10, TimeUnit.SECONDS), "barred after the loss");
+                () -> peerEndpoint().connectAsync(listener.address()).get(10, TimeUnit.SECONDS), "barred after the loss");
         var refusal = assertInstanceOf(SessionRefusedException.class, barred.getCause());
         assertEquals(SessionRefusedException.Reason.BARRED, refusal.reason(), refusal.getMessage());
     }
@@ -153,10 +153,10 @@ class CrowdDefaultsTest extends EndpointPeers {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).maxSessions(1)
                 .firstBytesTimeout(Duration.ofSeconds(30)));
         RdmaEndpoint peer = peerEndpoint();
-        try (RdmaSession first = peer.connect(listener.address()).get(10, TimeUnit.SECONDS)) {
+        try (RdmaSession first = peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS)) {
             assertEquals(null, first.lostReason());
             var refused = assertThrows(ExecutionException.class,
-                    () -> peer.connect(listener.address()).get(10, TimeUnit.SECONDS));
+                    () -> peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS));
             var refusal = assertInstanceOf(SessionRefusedException.class, refused.getCause());
             assertEquals(SessionRefusedException.Reason.ENDPOINT_FULL, refusal.reason(), refusal.getMessage());
             assertTrue(refusal.getMessage().contains("already serves 1 sessions"), refusal.getMessage());
@@ -171,7 +171,7 @@ class CrowdDefaultsTest extends EndpointPeers {
             }
             Thread.sleep(500); // the listener has taken them all
             var refused = assertThrows(ExecutionException.class,
-                    () -> peer.connect(listener.address()).get(10, TimeUnit.SECONDS));
+                    () -> peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS));
             var refusal = assertInstanceOf(SessionRefusedException.class, refused.getCause());
             assertEquals(SessionRefusedException.Reason.HANDSHAKE_LIMIT, refusal.reason(), refusal.getMessage());
         } finally {
@@ -210,8 +210,8 @@ class CrowdDefaultsTest extends EndpointPeers {
     void closingOnClosedWorks() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ZERO));
         RdmaEndpoint peer = peerEndpoint();
-        var accepted = listener.accept();
-        RdmaSession s = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        var accepted = listener.acceptAsync();
+        RdmaSession s = peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
         RdmaSession o = accepted.get(10, TimeUnit.SECONDS);
         var closingPeer = s.closed().thenRun(s::close);
         var closingOwner = o.closed().thenRun(o::close);
@@ -219,8 +219,8 @@ class CrowdDefaultsTest extends EndpointPeers {
         closingPeer.get(10, TimeUnit.SECONDS); // threw WrongThreadException
         closingOwner.get(10, TimeUnit.SECONDS);
         lease.close();
-        var next = listener.accept();
-        RdmaSession s2 = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        var next = listener.acceptAsync();
+        RdmaSession s2 = peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
         RdmaSession o2 = next.get(10, TimeUnit.SECONDS);
         var closing = o2.closed().thenRun(o2::close);
         o2.closeAsync().get(10, TimeUnit.SECONDS); // this side's close, whose end runs the same line

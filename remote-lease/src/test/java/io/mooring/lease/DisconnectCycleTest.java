@@ -47,7 +47,7 @@ class DisconnectCycleTest extends EndpointPeers {
 
     /** A raw peer connects, asks for {@value #REQUESTS} leases, drops everything before the answers come. */
     private void cycle(RdmaListener listener, int i) throws Exception {
-        var accepted = listener.accept();
+        var accepted = listener.acceptAsync();
         try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
             accepted.get(10, TimeUnit.SECONDS);
             for (int r = 1; r <= REQUESTS; r++) {

@@ -41,8 +41,8 @@ class HostilePeerTest extends EndpointPeers {
         List<RemoteSegment> held = new ArrayList<>();
         int refused = 0;
         for (int s = 0; s < 3; s++) {
-            var accepted = listener.accept();
-            RdmaSession session = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            RdmaSession session = peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
             accepted.get(10, TimeUnit.SECONDS);
             for (int i = 0; i < 2; i++) {
                 try {
@@ -69,7 +69,7 @@ class HostilePeerTest extends EndpointPeers {
     void aPeerIsToldOfAClosedValuesEndOnce() throws Exception {
         var limits = new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(5), RW, Duration.ofMillis(100));
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).limits(limits));
-        var accepted = listener.accept();
+        var accepted = listener.acceptAsync();
         try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
             RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
             Block value = ownerArena.allocateShared(64, 8);
@@ -91,7 +91,7 @@ class HostilePeerTest extends EndpointPeers {
     void aWedgedPeerLosesItsSessionAndEveryBlockComesBack() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ZERO)
                 .limits(new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(5), RW, Duration.ZERO)));
-        var accepted = listener.accept();
+        var accepted = listener.acceptAsync();
         try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
             RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
             for (int i = 1; i <= 20; i++) {
@@ -116,7 +116,7 @@ class HostilePeerTest extends EndpointPeers {
     @Test
     void aGrantCutOffByTheSessionsLossGivesItsBlockBackOnce() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).isolation(Isolation.WINDOW));
-        var accepted = listener.accept();
+        var accepted = listener.acceptAsync();
         RdmaSession owner;
         try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
             owner = accepted.get(10, TimeUnit.SECONDS);
@@ -141,7 +141,7 @@ class HostilePeerTest extends EndpointPeers {
     @Test
     void aGoodbyeCountingMessagesNeverSentLosesTheSession() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena));
-        var accepted = listener.accept();
+        var accepted = listener.acceptAsync();
         try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
             RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
             peer.goodbye(3);
@@ -160,7 +160,7 @@ class HostilePeerTest extends EndpointPeers {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena)
                 .limits(new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(5), RW,
                         Duration.ofMillis(50))));
-        var wedgedSide = listener.accept();
+        var wedgedSide = listener.acceptAsync();
         try (RawPeer wedged = new RawPeer(peerPd, listener.address())) {
             wedgedSide.get(10, TimeUnit.SECONDS);
             for (int i = 1; i <= 24; i++) {
@@ -168,8 +168,8 @@ class HostilePeerTest extends EndpointPeers {
                 wedged.nextAnswer("request " + i);
             }
             wedged.stopReceiving();
-            var honestSide = listener.accept();
-            RdmaSession honest = peerEndpoint().connect(listener.address()).get(10, TimeUnit.SECONDS);
+            var honestSide = listener.acceptAsync();
+            RdmaSession honest = peerEndpoint().connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
             RdmaSession owner = honestSide.get(10, TimeUnit.SECONDS);
             long start = System.nanoTime();
             RemoteSegment lease = honest.requestRemote(64, Duration.ofSeconds(1), RW);
@@ -187,12 +187,12 @@ class HostilePeerTest extends EndpointPeers {
     @Test
     void aTransferThatCannotFinishBeforeTheDeadlineIsRefusedLocally() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena));
-        var accepted = listener.accept();
-        RdmaSession requester = peerEndpoint().connect(listener.address()).get(10, TimeUnit.SECONDS);
+        var accepted = listener.acceptAsync();
+        RdmaSession requester = peerEndpoint().connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
         RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
         try (RemoteSegment lease = requester.requestRemote(64 << 20, Duration.ofMillis(600), RW);
              Block big = peerArena.allocate(64 << 20); Block small = peerArena.allocate(8)) {
-            var e = assertThrows(IllegalStateException.class, () -> lease.write(big, 0));
+            var e = assertThrows(LeaseExpiredException.class, () -> lease.write(big, 0));
             assertTrue(e.getMessage().contains("too soon for 67108864 bytes"), e.getMessage());
             lease.write(small, 0);
         }
@@ -209,8 +209,8 @@ class HostilePeerTest extends EndpointPeers {
     void aPeerWhoseAccessFailsLosesItsSessionAndWaitsBeforeTheNext() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ofMillis(800)));
         RdmaEndpoint peer = peerEndpoint();
-        var accepted = listener.accept();
-        RdmaSession requester = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        var accepted = listener.acceptAsync();
+        RdmaSession requester = peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
         RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
         RemoteSegment lease = guessPastALease(requester);
         requester.close(); // at once, as a guessing peer would: its closing the connection is no clean end
@@ -222,11 +222,11 @@ class HostilePeerTest extends EndpointPeers {
             assertEquals(ErrorCodes.SHUTTING_DOWN, refused.code(), refused.getMessage());
         }
         var barred = assertThrows(java.util.concurrent.ExecutionException.class,
-                () -> peer.connect(listener.address()).get(10, TimeUnit.SECONDS));
+                () -> peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS));
         assertInstanceOf(java.io.IOException.class, barred.getCause(), "refused at once: " + barred.getCause());
         Thread.sleep(900);
-        var again = listener.accept();
-        peer.connect(listener.address()).get(10, TimeUnit.SECONDS).close();
+        var again = listener.acceptAsync();
+        peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS).close();
         again.get(10, TimeUnit.SECONDS).close();
         lease.close();
     }
@@ -240,11 +240,11 @@ class HostilePeerTest extends EndpointPeers {
     void aCleanEndOfASessionOpenBeforeAFailureForgivesNothing() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ofMillis(800)));
         RdmaEndpoint peer = peerEndpoint();
-        var cover = listener.accept();
-        RdmaSession honest = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        var cover = listener.acceptAsync();
+        RdmaSession honest = peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
         cover.get(10, TimeUnit.SECONDS);
-        var accepted = listener.accept();
-        RdmaSession guesser = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        var accepted = listener.acceptAsync();
+        RdmaSession guesser = peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
         RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
         RemoteSegment lease = guessPastALease(guesser);
         guesser.close();
@@ -252,7 +252,7 @@ class HostilePeerTest extends EndpointPeers {
         honest.close(); // a clean end, of a session set up before the failure
         awaitTrue(() -> ownerEndpoint.sessions().isEmpty(), "the honest session to end at the owner");
         var barred = assertThrows(java.util.concurrent.ExecutionException.class,
-                () -> peer.connect(listener.address()).get(10, TimeUnit.SECONDS), "the bar still holds");
+                () -> peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS), "the bar still holds");
         assertInstanceOf(java.io.IOException.class, barred.getCause(), "refused at once: " + barred.getCause());
         lease.close();
     }
@@ -268,7 +268,7 @@ class HostilePeerTest extends EndpointPeers {
     }
 
     private Raw rawSession(RdmaListener listener) throws Exception {
-        var accepted = listener.accept();
+        var accepted = listener.acceptAsync();
         RawPeer peer = new RawPeer(peerPd, listener.address());
         try {
             return new Raw(peer, accepted.get(10, TimeUnit.SECONDS));
@@ -351,7 +351,7 @@ class HostilePeerTest extends EndpointPeers {
         }
         int watchdogBefore = RdmaEndpoint.watchdogTasks();
         for (int i = 0; i < 10; i++) {
-            var next = listener.accept();
+            var next = listener.acceptAsync();
             new RawPeer(peerPd, listener.address()).close();
             next.get(10, TimeUnit.SECONDS).close();
         }

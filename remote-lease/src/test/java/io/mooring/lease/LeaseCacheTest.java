@@ -67,8 +67,8 @@ class LeaseCacheTest {
         ownerEndpoint = RdmaEndpoint.builder(ownerPd, ownerArena).limits(LIMITS).build();
         requesterEndpoint = RdmaEndpoint.builder(requesterPd, requesterArena).build();
         try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var accepted = listener.accept();
-            requester = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            requester = requesterEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
             owner = accepted.get(30, TimeUnit.SECONDS);
         }
     }

@@ -42,8 +42,8 @@ class LeaseChurnTest {
         try (var owner = RdmaEndpoint.builder(ownerPd, ownerArena).build();
              var listener = owner.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
              var peer = RdmaEndpoint.builder(peerPd, peerArena).build()) {
-            var accepted = listener.accept();
-            RdmaSession requester = peer.connect(listener.address()).get(10, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            RdmaSession requester = peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
             RdmaSession session = accepted.get(10, TimeUnit.SECONDS);
             var write = EnumSet.of(Access.REMOTE_WRITE);
             for (int i = 0; i < 500; i++) requester.requestRemote(64, Duration.ofSeconds(30), write).close(); // warm up

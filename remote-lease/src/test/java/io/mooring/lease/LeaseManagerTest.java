@@ -117,7 +117,7 @@ class LeaseManagerTest extends LeasePeers {
             // The owner's own request on the block: a receive into it, outstanding until the peer sends.
             CompletableFuture<WorkCompletion> receive =
                     lease.postAsync(ownerQp, ReceiveRequest.into(block.region(), block.regionOffset(), 64));
-            CompletableFuture<Void> end = leases.end(lease, EndReason.RELEASED);
+            CompletableFuture<Void> end = leases.endAsync(lease, EndReason.RELEASED);
             assertFalse(lease.isActive());
             assertThrows(IllegalStateException.class, () -> lease.postAsync(ownerQp,
                     ReceiveRequest.into(block.region(), block.regionOffset(), 64)), "no new requests once ending");
@@ -153,7 +153,7 @@ class LeaseManagerTest extends LeasePeers {
             Lease lease = leases.grant(block, Duration.ofMinutes(1), WRITE);
             CompletableFuture<WorkCompletion> receive =
                     lease.postAsync(ownerQp, ReceiveRequest.into(block.region(), block.regionOffset(), 64));
-            CompletableFuture<Void> end = leases.end(lease, EndReason.SESSION_LOST);
+            CompletableFuture<Void> end = leases.endAsync(lease, EndReason.SESSION_LOST);
             assertThrows(TimeoutException.class, () -> end.get(100, TimeUnit.MILLISECONDS));
             ownerQp.moveToError(); // the receive completes with WR_FLUSH_ERR: the NIC is done with the block
             var flushed = assertThrows(ExecutionException.class, () -> receive.get(10, TimeUnit.SECONDS));

@@ -62,10 +62,10 @@ class ManySessionsTest {
              var peers = RdmaEndpoint.builder(peerPd, peerArena).maxSessions(PEERS).build()) {
             long start = System.nanoTime();
             var accepting = Thread.ofVirtual().start(() -> { // the server's accept loop
-                for (int i = 0; i < PEERS; i++) listener.accept().join();
+                for (int i = 0; i < PEERS; i++) listener.acceptAsync().join();
             });
             List<CompletableFuture<RdmaSession>> connecting = new ArrayList<>();
-            for (int i = 0; i < PEERS; i++) connecting.add(peers.connect(listener.address()));
+            for (int i = 0; i < PEERS; i++) connecting.add(peers.connectAsync(listener.address()));
             List<RdmaSession> clients = new ArrayList<>();
             for (var f : connecting) clients.add(f.get(120, TimeUnit.SECONDS));
             assertTrue(accepting.join(Duration.ofSeconds(120)), "every session accepted");
@@ -121,8 +121,8 @@ class ManySessionsTest {
         try (var owner = RdmaEndpoint.builder(ownerPd, ownerArena).build();
              var listener = owner.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
              var peers = RdmaEndpoint.builder(peerPd, peerArena).build()) {
-            var accepted = listener.accept();
-            peers.connect(listener.address()).get(30, TimeUnit.SECONDS).close();
+            var accepted = listener.acceptAsync();
+            peers.connectAsync(listener.address()).get(30, TimeUnit.SECONDS).close();
             accepted.get(30, TimeUnit.SECONDS).close();
         }
     }

@@ -65,8 +65,8 @@ class MessageOrderTest {
         senderEndpoint = RdmaEndpoint.builder(senderPd, senderArena).messageWindow(WINDOW).build();
         receiverEndpoint = RdmaEndpoint.builder(receiverPd, receiverArena).messageWindow(WINDOW).build();
         try (var listener = receiverEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var accepted = listener.accept();
-            sender = senderEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            sender = senderEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
             receiver = accepted.get(30, TimeUnit.SECONDS);
         }
     }

@@ -54,7 +54,7 @@ class RawPeerChurnTest {
             long minute = Duration.ofMinutes(1).toNanos();
             for (int cycle = 0; cycle < WARM_UP + CYCLES; cycle++) {
                 if (cycle == WARM_UP) heapAtWarmUp = HeapAfterGc.bytes();
-                var accepted = listener.accept();
+                var accepted = listener.acceptAsync();
                 RawPeer peer = new RawPeer(peerPd, listener.address());
                 if (cycle >= WARM_UP) vanished.add(peer); // until the count: the Cleaner's timing is the GC's
                 accepted.get(10, TimeUnit.SECONDS);

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
@@ -69,8 +70,8 @@ class RdmaSessionTest {
         ownerEndpoint = RdmaEndpoint.builder(pdOf(ownerArena), ownerArena).build();
         requesterEndpoint = RdmaEndpoint.builder(pdOf(requesterArena), requesterArena).build();
         try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var accepted = listener.accept();
-            requester = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            requester = requesterEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
             owner = accepted.get(30, TimeUnit.SECONDS);
         }
     }
@@ -194,7 +195,7 @@ class RdmaSessionTest {
         RemoteSegment remote = requester.requestRemote(64, Duration.ofMillis(200), RW);
         awaitTrue(() -> owner.leases().stats().expired() == 1);
         try (Block src = requesterArena.allocate(64)) {
-            var e = assertThrows(IllegalStateException.class, () -> remote.write(src, 0));
+            var e = assertThrows(LeaseEndedException.class, () -> remote.write(src, 0));
             assertTrue(e.getMessage().contains("expired") || e.getMessage().contains("revoked"), e.getMessage());
         }
         remote.close(); // the owner answers: no such lease any more; nothing to revoke
@@ -378,8 +379,8 @@ class RdmaSessionTest {
     void aSessionEndedWithMessagesUntakenKeepsItsSlotUntilTheyAreTaken() throws Exception {
         try (var oneSession = RdmaEndpoint.builder(pdOf(ownerArena), ownerArena).maxSessions(1).build();
              var listener = oneSession.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var accepted = listener.accept();
-            try (RdmaSession sender = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            try (RdmaSession sender = requesterEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
                  Block a = message("left behind")) {
                 sender.send(a);
                 sender.send(a);
@@ -389,13 +390,13 @@ class RdmaSessionTest {
             awaitTrue(() -> oneSession.sessions().isEmpty()); // torn down by itself, its messages kept
 
             var refused = assertThrows(ExecutionException.class,
-                    () -> requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS));
+                    () -> requesterEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS));
             assertTrue(listener.refused() > 0, "refused at the listener: " + refused.getCause());
 
             ended.receive(Duration.ofSeconds(5)).close();
             ended.receive(Duration.ofSeconds(5)).close();
-            var next = listener.accept();
-            try (RdmaSession again = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS)) {
+            var next = listener.acceptAsync();
+            try (RdmaSession again = requesterEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS)) {
                 assertEquals(null, next.get(30, TimeUnit.SECONDS).lostReason(), "its slot was free again");
                 assertEquals(null, again.lostReason());
             }
@@ -422,7 +423,7 @@ class RdmaSessionTest {
             try {
                 owner.receive(sending ? Duration.ofNanos(1_000 + random.nextInt(100_000)) : Duration.ofSeconds(1)).close();
                 received++;
-            } catch (TimeoutException e) {
+            } catch (MooringTimeoutException e) {
                 timeouts++;
                 if (!sending) break;
             }
@@ -440,8 +441,8 @@ class RdmaSessionTest {
         RdmaEndpoint impatient = RdmaEndpoint.builder(pdOf(requesterArena), requesterArena)
                 .requestTimeout(Duration.ofMillis(2)).build();
         try (impatient; var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var accepted = listener.accept();
-            RdmaSession sending = impatient.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            RdmaSession sending = impatient.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
             RdmaSession receiving = accepted.get(30, TimeUnit.SECONDS);
             int[] sent = new int[1];
             var sender = Thread.ofVirtual().start(() -> {
@@ -462,7 +463,7 @@ class RdmaSessionTest {
                 try {
                     receiving.receive(Duration.ofSeconds(sender.isAlive() ? 10 : 1)).close();
                     received++;
-                } catch (TimeoutException e) {
+                } catch (MooringTimeoutException e) {
                     break;
                 }
                 if (random.nextInt(8) == 0) Thread.sleep(random.nextInt(4));
@@ -725,10 +726,10 @@ class RdmaSessionTest {
     @Test
     void theConnectingSideOpensAnotherSessionToTheSamePeer() throws Exception {
         try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var first = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
-            var firstOwner = listener.accept().get(30, TimeUnit.SECONDS);
-            var accepted = listener.accept();
-            try (RdmaSession second = first.connectAgain().get(30, TimeUnit.SECONDS);
+            var first = requesterEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
+            var firstOwner = listener.acceptAsync().get(30, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            try (RdmaSession second = first.connectAgainAsync().get(30, TimeUnit.SECONDS);
                  RdmaSession secondOwner = accepted.get(30, TimeUnit.SECONDS);
                  Block b = message("on the second session")) {
                 assertTrue(second.queuePair().number() != first.queuePair().number(), "queue pairs of its own");
@@ -736,7 +737,7 @@ class RdmaSessionTest {
                 try (InboundMessage m = secondOwner.receive(Duration.ofSeconds(10))) {
                     assertEquals("on the second session", text(m));
                 }
-                var e = assertThrows(IllegalStateException.class, firstOwner::connectAgain);
+                var e = assertThrows(IllegalStateException.class, firstOwner::connectAgainAsync);
                 assertTrue(e.getMessage().contains("the peer, which connected, opens more sessions"), e.getMessage());
             } finally {
                 first.close();
@@ -757,11 +758,11 @@ class RdmaSessionTest {
              RdmaEndpoint strangers = RdmaEndpoint.builder(pdOf(strangerArena), strangerArena).build();
              var listener = confining.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
              Block mine = requesterArena.allocate(64); Block theirs = strangerArena.allocate(64)) {
-            var acceptHonest = listener.accept();
-            RdmaSession honest = requesterEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var acceptHonest = listener.acceptAsync();
+            RdmaSession honest = requesterEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
             RdmaSession ownerOfHonest = acceptHonest.get(30, TimeUnit.SECONDS);
-            var acceptStranger = listener.accept();
-            RdmaSession stranger = strangers.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var acceptStranger = listener.acceptAsync();
+            RdmaSession stranger = strangers.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
             RdmaSession ownerOfStranger = acceptStranger.get(30, TimeUnit.SECONDS);
             RemoteSegment lease = honest.requestRemote(64, Duration.ofSeconds(30), RW);
             mine.segment().fill((byte) 0x11);
@@ -814,7 +815,7 @@ class RdmaSessionTest {
             value.close(); // the owner replaces its value: both offers end, the peer is told
             assertEquals(EndReason.OWNER_CLOSED, half.ended().get(10, TimeUnit.SECONDS));
             awaitTrue(() -> !first.isUsable() && !second.isUsable());
-            assertThrows(IllegalStateException.class, () -> first.read(dst, 0), "revoked: refused before posting");
+            assertThrows(LeaseRevokedException.class, () -> first.read(dst, 0), "revoked: refused before posting");
         }
         assertTrue(first.closeAsync().isDone(), "a revoked segment closes at once: the owner ends it, no RELEASE asked");
         second.close();
@@ -860,8 +861,8 @@ class RdmaSessionTest {
             try {
                 owner.receive(Duration.ofSeconds(1));
                 blockingCall.complete(null);
-            } catch (RuntimeException | TimeoutException e) {
-                blockingCall.complete(e instanceof RuntimeException r ? r : new IllegalStateException(e));
+            } catch (RuntimeException e) {
+                blockingCall.complete(e);
             }
             return owner.offerAsync(value, 0, 64, Duration.ofSeconds(30), EnumSet.of(Access.REMOTE_READ));
         });

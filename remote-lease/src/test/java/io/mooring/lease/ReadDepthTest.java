@@ -47,8 +47,8 @@ class ReadDepthTest {
                      .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
              RdmaEndpoint peerEndpoint = RdmaEndpoint.builder(peerPd, peerArena).build();
              var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var accepted = listener.accept();
-            try (RdmaSession peer = peerEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            try (RdmaSession peer = peerEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
                  RdmaSession owner = accepted.get(30, TimeUnit.SECONDS)) {
                 for (RdmaSession side : new RdmaSession[] {peer, owner}) {
                     QpAttributes data = side.queuePair().query();
@@ -64,7 +64,7 @@ class ReadDepthTest {
     void aPeerAllowingOneReadGetsOne() throws Exception {
         ProtectionDomain peerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
         try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var accepted = listener.accept();
+            var accepted = listener.acceptAsync();
             RawPeer peer = new RawPeer(peerPd, listener.address()); // offers depths of 1 out and 1 in
             try (RdmaSession owner = accepted.get(30, TimeUnit.SECONDS)) {
                 QpAttributes data = owner.queuePair().query();

@@ -61,8 +61,8 @@ class RevocationTest {
         ownerEndpoint = RdmaEndpoint.builder(pds.get(0), ownerArena).revokeTimeout(Duration.ofSeconds(10)).build();
         holderEndpoint = RdmaEndpoint.builder(pds.get(1), holderArena).build();
         try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var accepted = listener.accept();
-            holder = holderEndpoint.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            var accepted = listener.acceptAsync();
+            holder = holderEndpoint.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
             owner = accepted.get(30, TimeUnit.SECONDS);
         }
     }
@@ -120,13 +120,13 @@ class RevocationTest {
         Duration timeout = Duration.ofMillis(300);
         try (RdmaEndpoint strict = RdmaEndpoint.builder(pds.get(0), ownerArena).revokeTimeout(timeout).build();
              var listener = strict.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
-            var rawSide = listener.accept();
+            var rawSide = listener.acceptAsync();
             try (RawPeer raw = new RawPeer(pds.get(1), listener.address())) {
                 RdmaSession rawOwner = rawSide.get(10, TimeUnit.SECONDS);
                 raw.send(new Message.Request(1, 4096, 8, Access.mask(READ), Duration.ofSeconds(30).toNanos()));
                 var grant = (Message.Grant) raw.nextAnswer("request");
-                var honestSide = listener.accept();
-                RdmaSession honest = holderEndpoint.connect(listener.address()).get(10, TimeUnit.SECONDS);
+                var honestSide = listener.acceptAsync();
+                RdmaSession honest = holderEndpoint.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
                 RdmaSession honestOwner = honestSide.get(10, TimeUnit.SECONDS);
                 RemoteSegment other = honest.requestRemote(4096, Duration.ofSeconds(30), READ);
 

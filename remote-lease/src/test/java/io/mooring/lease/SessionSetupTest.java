@@ -136,8 +136,8 @@ class SessionSetupTest {
             var silent = new java.util.ArrayList<Socket>();
             try {
                 for (int i = 0; i < 8; i++) silent.add(new Socket(listener.address().getAddress(), listener.address().getPort()));
-                var accepted = listener.accept();
-                try (RdmaSession s = requester.connect(listener.address()).get(10, TimeUnit.SECONDS);
+                var accepted = listener.acceptAsync();
+                try (RdmaSession s = requester.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
                      RdmaSession o = accepted.get(10, TimeUnit.SECONDS)) {
                     assertEquals(null, o.lostReason());
                     assertEquals(null, s.lostReason());
@@ -159,10 +159,10 @@ class SessionSetupTest {
              var requester = RdmaEndpoint.builder(pd, arena).isolation(Isolation.WINDOW).build()) {
             for (int i = 0; i < 2 * RdmaListener.BACKLOG; i++) {
                 assertThrows(java.util.concurrent.TimeoutException.class,
-                        () -> listener.accept().get(1, TimeUnit.MILLISECONDS));
+                        () -> listener.acceptAsync().get(1, TimeUnit.MILLISECONDS));
             }
-            try (RdmaSession s = requester.connect(listener.address()).get(10, TimeUnit.SECONDS);
-                 RdmaSession o = listener.accept().get(10, TimeUnit.SECONDS)) {
+            try (RdmaSession s = requester.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
+                 RdmaSession o = listener.acceptAsync().get(10, TimeUnit.SECONDS)) {
                 assertEquals(null, o.lostReason());
                 assertEquals(null, s.lostReason());
             }
@@ -178,15 +178,15 @@ class SessionSetupTest {
         try (var capped = RdmaEndpoint.builder(pd, arena).isolation(Isolation.WINDOW).maxSessionsPerPeer(2).build();
              var listener = capped.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
              var requester = RdmaEndpoint.builder(pd, arena).isolation(Isolation.WINDOW).build()) {
-            RdmaSession first = requester.connect(listener.address()).get(10, TimeUnit.SECONDS);
-            try (RdmaSession second = requester.connect(listener.address()).get(10, TimeUnit.SECONDS)) {
+            RdmaSession first = requester.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
+            try (RdmaSession second = requester.connectAsync(listener.address()).get(10, TimeUnit.SECONDS)) {
                 assertThrows(java.util.concurrent.ExecutionException.class,
-                        () -> requester.connect(listener.address()).get(10, TimeUnit.SECONDS));
+                        () -> requester.connectAsync(listener.address()).get(10, TimeUnit.SECONDS));
                 assertTrue(Await.polling(() -> listener.refused() == 1, Duration.ofSeconds(10)),
                         "the third session, refused at its handshake");
                 first.close();
                 assertTrue(Await.polling(() -> capped.sessions().size() == 1, Duration.ofSeconds(10)), "first ended");
-                try (RdmaSession third = requester.connect(listener.address()).get(10, TimeUnit.SECONDS)) {
+                try (RdmaSession third = requester.connectAsync(listener.address()).get(10, TimeUnit.SECONDS)) {
                     assertEquals(null, third.lostReason());
                     assertEquals(null, second.lostReason());
                 }

@@ -32,7 +32,7 @@ final class CompletionFuture<T> extends CompletableFuture<T> {
 
     @Override
     public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
-        if (!isDone()) cq.await(this, unit.toNanos(timeout));
+        if (!cq.await(this, unit.toNanos(timeout))) throw new TimeoutException("not done within " + timeout + " " + unit);
         return super.get();
     }
 
@@ -52,11 +52,6 @@ final class CompletionFuture<T> extends CompletableFuture<T> {
     }
 
     private void awaitDone(long timeoutNanos) throws InterruptedException {
-        if (isDone()) return;
-        try {
-            cq.await(this, timeoutNanos);
-        } catch (TimeoutException e) {
-            throw new AssertionError("no bound, yet timed out", e);
-        }
+        if (!isDone()) cq.await(this, timeoutNanos);
     }
 }

@@ -120,17 +120,22 @@ public final class CompletionQueue extends VerbsObject {
      * passed. With a dispatcher in EVENTS mode a platform thread polls for its own completion while it waits
      * ({@link CompletionDispatcher#await}); otherwise it parks until the completion is delivered.
      *
-     * @throws TimeoutException if {@code f} is not done in time
+     * @return whether {@code f} is done: false if the time ran out first
      * @throws WrongThreadException where completions are delivered ({@link CompletionDispatcher#checkMayWait()})
      */
-    public void await(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException, TimeoutException {
-        if (f.isDone()) return;
+    public boolean await(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException {
+        if (f.isDone()) return true;
         CompletionDispatcher.checkMayWait();
         CompletionDispatcher d = dispatcher.running;
-        if (d != null) {
-            d.await(f, timeoutNanos);
-        } else {
-            CompletionDispatcher.parkUntilDone(f, timeoutNanos);
+        try {
+            if (d != null) {
+                d.await(f, timeoutNanos);
+            } else {
+                CompletionDispatcher.parkUntilDone(f, timeoutNanos);
+            }
+            return true;
+        } catch (TimeoutException e) {
+            return f.isDone();
         }
     }
 

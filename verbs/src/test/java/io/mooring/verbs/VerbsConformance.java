@@ -809,7 +809,7 @@ abstract class VerbsConformance {
         assertTrue(deliveredHere > atLeast, deliveredHere + " of " + rounds + " completions woke their own waiter");
         assertFalse(CompletionDispatcher.isDispatcherThread(), "delivering ends with the wait");
 
-        assertThrows(java.util.concurrent.TimeoutException.class, () -> a.cq.await(never, 5_000_000));
+        assertFalse(a.cq.await(never, 5_000_000), "a wait that runs out says the future is not done");
 
         // What nobody waits for goes to the handler, also while the dispatcher stands aside for a waiter.
         MemoryRegion src = a.open(64, 0x31);

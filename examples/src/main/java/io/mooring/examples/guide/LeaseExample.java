@@ -40,7 +40,7 @@ public final class LeaseExample {
     private static void owner(RdmaEndpoint endpoint, int port) throws Exception {
         try (RdmaListener listener = endpoint.listen(port)) {
             System.out.println("listening on " + listener.address().getPort());
-            try (RdmaSession session = listener.accept().get()) {
+            try (RdmaSession session = listener.acceptAsync().get()) {
                 session.closed().get(); // the session's agent serves the peer's requests until the peer leaves
                 System.out.println("owner: " + session.leases().stats().released() + " lease(s) released");
             }
@@ -51,7 +51,7 @@ public final class LeaseExample {
         int colon = owner.lastIndexOf(':');
         var address = new InetSocketAddress(owner.substring(0, colon),
                 Integer.parseInt(owner.substring(colon + 1)));
-        try (RdmaSession session = endpoint.connect(address).get();
+        try (RdmaSession session = endpoint.connectAsync(address).get();
              RemoteSegment lease = session.requestRemote(4096, Duration.ofSeconds(30),
                      EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE));
              Block mine = endpoint.arena().allocate(4096);

@@ -146,7 +146,7 @@ public final class KvClient implements AutoCloseable {
         var address = new InetSocketAddress(server.substring(0, colon), Integer.parseInt(server.substring(colon + 1)));
         try (var kv = Kv.open(device);
              RdmaEndpoint endpoint = RdmaEndpoint.builder(kv.pd(), kv.arena()).handshakeTimeout(handshakeTimeout).build();
-             RdmaSession session = endpoint.connect(address).get();
+             RdmaSession session = endpoint.connectAsync(address).get();
              KvClient client = new KvClient(session, LeaseLimits.DEFAULT)) { // what KvServer grants
             var load = new Load(client, keys);
             for (int i = 0; i < keys; i++) load.put("key-" + i);

@@ -40,7 +40,7 @@ public final class KvServer {
     void serve(RdmaListener listener, int sessions) throws Exception {
         var ended = new CountDownLatch(sessions);
         for (int served = 0; sessions == 0 || served < sessions; served++) {
-            RdmaSession session = listener.accept().get();
+            RdmaSession session = listener.acceptAsync().get();
             // Written where requests are served, closed wherever the session's end is learnt: shared, one per client.
             Block reply = session.endpoint().arena().allocateShared(1, 1);
             serveNext(session, reply, ended);

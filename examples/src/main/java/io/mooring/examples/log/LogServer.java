@@ -125,7 +125,7 @@ public final class LogServer {
             List<Writer> served = new ArrayList<>();
             try {
                 for (int i = 0; i < writers; i++) {
-                    RdmaSession session = listener.accept().get();
+                    RdmaSession session = listener.acceptAsync().get();
                     var writer = new Writer(session, log.segment(), finished);
                     served.add(writer);
                     writer.serve();

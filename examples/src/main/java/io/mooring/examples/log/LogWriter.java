@@ -21,7 +21,7 @@ import java.util.zip.CRC32C;
  * A writer of {@link LogServer}'s log: takes the log the server offers, then appends records until the log is full —
  * each one a fetch-and-add on the tail and a WRITE with immediate, the next record filled while the last one is on the
  * wire — renewing its lease while it writes. Several writers share one peer connection's endpoint: the first session
- * is {@linkplain RdmaSession#connectAgain() connected again} for each other writer, so each has queue pairs of its own.
+ * is {@linkplain RdmaSession#connectAgainAsync() connected again} for each other writer, so each has queue pairs of its own.
  */
 public final class LogWriter {
     private static final Duration WAIT = Duration.ofSeconds(10);
@@ -43,7 +43,7 @@ public final class LogWriter {
                 int id = i;
                 running.add(threads.submit(() -> {
                     if (id == 0) return append(first, id, payload, lease);
-                    try (RdmaSession again = first.connectAgain().get(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                    try (RdmaSession again = first.connectAgainAsync().get(WAIT.toSeconds(), TimeUnit.SECONDS)) {
                         return append(again, id, payload, lease);
                     }
                 }));

@@ -136,7 +136,7 @@ public final class PageClient {
         try (var memory = Pages.Memory.open(device); RdmaEndpoint endpoint = PageServer.endpoint(memory)) {
             List<RdmaSession> open = new ArrayList<>();
             try {
-                for (int i = 0; i < sessions; i++) open.add(endpoint.connect(server).get());
+                for (int i = 0; i < sessions; i++) open.add(endpoint.connectAsync(server).get());
                 var client = new PageClient(open, writePercent);
                 if (warmup > 0) client.run(tasks, warmup, 1);
                 Run run = client.run(tasks, ops, 2);

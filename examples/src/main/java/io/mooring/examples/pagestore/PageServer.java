@@ -43,7 +43,7 @@ public final class PageServer implements AutoCloseable {
     void serve(RdmaListener listener, int sessions) throws Exception {
         var ended = new CountDownLatch(sessions);
         for (int i = 0; i < sessions; i++) {
-            RdmaSession session = listener.accept().get();
+            RdmaSession session = listener.acceptAsync().get();
             session.offer(table, LEASE, EnumSet.of(Access.REMOTE_READ));
             serveWrites(session, ended);
         }

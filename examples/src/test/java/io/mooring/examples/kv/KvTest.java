@@ -75,7 +75,7 @@ class KvTest {
         }
 
         RdmaSession connect() throws Exception {
-            return clientEndpoint.connect(listener.address()).get(10, TimeUnit.SECONDS);
+            return clientEndpoint.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
         }
 
         long leasesGranted() {

@@ -158,7 +158,7 @@ final class KvWorkload {
         Map<String, byte[]> expected = new HashMap<>();
         List<Long> gets = new ArrayList<>();
         LeaseStats start = null;
-        try (RdmaSession session = clientEndpoint.connect(listener.address()).get(10, TimeUnit.SECONDS);
+        try (RdmaSession session = clientEndpoint.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
              Client client = factory.open(session)) {
             for (int i = 0; i < keys; i++) put(client, "key-" + i, random, expected);
             for (int i = -ops / 2; i < ops; i++) { // a warm-up of half as many operations, then the measured ones

@@ -78,8 +78,8 @@ class LogTest {
         int payload = 200;
         withServerAndWriters((server, listener, writers) -> {
             var report = serve(server, listener, 3, size, lease);
-            writers.connect(listener.address()).get(10, TimeUnit.SECONDS).close(); // before or after its offer
-            try (RdmaSession quitter = writers.connect(listener.address()).get(10, TimeUnit.SECONDS)) {
+            writers.connectAsync(listener.address()).get(10, TimeUnit.SECONDS).close(); // before or after its offer
+            try (RdmaSession quitter = writers.connectAsync(listener.address()).get(10, TimeUnit.SECONDS)) {
                 quitter.receiveOffer(Duration.ofSeconds(10)).close(); // after its offer
             }
             List<LogWriter.Result> results = write(writers, listener, 1, payload, lease, report);
@@ -126,7 +126,7 @@ class LogTest {
     private static List<LogWriter.Result> write(RdmaEndpoint writers, RdmaListener listener, int n, int payload,
                                                 Duration lease, CompletableFuture<LogServer.Report> report)
             throws Exception {
-        try (RdmaSession first = writers.connect(listener.address()).get(10, TimeUnit.SECONDS)) {
+        try (RdmaSession first = writers.connectAsync(listener.address()).get(10, TimeUnit.SECONDS)) {
             return LogWriter.run(first, n, payload, lease);
         } catch (Exception e) { // the server's failure, if it ended the sessions, says why
             report.exceptionally(serverFailure -> {

@@ -182,7 +182,7 @@ final class TcpLink implements Link {
         synchronized (out) {
             out.writeByte(RESPONSE);
             out.writeInt(seq);
-            out.writeByte(answer.kind().ordinal());
+            out.writeByte(answer.kind().code);
             out.writeByte(answer.rnrTimer());
             out.writeLong(answer.atomicOriginal());
             int answered = read && answer.kind() == Wire.Kind.ACK ? length : 0;
@@ -194,14 +194,15 @@ final class TcpLink implements Link {
 
     private void accept() throws IOException {
         int seq = in.readInt();
-        int kind = in.readUnsignedByte();
+        int code = in.readUnsignedByte();
         int rnrTimer = in.readUnsignedByte();
         long original = in.readLong();
         byte[] data = new byte[checkedLength(in.readInt())];
         in.readFully(data);
-        if (kind >= Wire.Kind.values().length) throw new IOException("unknown response kind " + kind);
+        Wire.Kind kind = Wire.Kind.of(code);
+        if (kind == null) throw new IOException("unknown response kind " + code + " in the answer to request " + seq);
         if (seq != awaited) return; // an answer that came after its request timed out
-        answers.offer(new Wire.Response(Wire.Kind.values()[kind], rnrTimer, data.length == 0 ? null : data, original));
+        answers.offer(new Wire.Response(kind, rnrTimer, data.length == 0 ? null : data, original));
     }
 
     private static int checkedLength(int n) throws IOException {

@@ -136,6 +136,28 @@ final class Wire {
         }
     }
 
-    /** ACK, the NAKs of IBTA 9.7.5.2, and "no answer" (the responder dropped it: not ready, not ours, gone). */
-    enum Kind { ACK, RNR, NAK_ACCESS, NAK_INVALID_REQUEST, NAK_OPERATION, DROPPED }
+    /**
+     * ACK, the NAKs of IBTA 9.7.5.2, and "no answer" (the responder dropped it: not ready, not ours, gone); each with
+     * the code a TCP link carries, fixed whatever order the constants are in.
+     */
+    enum Kind {
+        ACK(0), RNR(1), NAK_ACCESS(2), NAK_INVALID_REQUEST(3), NAK_OPERATION(4), DROPPED(5);
+
+        private static final Kind[] BY_CODE = new Kind[6];
+
+        static {
+            for (Kind k : values()) BY_CODE[k.code] = k;
+        }
+
+        final int code;
+
+        Kind(int code) {
+            this.code = code;
+        }
+
+        /** The kind of {@code code}, or null for a code no kind has. */
+        static Kind of(int code) {
+            return code >= 0 && code < BY_CODE.length ? BY_CODE[code] : null;
+        }
+    }
 }
