@@ -20,8 +20,10 @@ import java.util.concurrent.CompletableFuture;
  * <p>Neither direction can grow without bound or block a shared thread. Answers, offers, revocations and credits are
  * served as they arrive; a receive holding a request for the agent is reposted only once the agent takes it, so a
  * peer that sends requests faster than the agent serves meets RNR on its own QP, and the agent's queue never holds
- * more than {@link #RECEIVES} messages. A send never waits for a buffer: it queues in a
- * bounded outbox, and a peer that leaves {@link #OUTBOX} answers untaken is failing the session.
+ * more than {@link #RECEIVES} messages. A send never waits for a buffer: it queues in an outbox, and a peer that leaves
+ * {@link #OUTBOX} answers, requests and credits untaken is failing the session. Messages about one lease — its OFFER,
+ * REVOKE, RELEASE and the RELEASE's acknowledgement — are not counted there: each lease sends at most one of each, so
+ * the lease limits bound them, and an owner ending all of a peer's leases at once sends that many REVOKEs in a burst.
  */
 final class ControlChannel implements AutoCloseable {
     static final int RECEIVES = 16;
@@ -35,6 +37,8 @@ final class ControlChannel implements AutoCloseable {
     private final List<Block> allSendBuffers = new ArrayList<>();
     private final ArrayDeque<Block> freeSendBuffers = new ArrayDeque<>(); // guarded by this
     private final ArrayDeque<Queued> outbox = new ArrayDeque<>();          // guarded by this
+    /** Queued messages that no lease bounds, guarded by this. */
+    private int unboundQueued;
 
     /** @throws RuntimeException if the arena cannot serve the buffers (memlock): none is kept then */
     ControlChannel(QueuePair qp, RdmaArena arena) {
@@ -74,10 +78,12 @@ final class ControlChannel implements AutoCloseable {
         synchronized (this) {
             b = freeSendBuffers.poll();
             if (b == null) {
-                if (outbox.size() >= OUTBOX) {
+                boolean unbound = !isAboutALease(m);
+                if (unbound && unboundQueued >= OUTBOX) {
                     return CompletableFuture.failedFuture(new IllegalStateException("the peer has left " + OUTBOX
                             + " control messages untaken"));
                 }
+                if (unbound) unboundQueued++;
                 CompletableFuture<WorkCompletion> sent = qp.sendCq().newFuture();
                 outbox.add(new Queued(m, sent));
                 return sent;
@@ -107,11 +113,17 @@ final class ControlChannel implements AutoCloseable {
                 freeSendBuffers.add(b);
                 return;
             }
+            if (!isAboutALease(next.message())) unboundQueued--;
         }
         post(b, next.message()).whenComplete((wc, e) -> {
             if (e != null) next.sent().completeExceptionally(e);
             else next.sent().complete(wc);
         });
+    }
+
+    private static boolean isAboutALease(Message m) {
+        return m instanceof Message.Offer || m instanceof Message.Revoke || m instanceof Message.Release
+                || m instanceof Message.ReleaseAck;
     }
 
     /** Frees the buffers; call after the QP is destroyed (nothing posted may be in flight). */

@@ -208,6 +208,41 @@ class RevocationTest {
         }
     }
 
+    /**
+     * An owner that ends many leases of one peer at once — a cache dropping a generation, a page table closed — asks
+     * the holder about each of them: as many REVOKEs as the peer holds leases, far more than the control QP has send
+     * buffers. None may cost the session. Before, the 81st queued REVOKE failed ("the peer has left 64 control
+     * messages untaken") and the session was lost, though the peer took every message.
+     */
+    @Test
+    void aBurstOfRevocationsAsLargeAsThePeersLeasesKeepsTheSession() throws Exception {
+        int leases = 400;
+        List<Block> values = new ArrayList<>();
+        List<Lease> granted = new ArrayList<>();
+        List<RemoteSegment> held = new ArrayList<>();
+        for (int i = 0; i < leases; i++) {
+            Block value = ownerArena.allocateShared(64, 8);
+            values.add(value);
+            granted.add(owner.offer(value, Duration.ofSeconds(60), READ));
+            held.add(holder.receiveOffer(Duration.ofSeconds(10)));
+        }
+        values.forEach(Block::close); // every lease ends at once
+        for (int i = 0; i < leases; i++) {
+            assertEquals(EndReason.OWNER_CLOSED, granted.get(i).ended().get(30, TimeUnit.SECONDS), "lease " + i);
+            assertEquals(EndReason.OWNER_CLOSED, held.get(i).revoked().get(30, TimeUnit.SECONDS), "segment " + i);
+        }
+        assertEquals(null, owner.lostReason());
+        assertEquals(null, holder.lostReason());
+        try (Block value = ownerArena.allocateShared(64, 8)) { // and the session goes on
+            value.segment().fill((byte) 7);
+            owner.offer(value, Duration.ofSeconds(60), READ);
+            try (RemoteSegment segment = holder.receiveOffer(Duration.ofSeconds(10)); Block dst = holderArena.allocate(64)) {
+                segment.read(dst, 0);
+                assertEquals(7, dst.segment().get(ValueLayout.JAVA_BYTE, 63));
+            }
+        }
+    }
+
     private List<Long> revokeUnderReads(int rounds, boolean big) throws Exception {
         List<Long> nanos = new ArrayList<>();
         for (int round = 0; round < rounds; round++) {
