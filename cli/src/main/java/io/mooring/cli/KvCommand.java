@@ -3,7 +3,6 @@ package io.mooring.cli;
 import io.mooring.examples.kv.KvClient;
 import io.mooring.examples.kv.KvServer;
 import io.mooring.lifecycle.MooringException;
-import io.mooring.verbs.VerbsException;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.BindException;

@@ -5,8 +5,6 @@ import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceState;
-import io.mooring.verbs.MemoryRegion;
-import io.mooring.verbs.MemoryWindow;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.WorkCompletion;

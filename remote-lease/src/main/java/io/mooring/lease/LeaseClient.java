@@ -61,20 +61,21 @@ final class LeaseClient {
                 duration.toNanos())).thenApply(answer -> {
                     if (!(answer instanceof Message.Grant g)) throw refusal(answer);
                     return segment(g.leaseId(), localDeadline(sent, g.durationNanos()), g.address(), g.length(),
-                            g.rkey(), Set.copyOf(access));
+                            g.rkey(), Set.copyOf(access), 0);
                 });
     }
 
     /** The segment of a lease the peer offered. */
     RemoteSegment offered(Message.Offer o) {
         return segment(o.leaseId(), localDeadline(System.nanoTime(), o.durationNanos()), o.address(), o.length(),
-                o.rkey(), Access.of(o.access()));
+                o.rkey(), Access.of(o.access()), o.tag());
     }
 
-    private RemoteSegment segment(long leaseId, long deadline, long address, long length, int rkey, Set<Access> access) {
+    private RemoteSegment segment(long leaseId, long deadline, long address, long length, int rkey, Set<Access> access,
+                                  long tag) {
         var state = new RemoteSegment.State(leaseId, deadline);
         remote.put(leaseId, state);
-        return new RemoteSegment(this, state, address, length, rkey, access);
+        return new RemoteSegment(this, state, address, length, rkey, access, tag);
     }
 
     /** A margin before the owner's deadline: our clock started before the owner's did, and a request takes time. */

@@ -2,17 +2,8 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.verbs.CompletionDispatcher;
-import io.mooring.verbs.MemoryRegion;
-import io.mooring.verbs.MemoryWindow;
-import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.QueuePair;
-import io.mooring.verbs.WcStatus;
-import io.mooring.verbs.WorkCompletion;
-import io.mooring.verbs.WorkCompletionException;
-import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.values.Access;
-import io.mooring.verbs.values.MwType;
-import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -16,10 +16,11 @@ sealed interface Message {
 
     /**
      * The owner offers a lease it made on its own (async-rdma's {@code send_local_mr}): the receiver may reach
-     * {@code [address, address + length)} through {@code rkey} with {@code access} until it ends.
+     * {@code [address, address + length)} through {@code rkey} with {@code access} until it ends; {@code tag} is the
+     * application's word on what the lease is for.
      */
-    record Offer(long requestId, long leaseId, long address, long length, int rkey, int access, long durationNanos)
-            implements Message {}
+    record Offer(long requestId, long leaseId, long address, long length, int rkey, int access, long durationNanos,
+                 long tag) implements Message {}
 
     /** Asks to extend a lease by {@code durationNanos} from now. */
     record Renew(long requestId, long leaseId, long durationNanos) implements Message {}

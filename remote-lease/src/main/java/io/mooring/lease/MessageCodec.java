@@ -31,7 +31,7 @@ import java.nio.charset.StandardCharsets;
  */
 final class MessageCodec {
     static final int MAGIC = 0x4d4c5345; // "MLSE"
-    static final short VERSION = 3; // 3: REVOKE asks the holder to stop (2 told it afterwards: REVOKED)
+    static final short VERSION = 4; // 4: OFFER carries a tag; 3: REVOKE asks the holder to stop (2: REVOKED after)
     static final int MAX_MESSAGE = 256;
     static final int MAX_ERROR_TEXT = 200;
     /** The access bits a lease may ask for: REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC. */
@@ -53,7 +53,8 @@ final class MessageCodec {
     static final StructLayout REVOKE = MemoryLayout.structLayout(U64.withName("leaseId"), U32.withName("reason"),
             U32.withName("reserved"));
     static final StructLayout OFFER = MemoryLayout.structLayout(U64.withName("leaseId"), U64.withName("address"),
-            U64.withName("length"), U32.withName("rkey"), U32.withName("access"), U64.withName("durationNanos"));
+            U64.withName("length"), U32.withName("rkey"), U32.withName("access"), U64.withName("durationNanos"),
+            U64.withName("tag"));
     static final StructLayout CREDIT = MemoryLayout.structLayout(U32.withName("messages"), U32.withName("reserved"));
     static final StructLayout ERROR = MemoryLayout.structLayout(U32.withName("code"), U32.withName("messageLength"));
 
@@ -93,6 +94,7 @@ final class MessageCodec {
     private static final long OFFER_LEASE_ID = offset(OFFER, "leaseId");
     private static final long OFFER_LENGTH = offset(OFFER, "length");
     private static final long OFFER_RKEY = offset(OFFER, "rkey");
+    private static final long OFFER_TAG = offset(OFFER, "tag");
     private static final long CREDIT_MESSAGES = offset(CREDIT, "messages");
     private static final long CREDIT_RESERVED = offset(CREDIT, "reserved");
     private static final long ERROR_CODE = offset(ERROR, "code");
@@ -168,6 +170,7 @@ final class MessageCodec {
                 body.set(U32, OFFER_RKEY, o.rkey());
                 body.set(U32, OFFER_ACCESS, o.access());
                 body.set(U64, OFFER_DURATION_NANOS, o.durationNanos());
+                body.set(U64, OFFER_TAG, o.tag());
             }
             case Message.Error e -> {
                 body.set(U32, ERROR_CODE, e.code());
@@ -256,7 +259,7 @@ final class MessageCodec {
             case OFFER -> new Message.Offer(requestId, leaseId(requestId, body, OFFER_LEASE_ID),
                     body.get(U64, OFFER_ADDRESS), positive(requestId, "length", body.get(U64, OFFER_LENGTH)),
                     body.get(U32, OFFER_RKEY), access(requestId, body.get(U32, OFFER_ACCESS)),
-                    positive(requestId, "duration", body.get(U64, OFFER_DURATION_NANOS)));
+                    positive(requestId, "duration", body.get(U64, OFFER_DURATION_NANOS)), body.get(U64, OFFER_TAG));
             case CREDIT -> {
                 if (body.get(U32, CREDIT_RESERVED) != 0) throw new MalformedMessageException(requestId, "reserved bits set");
                 long credit = positive(requestId, "credit", Integer.toUnsignedLong(body.get(U32, CREDIT_MESSAGES)));

@@ -35,8 +35,9 @@ final class Offers {
         this.received = new Handoff<>(BACKLOG, "an offer", cq::newFuture, () -> { });
     }
 
-    /** Grants {@code [offset, +length)} of {@code block} and offers it to the peer; never throws itself. */
-    CompletableFuture<Lease> offer(Block block, long offset, long length, Duration duration, Set<Access> access) {
+    /** Grants {@code [offset, +length)} of {@code block} and offers it to the peer with {@code tag}; never throws. */
+    CompletableFuture<Lease> offer(Block block, long offset, long length, Duration duration, Set<Access> access,
+                                   long tag) {
         try {
             link.checkUsable();
         } catch (SessionLostException e) {
@@ -44,7 +45,7 @@ final class Offers {
         }
         return leases.grantAsync(block, offset, length, duration, access, true).thenApply(lease -> {
             agent.announce(lease, new Message.Offer(link.nextRequestId(), lease.id(), lease.address(), lease.length(),
-                    lease.rkey(), Access.mask(access), duration.toNanos()));
+                    lease.rkey(), Access.mask(access), duration.toNanos(), tag));
             return lease;
         });
     }

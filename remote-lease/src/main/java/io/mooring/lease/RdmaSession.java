@@ -2,20 +2,10 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.lifecycle.MooringTimeoutException;
-import io.mooring.lifecycle.Resource;
-import io.mooring.lifecycle.ResourceClosedException;
-import io.mooring.verbs.Bootstrap;
 import io.mooring.verbs.CompletionDispatcher;
-import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QueuePair;
-import io.mooring.verbs.VerbsException;
 import io.mooring.verbs.WorkCompletion;
-import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.values.Access;
-import io.mooring.verbs.values.Opcode;
-import io.mooring.verbs.values.QpCapabilities;
-import io.mooring.verbs.values.QpState;
-import io.mooring.verbs.values.WcOpcode;
 import java.io.IOException;
 import java.lang.foreign.MemoryLayout;
 import java.net.InetSocketAddress;
@@ -282,12 +272,20 @@ public final class RdmaSession implements AutoCloseable {
      * @throws SessionLostException  if the session has ended
      */
     public Lease offer(Block block, Duration duration, Set<Access> access) {
-        return offer(block, 0, block.size(), duration, access);
+        return offer(block, duration, access, 0);
+    }
+
+    /**
+     * {@link #offer(Block, Duration, Set)} with a {@code tag} the peer reads as {@link RemoteSegment#tag()}: what the
+     * lease is for, so that offers of different things need no message beside them.
+     */
+    public Lease offer(Block block, Duration duration, Set<Access> access, long tag) {
+        return endpoint.await.join(offerAsync(block, 0, block.size(), duration, access, tag));
     }
 
     /** Offers {@code [offset, offset + length)} of {@code block}, as {@link #offer(Block, Duration, Set)} does. */
     public Lease offer(Block block, long offset, long length, Duration duration, Set<Access> access) {
-        return endpoint.await.join(offerAsync(block, offset, length, duration, access));
+        return endpoint.await.join(offerAsync(block, offset, length, duration, access, 0));
     }
 
     /**
@@ -296,7 +294,13 @@ public final class RdmaSession implements AutoCloseable {
      */
     public CompletableFuture<Lease> offerAsync(Block block, long offset, long length, Duration duration,
                                                Set<Access> access) {
-        return offers.offer(block, offset, length, duration, access);
+        return offerAsync(block, offset, length, duration, access, 0);
+    }
+
+    /** {@link #offerAsync(Block, long, long, Duration, Set)} with a {@code tag} ({@link RemoteSegment#tag()}). */
+    public CompletableFuture<Lease> offerAsync(Block block, long offset, long length, Duration duration,
+                                               Set<Access> access, long tag) {
+        return offers.offer(block, offset, length, duration, access, tag);
     }
 
     /**

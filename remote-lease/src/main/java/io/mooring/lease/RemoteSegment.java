@@ -104,16 +104,26 @@ public final class RemoteSegment implements AutoCloseable {
     private final long length;
     private final int rkey;
     private final Set<Access> access;
+    private final long tag;
     private final Resource resource;
 
-    RemoteSegment(LeaseClient client, State state, long address, long length, int rkey, Set<Access> access) {
+    RemoteSegment(LeaseClient client, State state, long address, long length, int rkey, Set<Access> access, long tag) {
         this.client = client;
         this.state = state;
         this.address = address;
         this.length = length;
         this.rkey = rkey;
         this.access = access;
+        this.tag = tag;
         this.resource = client.track(state);
+    }
+
+    /**
+     * What the owner said the lease is for, when it offered it ({@link RdmaSession#offer(Block, Duration, Set, long)}):
+     * a key's hash, a page number, a table's id; 0 for a lease this side asked for, or one offered without a tag.
+     */
+    public long tag() {
+        return tag;
     }
 
     public long leaseId() {

@@ -6,23 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
-import io.mooring.verbs.Bootstrap;
-import io.mooring.verbs.CompletionQueue;
-import io.mooring.verbs.ConnectOptions;
-import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.PeerLog;
 import io.mooring.verbs.ProtectionDomain;
-import io.mooring.verbs.QpInfo;
-import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.RdmaDevices;
-import io.mooring.verbs.ReceiveRequest;
-import io.mooring.verbs.WcStatus;
-import io.mooring.verbs.WorkCompletion;
-import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.values.Access;
-import io.mooring.verbs.values.QpCapabilities;
-import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
@@ -235,7 +222,8 @@ class AgentFuzzTest {
             case 5 -> new Message.Renew(id, lease, duration);
             case 6 -> new Message.Grant(id, lease, r.nextLong(), 1 + r.nextInt(4096), r.nextInt(), duration);
             case 7 -> r.nextBoolean() ? new Message.Revoke(id, lease, r.nextInt(5))
-                    : new Message.Offer(id, lease, r.nextLong(), 1 + r.nextInt(4096), r.nextInt(), 2 * (1 + r.nextInt(7)), duration);
+                    : new Message.Offer(id, lease, r.nextLong(), 1 + r.nextInt(4096), r.nextInt(), 2 * (1 + r.nextInt(7)), duration,
+                            r.nextLong());
             case 8 -> r.nextBoolean() ? new Message.Error(id, r.nextInt(10), "e".repeat(r.nextInt(250)))
                     : new Message.Credit(id, 1 + r.nextInt(64));
             default -> r.nextBoolean() ? new Message.Renewed(id, lease, duration) : new Message.ReleaseAck(id, lease);

@@ -6,11 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
-import io.mooring.allocator.RdmaArena;
-import io.mooring.lifecycle.ResourceGraph;
-import io.mooring.testing.CapturedLog;
-import io.mooring.verbs.ProtectionDomain;
-import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.testing.FaultPlan;
 import io.mooring.verbs.values.Access;
 import java.net.InetAddress;
@@ -293,7 +288,7 @@ class HostilePeerTest extends EndpointPeers {
             int releases = 0;
             for (int i = 1; i <= Offers.BACKLOG + extra; i++) {
                 peer.send(new Message.Offer(i, i, 0x1000L * i, 64, 0x100 + i, Access.mask(RW),
-                        Duration.ofMinutes(1).toNanos()));
+                        Duration.ofMinutes(1).toNanos(), i));
                 // Each offer past the backlog is released: the peer takes the RELEASE (keeping its receives posted even
                 // if this thread stalls, which a burst of RNRs would punish) and never answers it.
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);

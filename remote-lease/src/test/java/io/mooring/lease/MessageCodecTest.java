@@ -21,7 +21,8 @@ class MessageCodecTest {
             new Message.ReleaseAck(6, 17),
             new Message.Error(8, 3, "lease 17 is not yours ✗"),
             new Message.Credit(9, 8),
-            new Message.Offer(10, 18, 0x7f00_0000_2000L, 64, 0x1234_56ac, 0b0100, 30_000_000_000L),
+            new Message.Offer(10, 18, 0x7f00_0000_2000L, 64, 0x1234_56ac, 0b0100, 30_000_000_000L,
+                    0x8000_0000_0000_0001L),
             new Message.Revoke(11, 17, 2));
 
     private final MemorySegment buf = Arena.ofAuto().allocate(MessageCodec.MAX_MESSAGE);
@@ -39,6 +40,7 @@ class MessageCodecTest {
         assertEquals(24, MessageCodec.HEADER.byteSize());
         assertEquals(32, MessageCodec.REQUEST.byteSize());
         assertEquals(40, MessageCodec.GRANT.byteSize());
+        assertEquals(48, MessageCodec.OFFER.byteSize(), "version 4: the tag after the duration");
         int n = MessageCodec.encode(SAMPLES.getFirst(), buf);
         assertEquals(56, n);
         assertEquals(0x4d, buf.get(ValueLayout.JAVA_BYTE, 0), "network byte order: 'M' first");

@@ -28,12 +28,13 @@ import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -822,6 +823,49 @@ class RdmaSessionTest {
         assertEquals(EndReason.OWNER_CLOSED, one.ended().get(10, TimeUnit.SECONDS), "ended by the owner once the peer released it");
         assertEquals(null, requester.lostReason());
         assertEquals(0, owner.leases().stats().active());
+    }
+
+    /**
+     * Offers say what they are for: 16 pages offered at once from 4 threads, each tagged with its page number, arrive
+     * in whatever order the threads won; the reader finds each page by its segment's tag, and a lease it asked for
+     * itself has tag 0.
+     */
+    @Test
+    void anOffersTagTellsTheReaderWhatItIsFor() throws Exception {
+        int pages = 16;
+        List<Block> values = new ArrayList<>();
+        for (int page = 0; page < pages; page++) {
+            Block value = ownerArena.allocateShared(64, 8);
+            value.segment().fill((byte) page);
+            values.add(value);
+        }
+        try (var offering = Executors.newVirtualThreadPerTaskExecutor()) {
+            for (int t = 0; t < 4; t++) {
+                int first = t;
+                offering.submit(() -> {
+                    for (int page = first; page < pages; page += 4) {
+                        owner.offer(values.get(page), Duration.ofSeconds(30), EnumSet.of(Access.REMOTE_READ),
+                                1000L + page);
+                    }
+                    return null;
+                });
+            }
+        }
+        Set<Long> seen = new HashSet<>();
+        try (Block dst = requesterArena.allocate(64)) {
+            for (int i = 0; i < pages; i++) {
+                try (RemoteSegment segment = requester.receiveOffer(Duration.ofSeconds(10))) {
+                    long page = segment.tag() - 1000;
+                    assertTrue(page >= 0 && page < pages && seen.add(page), "tag " + segment.tag());
+                    segment.read(dst, 0);
+                    assertEquals((byte) page, dst.segment().get(ValueLayout.JAVA_BYTE, 63), "page " + page);
+                }
+            }
+            try (RemoteSegment asked = requester.requestRemote(64, Duration.ofSeconds(30), RW)) {
+                assertEquals(0, asked.tag(), "a lease this side asked for carries no tag");
+            }
+        }
+        values.forEach(Block::close);
     }
 
     /**

@@ -1,6 +1,5 @@
 package io.mooring.verbs;
 
-import io.mooring.verbs.values.DeviceAttributes;
 import io.mooring.verbs.values.SgeList;
 
 /**
