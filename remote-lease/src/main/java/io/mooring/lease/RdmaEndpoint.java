@@ -92,7 +92,9 @@ public final class RdmaEndpoint implements AutoCloseable {
         this.maxMessageSize = b.maxMessageSize;
         this.messageWindow = b.messageWindow;
         checkArenaRights(b.arena.access(), b.isolation);
-        this.isolation = b.isolation != null ? b.isolation : IsolationProbe.probe(pd);
+        // Without MW_BIND on its chunks (a client that never means to lease) windows go over registrations of their own.
+        this.isolation = b.isolation != null ? b.isolation
+                : b.arena.access().contains(Access.MW_BIND) ? IsolationProbe.probe(pd) : Isolation.DEDICATED_REGISTRATION;
         // Every QP of every session completes here, so the CQ holds what all of them can have outstanding at once.
         int perSession = SessionLink.CONTROL_QP.maxSendWr() + SessionLink.CONTROL_QP.maxRecvWr()
                 + SessionLink.DATA_SENDS + messageWindow;
@@ -133,10 +135,10 @@ public final class RdmaEndpoint implements AutoCloseable {
             throw new IllegalArgumentException("an endpoint's arena needs LOCAL_WRITE (the NIC writes received messages"
                     + " and what peers write), but it registers its chunks with " + rights);
         }
-        if ((isolation == null || isolation.bindsOnChunks()) && !rights.contains(Access.MW_BIND)) {
+        if (isolation != null && isolation.bindsOnChunks() && !rights.contains(Access.MW_BIND)) {
             throw new IllegalArgumentException("an endpoint's arena needs MW_BIND to lease blocks through memory"
-                    + " windows, but it registers its chunks with " + rights + ": add MW_BIND to its access, or use"
-                    + " Isolation.DEDICATED_REGISTRATION");
+                    + " windows over its chunks (Isolation." + isolation + "), but it registers them with " + rights
+                    + ": add MW_BIND to its access, or leave the isolation to the endpoint");
         }
     }
 
@@ -386,7 +388,10 @@ public final class RdmaEndpoint implements AutoCloseable {
             return this;
         }
 
-        /** How leases are confined; by default the device is probed once ({@link Isolation}). */
+        /**
+         * How leases are confined; by default the device is probed once ({@link Isolation}), or, for an arena without
+         * MW_BIND (a client that only reads what it is offered), {@link Isolation#DEDICATED_REGISTRATION}.
+         */
         public Builder isolation(Isolation isolation) {
             this.isolation = Objects.requireNonNull(isolation, "isolation");
             return this;

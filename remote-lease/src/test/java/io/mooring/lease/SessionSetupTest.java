@@ -115,14 +115,40 @@ class SessionSetupTest {
                 .access(EnumSet.of(Access.LOCAL_WRITE)).build();
              RdmaArena noWrite = RdmaArena.builder(pd).chunkSize(1 << 20).shards(1)
                      .access(EnumSet.of(Access.MW_BIND)).build()) {
-            var e = assertThrows(IllegalArgumentException.class, () -> RdmaEndpoint.builder(pd, noBind).build());
+            var e = assertThrows(IllegalArgumentException.class,
+                    () -> RdmaEndpoint.builder(pd, noBind).isolation(Isolation.WINDOW).build());
             assertTrue(e.getMessage().contains("needs MW_BIND to lease blocks through memory windows"), e.getMessage());
-            // A dedicated registration per lease binds no window: the same arena serves then.
-            try (var dedicated = RdmaEndpoint.builder(pd, noBind).isolation(Isolation.DEDICATED_REGISTRATION).build()) {
-                assertEquals(Isolation.DEDICATED_REGISTRATION, dedicated.isolation());
-            }
             e = assertThrows(IllegalArgumentException.class, () -> RdmaEndpoint.builder(pd, noWrite).build());
             assertTrue(e.getMessage().contains("needs LOCAL_WRITE"), e.getMessage());
+        }
+    }
+
+    /**
+     * A client that only sends and reads what it is offered needs no MW_BIND on its arena: its endpoint leases, if
+     * ever asked, through registrations of their own, and everything a session does works both ways.
+     */
+    @Test
+    void aClientArenaWithoutMwBindServesEverySessionFeature() throws Exception {
+        try (RdmaArena plain = RdmaArena.builder(pd).chunkSize(1 << 20).shards(1)
+                .access(EnumSet.of(Access.LOCAL_WRITE)).build();
+             var client = RdmaEndpoint.builder(pd, plain).build();
+             var listener = endpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            assertEquals(Isolation.DEDICATED_REGISTRATION, client.isolation());
+            var accepted = listener.acceptAsync();
+            try (RdmaSession toServer = client.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
+                 RdmaSession toClient = accepted.get(30, TimeUnit.SECONDS);
+                 var value = arena.allocateShared(64, 8); var dst = plain.allocate(64)) {
+                value.segment().fill((byte) 5);
+                toClient.offer(value, Duration.ofSeconds(30), EnumSet.of(Access.REMOTE_READ));
+                try (RemoteSegment offered = toServer.receiveOffer(Duration.ofSeconds(10))) {
+                    offered.read(dst, 0);
+                    assertEquals(5, dst.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 63));
+                }
+                try (RemoteSegment fromClient = toClient.requestRemote(64, Duration.ofSeconds(30),
+                        EnumSet.of(Access.REMOTE_WRITE))) {
+                    fromClient.write(value, 0); // into the client's memory, through a registration of its own
+                }
+            }
         }
     }
 

@@ -24,7 +24,8 @@ public final class LeaseExample {
         long liveBlocks;
         try (DeviceContext device = RdmaDevices.open(args.length > 2 ? args[2] : "soft:soft0");
              ProtectionDomain pd = device.allocateProtectionDomain();
-             // MW_BIND: a lease may expose its block through a memory window over the chunk's region.
+             // MW_BIND: a lease may expose its block through a memory window over the chunk's region (without
+             // it, as a client that never leases may, each lease costs a registration of its own).
              RdmaArena arena = RdmaArena.builder(pd)
                      .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build()) {
             try (RdmaEndpoint endpoint = RdmaEndpoint.builder(pd, arena).build()) {
