@@ -8,7 +8,7 @@ import java.util.Set;
 /**
  * What one peer may hold at once; a request beyond any of these is refused with a message naming the limit.
  *
- * @param maxBytes     bytes leased to the peer at once
+ * @param maxBytes     bytes leased to the peer at once (the same bytes leased over several of its sessions count once)
  * @param maxLeases    leases held by the peer at once
  * @param maxDuration  the longest single grant or renewal
  * @param maxLifetime  the longest a lease may live in total, renewals included (the renewal ceiling)

@@ -193,12 +193,13 @@ public final class LeaseManager implements AutoCloseable {
             throw refuse(ErrorCodes.LIMIT_EXCEEDED, "lease duration " + duration + " is outside (0, "
                     + limits.maxDuration() + "]");
         }
-        reserve(length);
+        var range = new PeerAccount.Range(block.address() + offset, length);
+        reserve(range);
         Lease lease = new Lease(this, ids.incrementAndGet(), block, offset, length, access, duration, owned, announced);
         try {
             lease.attach(() -> finishEnd(lease));
         } catch (RuntimeException e) { // the chunk region is closing: so is the arena
-            unreserve(length);
+            unreserve(range);
             throw refuse(ErrorCodes.SHUTTING_DOWN, "cannot lease " + block + ": " + e.getMessage());
         }
         return lease;
@@ -259,20 +260,20 @@ public final class LeaseManager implements AutoCloseable {
         return lease;
     }
 
-    private synchronized void reserve(long bytes) {
+    private synchronized void reserve(PeerAccount.Range range) {
         if (closed) throw refuse(ErrorCodes.SHUTTING_DOWN, "the lease manager is closed");
         try {
-            peer.reserve(bytes, limits);
+            peer.reserve(range, limits);
         } catch (LeaseRefusedException e) {
             refused.incrementAndGet();
             throw e;
         }
-        leasedBytes += bytes;
+        leasedBytes += range.length();
     }
 
-    private synchronized void unreserve(long bytes) {
-        peer.unreserve(bytes);
-        leasedBytes -= bytes;
+    private synchronized void unreserve(PeerAccount.Range range) {
+        peer.unreserve(range);
+        leasedBytes -= range.length();
     }
 
     /** Refuses every grant from now on (the session is lost or closing); the leases are ended separately. */
@@ -366,8 +367,9 @@ public final class LeaseManager implements AutoCloseable {
      * {@link Lease#ended()} completes after it, once the graph has detached the lease from its chunk region.
      */
     private void finishEnd(Lease lease) {
+        var range = new PeerAccount.Range(lease.address(), lease.length()); // before the block may be closed
         lease.giveBack();
-        unreserve(lease.length());
+        unreserve(range);
         leases.remove(lease.id(), lease);
         EndReason reason = lease.endReason();
         if (lease.wasGranted()) {

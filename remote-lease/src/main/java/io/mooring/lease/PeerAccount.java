@@ -1,11 +1,13 @@
 package io.mooring.lease;
 
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 /**
  * What one peer — everything connecting from one address prefix ({@link PeerPrefix}) — holds across all its sessions
- * with an endpoint, so that opening more sessions never buys more than the {@link LeaseLimits}: its leased bytes and
- * leases, its sessions and handshakes, and how soon it may connect again after a session of its was lost. The wait
+ * with an endpoint, so that opening more sessions never buys more than the {@link LeaseLimits}: its leased bytes (the
+ * same bytes leased over several sessions — one table offered to each — counted once) and leases, its sessions and handshakes, and how soon it may connect again after a session of its was lost. The wait
  * doubles with each loss, from the endpoint's first backoff up to {@link #MAX_BACKOFF_NANOS}, and is forgiven by time
  * only — once the peer has lost no session for {@link #MAX_BACKOFF_NANOS} after its last bar ended — never by a session
  * it opens and closes, or a guessing peer would buy forgiveness for every wrong guess with one clean session.
@@ -16,6 +18,8 @@ final class PeerAccount {
     private final String name;
     private final long firstBackoffNanos;
     private long leasedBytes;    // guarded by this
+    /** Leases per leased range of memory, guarded by this: a range's bytes count once however many leases it has. */
+    private final Map<Range, Integer> ranges = new HashMap<>();
     private int leases;          // guarded by this
     private long backoffNanos;   // guarded by this
     private long barredUntil;    // guarded by this; System.nanoTime()
@@ -33,23 +37,31 @@ final class PeerAccount {
         return name;
     }
 
-    /** Counts a lease of {@code bytes} against {@code limits}, or refuses it naming the limit. */
-    synchronized void reserve(long bytes, LeaseLimits limits) {
+    /** The bytes {@code [address, address + length)} of this side's memory, as leased. */
+    record Range(long address, long length) {}
+
+    /** Counts a lease of {@code range} against {@code limits}, or refuses it naming the limit. */
+    synchronized void reserve(Range range, LeaseLimits limits) {
         if (leases >= limits.maxLeases()) {
             throw new LeaseRefusedException(ErrorCodes.LIMIT_EXCEEDED, "peer " + name + " holds " + leases
                     + " leases across its sessions, the limit is " + limits.maxLeases());
         }
+        long bytes = ranges.containsKey(range) ? 0 : range.length();
         if (leasedBytes + bytes > limits.maxBytes()) {
             throw new LeaseRefusedException(ErrorCodes.LIMIT_EXCEEDED, "peer " + name + " holds " + leasedBytes
                     + " leased bytes across its sessions; " + bytes + " more exceed the limit of " + limits.maxBytes());
         }
+        ranges.merge(range, 1, Integer::sum);
         leases++;
         leasedBytes += bytes;
     }
 
-    synchronized void unreserve(long bytes) {
+    synchronized void unreserve(Range range) {
         leases--;
-        leasedBytes -= bytes;
+        if (ranges.merge(range, -1, Integer::sum) == 0) {
+            ranges.remove(range);
+            leasedBytes -= range.length();
+        }
     }
 
     synchronized long leasedBytes() {

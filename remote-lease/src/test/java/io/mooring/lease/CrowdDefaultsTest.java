@@ -5,11 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.allocator.Block;
+import io.mooring.verbs.values.Access;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -227,5 +230,41 @@ class CrowdDefaultsTest extends EndpointPeers {
         closing.get(10, TimeUnit.SECONDS);
         s2.closed().get(10, TimeUnit.SECONDS);
         s2.close();
+    }
+
+    /**
+     * Finding 10: one table offered to each of a peer's sessions is one table's bytes against the peer's limit, not
+     * one per session (before, the 3rd offer of a 512 KiB table was refused at a 1 MiB limit); other bytes still
+     * count in full, and the table's bytes are given back when its last lease ends.
+     */
+    @Test
+    void theSameBytesLeasedOverSeveralSessionsCountOnce() throws Exception {
+        var limits = new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(10),
+                EnumSet.of(Access.REMOTE_READ), Duration.ofMillis(50));
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).limits(limits));
+        RdmaEndpoint peer = peerEndpoint();
+        List<RdmaSession> sessions = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            var accepted = listener.acceptAsync();
+            peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
+            sessions.add(accepted.get(10, TimeUnit.SECONDS));
+        }
+        try (Block table = ownerArena.allocateShared(512 << 10, 4096);
+             Block other = ownerArena.allocateShared(768 << 10, 4096)) {
+            List<Lease> offers = new ArrayList<>();
+            for (RdmaSession s : sessions) offers.add(s.offer(table, Duration.ofMinutes(1), EnumSet.of(Access.REMOTE_READ)));
+            var refused = assertThrows(LeaseRefusedException.class,
+                    () -> sessions.get(0).offer(other, Duration.ofMinutes(1), EnumSet.of(Access.REMOTE_READ)));
+            assertTrue(refused.getMessage().contains("524288 leased bytes"), refused.getMessage());
+            for (Lease l : offers.subList(1, offers.size())) {
+                l.close();
+                l.ended().get(10, TimeUnit.SECONDS);
+            }
+            assertThrows(LeaseRefusedException.class, // one lease of the table is left: its bytes still count
+                    () -> sessions.get(0).offer(other, Duration.ofMinutes(1), EnumSet.of(Access.REMOTE_READ)));
+            offers.get(0).close();
+            offers.get(0).ended().get(10, TimeUnit.SECONDS);
+            sessions.get(0).offer(other, Duration.ofMinutes(1), EnumSet.of(Access.REMOTE_READ)).close();
+        }
     }
 }
