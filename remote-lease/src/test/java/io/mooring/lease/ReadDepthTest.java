@@ -27,7 +27,11 @@ class ReadDepthTest {
     final CapturedLog log = new CapturedLog(RdmaSession.class.getPackageName());
 
     private final ResourceGraph graph = ResourceGraph.builder().name("depth").build();
-    private final ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+    /** The devices, as {@link RdmaSessionTest} takes them (ibv:rxe0 in the VM). */
+    private static final String OWNER_DEVICE = System.getProperty("mooring.lease.test.owner", "soft:soft0");
+    private static final String PEER_DEVICE = System.getProperty("mooring.lease.test.requester", "soft:soft1");
+
+    private final ProtectionDomain ownerPd = RdmaDevices.open(OWNER_DEVICE, graph).allocateProtectionDomain();
     private final RdmaArena ownerArena = RdmaArena.builder(ownerPd).chunkSize(1 << 20).shards(1)
             .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
     private final RdmaEndpoint ownerEndpoint = RdmaEndpoint.builder(ownerPd, ownerArena).build();
@@ -42,7 +46,7 @@ class ReadDepthTest {
 
     @Test
     void bothSidesOfASessionUseTheDeepestReadQueueBothDevicesTake() throws Exception {
-        ProtectionDomain peerPd = RdmaDevices.open("soft:soft1", graph).allocateProtectionDomain();
+        ProtectionDomain peerPd = RdmaDevices.open(PEER_DEVICE, graph).allocateProtectionDomain();
         try (RdmaArena peerArena = RdmaArena.builder(peerPd).chunkSize(1 << 20).shards(1)
                      .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
              RdmaEndpoint peerEndpoint = RdmaEndpoint.builder(peerPd, peerArena).build();
@@ -62,7 +66,7 @@ class ReadDepthTest {
     /** A peer whose device allows one READ each way gets one: the owner takes the smaller of the two depths. */
     @Test
     void aPeerAllowingOneReadGetsOne() throws Exception {
-        ProtectionDomain peerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+        ProtectionDomain peerPd = RdmaDevices.open(OWNER_DEVICE, graph).allocateProtectionDomain();
         try (var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
             var accepted = listener.acceptAsync();
             RawPeer peer = new RawPeer(peerPd, listener.address()); // offers depths of 1 out and 1 in

@@ -32,7 +32,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Cooperative revocation (issue 26, finding 2): the owner ends a lease a holder is reading from — its close, its
  * block's close — while READs are in flight. The holder stops posting, lets its READs finish and acknowledges; only
- * then is the key revoked. Owner on soft0, holder on soft1 (the TCP fabric), as in {@link RdmaSessionTest}.
+ * then is the key revoked. Owner on soft0, holder on soft1 (the TCP fabric), or the devices {@link RdmaSessionTest}
+ * is given.
  */
 class RevocationTest {
     private static final Set<Access> READ = EnumSet.of(Access.REMOTE_READ);
@@ -41,6 +42,9 @@ class RevocationTest {
     private static final int SMALL_READERS = 4;
     /** Rounds of each revocation run ({@code -Dmooring.revocation.rounds=100} for docs/verification.md). */
     private static final int ROUNDS = Integer.getInteger("mooring.revocation.rounds", 32);
+    /** The devices, as {@link RdmaSessionTest} takes them (ibv:rxe0 in the VM). */
+    private static final String OWNER_DEVICE = System.getProperty("mooring.lease.test.owner", "soft:soft0");
+    private static final String HOLDER_DEVICE = System.getProperty("mooring.lease.test.requester", "soft:soft1");
 
     private ResourceGraph graph;
     private final List<RdmaArena> arenas = new ArrayList<>();
@@ -55,8 +59,8 @@ class RevocationTest {
     @BeforeEach
     void connect() throws Exception {
         graph = ResourceGraph.builder().name("revocation").build();
-        ownerArena = arena("soft:soft0");
-        holderArena = arena("soft:soft1");
+        ownerArena = arena(OWNER_DEVICE);
+        holderArena = arena(HOLDER_DEVICE);
         // Honest holders only: a revoke timeout no loaded host reaches, so a slow 16 MiB READ is waited for, not forced.
         ownerEndpoint = RdmaEndpoint.builder(pds.get(0), ownerArena).revokeTimeout(Duration.ofSeconds(10)).build();
         holderEndpoint = RdmaEndpoint.builder(pds.get(1), holderArena).build();
