@@ -287,7 +287,7 @@ class ExhaustionTest {
                 posts.add(drainer.queuePair().postAsync(WorkRequest.send(b.region(), b.regionOffset(), 64))
                         .exceptionally(e -> null));
             }
-            String why = drained.closed().get(30, TimeUnit.SECONDS);
+            String why = drained.closed().get(30, TimeUnit.SECONDS).reason();
             assertTrue(why.contains("past its") && why.contains("credits"), why);
             for (var p : posts) p.get(30, TimeUnit.SECONDS);
         }

@@ -16,6 +16,7 @@ import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
+import io.mooring.lease.SessionEnd;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
@@ -818,7 +819,7 @@ class LeaseProperties {
             closer.close();
             awaitTrue(() -> other.closed().isDone(), "the other side of " + p.name + "'s session to see it end");
             // A clean close is an end on both sides, never a loss.
-            check(closer.closed().join().contains("closed by this side") && other.closed().join().contains(" ended: "),
+            check(closer.closed().join().how() == SessionEnd.How.CLOSED && other.closed().join().how() == SessionEnd.How.ENDED,
                     "the close of " + p.name + "'s session by " + (op.byOwner() ? "the owner" : "the peer")
                             + " ended it as: " + closer.closed().join() + " / " + other.closed().join());
             recover(p);
@@ -861,7 +862,7 @@ class LeaseProperties {
                     status = e.getCause() instanceof WorkCompletionException w ? w.status() : null;
                 }
                 awaitTrue(() -> intruder.ownerSide.closed().isDone(), "the owner to see " + intruder.name + " lost");
-                check(intruder.ownerSide.closed().join().contains(" lost: "), "the owner ended the session of "
+                check(intruder.ownerSide.closed().join().how() == SessionEnd.How.LOST, "the owner ended the session of "
                         + intruder.name + " as: " + intruder.ownerSide.closed().join());
                 check(status == WcStatus.REM_ACCESS_ERR, "a raw " + (read ? "READ" : "WRITE") + " of " + length
                         + " B by " + intruder.name + " at 0x" + Long.toHexString(address) + " through the key of "

@@ -416,11 +416,11 @@ public final class RdmaSession implements AutoCloseable {
     }
 
     /**
-     * Completes, never exceptionally, when the session ends, with why: closed by this side, closed by the peer, or
-     * what broke it — so an application learns of a lost peer without polling. Its dependents run on a virtual thread
+     * Completes, never exceptionally, when the session ends, with how and why ({@link SessionEnd}): closed by this side,
+     * ended by the peer, or lost to what broke it — so an application learns of a lost peer without polling. Its dependents run on a virtual thread
      * of their own (never the dispatcher), so {@code session.closed().thenRun(session::close)} is safe.
      */
-    public CompletableFuture<String> closed() {
+    public CompletableFuture<SessionEnd> closed() {
         return link.closed();
     }
 

@@ -105,7 +105,7 @@ final class SessionLink {
     private final AtomicLong requestIds = new AtomicLong();
     private Listener listener;
     private volatile String lostReason;
-    private final CompletableFuture<String> ended = new CompletableFuture<>();
+    private final CompletableFuture<SessionEnd> ended = new CompletableFuture<>();
     private volatile boolean closing;
     private final AtomicBoolean tearingDown = new AtomicBoolean();
     private final CompletableFuture<Void> tornDown = new CompletableFuture<>();
@@ -321,8 +321,8 @@ final class SessionLink {
      * Completes when the session ends, closed or lost, with the reason. Its dependents run on a virtual thread of their
      * own, never on the dispatcher or inside a close: so {@code closed().thenRun(session::close)} may wait.
      */
-    CompletableFuture<String> closed() {
-        return ended.thenApplyAsync(reason -> reason, Thread.ofVirtual().name("mooring-session-closed")::start);
+    CompletableFuture<SessionEnd> closed() {
+        return ended.thenApplyAsync(end -> end, Thread.ofVirtual().name("mooring-session-closed")::start);
     }
 
     /** Loses the session if one of its QPs went to ERROR (the endpoint's periodic check). */
@@ -351,7 +351,7 @@ final class SessionLink {
         lostReason = "session to " + peerAddress + (clean ? " ended: " : " lost: ") + reason;
         listener.linkLost(lostReason, clean); // first: whoever learns of the loss finds the session refusing
         if (!clean) peer.failed();
-        ended.complete(lostReason);
+        ended.complete(new SessionEnd(clean ? SessionEnd.How.ENDED : SessionEnd.How.LOST, lostReason));
         PeerLog.log(LOG, level, lostReason + "; revoking every lease granted to the peer");
         controlQp.moveToError();
         dataQp.moveToError(); // no invalidation can complete on it any more; the manager deallocates windows instead
@@ -364,7 +364,7 @@ final class SessionLink {
             if (closing) return false;
             closing = true;
         }
-        ended.complete("session to " + peerAddress + " closed by this side");
+        ended.complete(new SessionEnd(SessionEnd.How.CLOSED, "session to " + peerAddress + " closed by this side"));
         return true;
     }
 

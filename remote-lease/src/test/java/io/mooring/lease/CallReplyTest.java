@@ -341,7 +341,8 @@ class CallReplyTest {
             try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
                 server = accepted.get(30, TimeUnit.SECONDS);
                 peer.sendData(new byte[16], frame);
-                String why = server.closed().get(30, TimeUnit.SECONDS);
+                SessionEnd end = server.closed().get(30, TimeUnit.SECONDS);
+        String why = end.reason();
                 assertTrue(why.contains(" lost: ") && why.contains(frame == 0xC000_0005
                         ? "replied to call 5, which this side never made" : "malformed frame"), why);
                 awaitTrue(() -> serverArena.stats().liveBlocks() == serverEndpoint.receives().posted(),

@@ -94,8 +94,9 @@ class HostilePeerTest extends EndpointPeers {
                 assertInstanceOf(Message.Grant.class, peer.nextAnswer("request " + i));
             }
             peer.stopReceiving(); // 20 leases expire: 20 REVOKEs, of which at most 16 find a receive
-            String why = owner.closed().get(60, TimeUnit.SECONDS);
-            assertTrue(why.contains(" lost: "), why);
+            SessionEnd end = owner.closed().get(60, TimeUnit.SECONDS);
+        String why = end.reason();
+            assertEquals(SessionEnd.How.LOST, end.how(), why);
             // What stays: the endpoint's shared receive blocks, kept posted for the next sessions.
             awaitTrue(() -> ownerArena.stats().liveBlocks() == ownerEndpoint.receives().posted(),
                     "every block the wedged session held to return");
@@ -140,7 +141,8 @@ class HostilePeerTest extends EndpointPeers {
         try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
             RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
             peer.goodbye(3);
-            String why = owner.closed().get(30, TimeUnit.SECONDS);
+            SessionEnd end = owner.closed().get(30, TimeUnit.SECONDS);
+        String why = end.reason();
             assertTrue(why.contains(" lost: the peer closed the session after 3 messages, of which 0 arrived"), why);
             assertThrows(SessionLostException.class, owner::receive);
         }
@@ -209,8 +211,9 @@ class HostilePeerTest extends EndpointPeers {
         RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
         RemoteSegment lease = guessPastALease(requester);
         requester.close(); // at once, as a guessing peer would: its closing the connection is no clean end
-        String why = owner.closed().get(10, TimeUnit.SECONDS);
-        assertTrue(why.contains(" lost: "), why);
+        SessionEnd end = owner.closed().get(10, TimeUnit.SECONDS);
+        String why = end.reason();
+        assertEquals(SessionEnd.How.LOST, end.how(), why);
         try (Block spare = ownerArena.allocate(64)) {
             var refused = assertThrows(LeaseRefusedException.class, () -> owner.leases().grant(spare,
                     Duration.ofSeconds(1), RW), "a lost session's manager grants nothing");
@@ -243,7 +246,7 @@ class HostilePeerTest extends EndpointPeers {
         RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
         RemoteSegment lease = guessPastALease(guesser);
         guesser.close();
-        assertTrue(owner.closed().get(10, TimeUnit.SECONDS).contains(" lost: "));
+        assertEquals(SessionEnd.How.LOST, owner.closed().get(10, TimeUnit.SECONDS).how());
         honest.close(); // a clean end, of a session set up before the failure
         awaitTrue(() -> ownerEndpoint.sessions().isEmpty(), "the honest session to end at the owner");
         var barred = assertThrows(java.util.concurrent.ExecutionException.class,
@@ -420,7 +423,8 @@ class HostilePeerTest extends EndpointPeers {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena));
         try (Raw raw = rawSession(listener)) {
             raw.peer().send(new Message.Credit(1, Integer.MAX_VALUE));
-            String why = raw.session().closed().get(10, TimeUnit.SECONDS);
+            SessionEnd end = raw.session().closed().get(10, TimeUnit.SECONDS);
+        String why = end.reason();
             assertTrue(why.contains(" lost: the peer returned 2147483647 credits"), why);
         }
     }

@@ -306,11 +306,13 @@ class RdmaSessionTest {
     /** Either side learns why the session ended without polling; a peer's clean close is an end, not a loss. */
     @Test
     void closedSaysWhyTheSessionEndedAndACleanCloseIsNotALoss() throws Exception {
-        CompletableFuture<String> ownerSide = owner.closed();
+        CompletableFuture<SessionEnd> ownerSide = owner.closed();
         assertFalse(ownerSide.isDone(), "the session works");
         requester.closeAsync().get(10, TimeUnit.SECONDS);
-        assertTrue(requester.closed().get(1, TimeUnit.SECONDS).endsWith("closed by this side"));
-        String why = ownerSide.get(15, TimeUnit.SECONDS);
+        assertEquals(SessionEnd.How.CLOSED, requester.closed().get(1, TimeUnit.SECONDS).how());
+        SessionEnd end = ownerSide.get(15, TimeUnit.SECONDS);
+        String why = end.reason();
+        assertEquals(SessionEnd.How.ENDED, end.how(), why);
         assertTrue(why.endsWith("ended: the peer closed the session"), why);
         assertEquals(why, owner.lostReason());
         assertTrue(log.entries().stream().noneMatch(e -> e.message().contains(" lost: ")
@@ -339,7 +341,9 @@ class RdmaSessionTest {
         for (var p : posted) assertTrue(p.isDone() && !p.isCompletedExceptionally(), "close lets sends under way finish");
         sent.forEach(Block::close);
 
-        String why = owner.closed().get(15, TimeUnit.SECONDS);
+        SessionEnd end = owner.closed().get(15, TimeUnit.SECONDS);
+        String why = end.reason();
+        assertEquals(SessionEnd.How.ENDED, end.how(), why);
         assertTrue(why.endsWith("ended: the peer closed the session"), why);
         assertEquals(7, owner.receiveWriteImm(Duration.ofSeconds(1)));
         for (int i = 0; i < 8; i++) {
@@ -347,8 +351,8 @@ class RdmaSessionTest {
                 assertEquals("message " + i, text(m));
             }
         }
-        var end = assertThrows(SessionLostException.class, () -> owner.receive(Duration.ofSeconds(1)));
-        assertEquals(why, end.getMessage());
+        var after = assertThrows(SessionLostException.class, () -> owner.receive(Duration.ofSeconds(1)));
+        assertEquals(why, after.getMessage());
         assertThrows(SessionLostException.class, () -> owner.receiveWriteImm(Duration.ofSeconds(1)));
     }
 
@@ -697,7 +701,8 @@ class RdmaSessionTest {
             var pastCredits = requester.queuePair().postAsync(WorkRequest.send(b.region(), b.regionOffset(), 8));
             pastCredits.handle((wc, e) -> null).get(10, TimeUnit.SECONDS); // done either way before the block closes
         }
-        String why = owner.closed().get(15, TimeUnit.SECONDS);
+        SessionEnd end = owner.closed().get(15, TimeUnit.SECONDS);
+        String why = end.reason();
         assertTrue(why.contains("past its 16 credits"), why);
     }
 
@@ -776,7 +781,7 @@ class RdmaSessionTest {
                     () -> forged.get(30, TimeUnit.SECONDS));
             assertEquals(io.mooring.verbs.WcStatus.REM_ACCESS_ERR,
                     assertInstanceOf(io.mooring.verbs.WorkCompletionException.class, failed.getCause()).status());
-            assertTrue(ownerOfStranger.closed().get(30, TimeUnit.SECONDS).contains(" lost: "));
+            assertEquals(SessionEnd.How.LOST, ownerOfStranger.closed().get(30, TimeUnit.SECONDS).how());
 
             MemorySegment leased = ownerOfHonest.leases().lease(lease.leaseId()).block().segment();
             assertEquals(-1, leased.mismatch(mine.segment()), "the stranger changed no byte of the lease");
