@@ -2,6 +2,7 @@ package io.mooring.netty;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -24,7 +25,9 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.ConnectException;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,6 +37,7 @@ import java.util.Random;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -67,7 +71,8 @@ class GrpcOverMooringTest {
     private final Set<String> threadsBefore = mooringThreads();
     private final TransportFixture f = new TransportFixture();
     private final ExecutorService calls = Executors.newVirtualThreadPerTaskExecutor(); // gRPC's callbacks run here
-    /** Completes when the server sees a {@link #NEVER} call cancelled. */
+    /** Complete when the server got a {@link #NEVER} call, and when it saw it cancelled. */
+    private final CompletableFuture<Void> neverStarted = new CompletableFuture<>();
     private final CompletableFuture<Void> neverCancelled = new CompletableFuture<>();
     private Server server;
     private ManagedChannel channel;
@@ -178,6 +183,36 @@ class GrpcOverMooringTest {
         assertArrayEquals(utf8("ok"), unary(REVERSE, utf8("ko"))); // and the connection serves on
     }
 
+    @Test
+    void theServerGoingAwayFailsTheCallInFlight() throws Exception {
+        var reply = new Replies();
+        ClientCalls.asyncUnaryCall(channel.newCall(NEVER, CallOptions.DEFAULT), utf8("wait"), reply);
+        neverStarted.get(30, TimeUnit.SECONDS);
+        server.shutdownNow(); // its connections close: the client's session ends under the call
+        var e = assertThrows(ExecutionException.class, () -> reply.done.get(30, TimeUnit.SECONDS));
+        assertEquals(Status.Code.UNAVAILABLE, Status.fromThrowable(e.getCause()).getCode(), e::toString);
+        neverCancelled.get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void aCallToAnAddressNobodyListensOnFailsUnavailable() throws Exception {
+        int port;
+        try (var probe = new ServerSocket(0)) {
+            port = probe.getLocalPort(); // free once closed
+        }
+        ManagedChannel nowhere = NettyChannelBuilder.forAddress(new InetSocketAddress("127.0.0.1", port))
+                .channelType(MooringChannel.class).eventLoopGroup(f.client.group).usePlaintext().build();
+        try {
+            var e = assertThrows(StatusRuntimeException.class, () -> ClientCalls.blockingUnaryCall(nowhere, REVERSE,
+                    CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS), utf8("hello")));
+            assertEquals(Status.Code.UNAVAILABLE, e.getStatus().getCode(), e::toString);
+            assertInstanceOf(ConnectException.class, e.getCause(), e::toString);
+        } finally {
+            nowhere.shutdownNow();
+            assertTrue(nowhere.awaitTermination(20, TimeUnit.SECONDS));
+        }
+    }
+
     // ---- the service --------------------------------------------------------------------------------------------
 
     private ServerServiceDefinition service() {
@@ -216,8 +251,10 @@ class GrpcOverMooringTest {
                         replies.onCompleted();
                     }
                 }))
-                .addMethod(NEVER, ServerCalls.asyncUnaryCall((request, reply) ->
-                        ((ServerCallStreamObserver<byte[]>) reply).setOnCancelHandler(() -> neverCancelled.complete(null))))
+                .addMethod(NEVER, ServerCalls.asyncUnaryCall((request, reply) -> {
+                    ((ServerCallStreamObserver<byte[]>) reply).setOnCancelHandler(() -> neverCancelled.complete(null));
+                    neverStarted.complete(null);
+                }))
                 .build();
     }
 
