@@ -65,7 +65,8 @@ class GrpcOverMooringTest {
     private static final MethodDescriptor<byte[], byte[]> COUNT = method(MethodType.SERVER_STREAMING, "Count");
     private static final MethodDescriptor<byte[], byte[]> CONCAT = method(MethodType.CLIENT_STREAMING, "Concat");
     private static final MethodDescriptor<byte[], byte[]> REVERSE_EACH = method(MethodType.BIDI_STREAMING, "ReverseEach");
-    private static final MethodDescriptor<byte[], byte[]> NEVER = method(MethodType.UNARY, "Never");
+    /** Answers nothing, ever; a streaming call, so that the server starts it before any message comes. */
+    private static final MethodDescriptor<byte[], byte[]> NEVER = method(MethodType.BIDI_STREAMING, "Never");
 
     /** Threads there before the test: the fixture's devices start some (dispatchers), and JVM-wide ones may be up. */
     private final Set<String> threadsBefore = mooringThreads();
@@ -111,7 +112,7 @@ class GrpcOverMooringTest {
                 callers.add(threads.submit(() -> {
                     var random = new Random(thread);
                     for (int i = 0; i < 50; i++) {
-                        byte[] request = new byte[1 + random.nextInt(4096)];
+                        byte[] request = new byte[1 + random.nextInt(1 << random.nextInt(17))]; // up to 64 KiB
                         random.nextBytes(request);
                         assertArrayEquals(reversed(request), unary(REVERSE, request), "call " + i + " of " + thread);
                     }
@@ -176,17 +177,21 @@ class GrpcOverMooringTest {
 
     @Test
     void aCallPastItsDeadlineFailsAndTheServerSeesItCancelled() throws Exception {
-        var e = assertThrows(StatusRuntimeException.class, () -> ClientCalls.blockingUnaryCall(channel, NEVER,
-                CallOptions.DEFAULT.withDeadlineAfter(200, TimeUnit.MILLISECONDS), utf8("wait")));
-        assertEquals(Status.Code.DEADLINE_EXCEEDED, e.getStatus().getCode(), e::toString);
-        neverCancelled.get(30, TimeUnit.SECONDS); // the client's RST_STREAM reached the server
+        assertArrayEquals(utf8("ok"), unary(REVERSE, utf8("ko"))); // connected: the deadline is all the call waits for
+        var replies = new Replies();
+        ClientCalls.asyncBidiStreamingCall(channel.newCall(NEVER, CallOptions.DEFAULT.withDeadlineAfter(1,
+                TimeUnit.SECONDS)), replies);
+        neverStarted.get(30, TimeUnit.SECONDS);
+        var e = assertThrows(ExecutionException.class, () -> replies.done.get(30, TimeUnit.SECONDS));
+        assertEquals(Status.Code.DEADLINE_EXCEEDED, Status.fromThrowable(e.getCause()).getCode(), e::toString);
+        neverCancelled.get(30, TimeUnit.SECONDS); // by the client's RST_STREAM or the server's own deadline
         assertArrayEquals(utf8("ok"), unary(REVERSE, utf8("ko"))); // and the connection serves on
     }
 
     @Test
     void theServerGoingAwayFailsTheCallInFlight() throws Exception {
         var reply = new Replies();
-        ClientCalls.asyncUnaryCall(channel.newCall(NEVER, CallOptions.DEFAULT), utf8("wait"), reply);
+        ClientCalls.asyncBidiStreamingCall(channel.newCall(NEVER, CallOptions.DEFAULT), reply);
         neverStarted.get(30, TimeUnit.SECONDS);
         server.shutdownNow(); // its connections close: the client's session ends under the call
         var e = assertThrows(ExecutionException.class, () -> reply.done.get(30, TimeUnit.SECONDS));
@@ -251,9 +256,18 @@ class GrpcOverMooringTest {
                         replies.onCompleted();
                     }
                 }))
-                .addMethod(NEVER, ServerCalls.asyncUnaryCall((request, reply) -> {
-                    ((ServerCallStreamObserver<byte[]>) reply).setOnCancelHandler(() -> neverCancelled.complete(null));
+                .addMethod(NEVER, ServerCalls.asyncBidiStreamingCall(replies -> {
+                    ((ServerCallStreamObserver<byte[]>) replies).setOnCancelHandler(() -> neverCancelled.complete(null));
                     neverStarted.complete(null);
+                    return new Collector() {
+                        @Override
+                        public void onNext(byte[] request) {
+                        }
+
+                        @Override
+                        public void onCompleted() {
+                        }
+                    };
                 }))
                 .build();
     }
