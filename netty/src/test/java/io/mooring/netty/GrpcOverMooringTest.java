@@ -6,12 +6,14 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.grpc.Attributes;
 import io.grpc.CallOptions;
 import io.grpc.ManagedChannel;
 import io.grpc.MethodDescriptor;
 import io.grpc.MethodDescriptor.MethodType;
 import io.grpc.Server;
 import io.grpc.ServerServiceDefinition;
+import io.grpc.ServerTransportFilter;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.netty.NettyChannelBuilder;
@@ -42,6 +44,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.UnaryOperator;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
@@ -80,10 +84,15 @@ class GrpcOverMooringTest {
 
     @BeforeEach
     void start() throws IOException {
-        server = NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+        serve(options -> options);
+    }
+
+    /** A server over the Mooring transport with {@code options}, and a channel to it. */
+    private void serve(UnaryOperator<NettyServerBuilder> options) throws IOException {
+        server = options.apply(NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
                 .channelType(MooringServerChannel.class)
                 .bossEventLoopGroup(f.server.group).workerEventLoopGroup(f.server.group)
-                .executor(calls).addService(service()).build().start();
+                .executor(calls).addService(service())).build().start();
         channel = NettyChannelBuilder.forAddress(server.getListenSockets().getFirst())
                 .channelType(MooringChannel.class).eventLoopGroup(f.client.group)
                 .executor(calls).usePlaintext().build();
@@ -197,6 +206,26 @@ class GrpcOverMooringTest {
         var e = assertThrows(ExecutionException.class, () -> reply.done.get(30, TimeUnit.SECONDS));
         assertEquals(Status.Code.UNAVAILABLE, Status.fromThrowable(e.getCause()).getCode(), e::toString);
         neverCancelled.get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void connectionsTheServerAgesOutAreReplacedWithoutAFailedCall() throws Exception {
+        channel.shutdownNow();
+        server.shutdownNow();
+        var connections = new AtomicInteger();
+        serve(options -> options.maxConnectionAge(1, TimeUnit.SECONDS) // gRPC's least; then GOAWAY, a new connection
+                .maxConnectionAgeGrace(30, TimeUnit.SECONDS).addTransportFilter(new ServerTransportFilter() {
+                    @Override
+                    public Attributes transportReady(Attributes transport) {
+                        connections.incrementAndGet();
+                        return transport;
+                    }
+                }));
+        for (int i = 0; connections.get() < 3; i++) { // about 3 s
+            byte[] request = utf8("call " + i);
+            assertArrayEquals(reversed(request), unary(REVERSE, request));
+        }
+        assertTrue(f.client.endpoint.sessions().size() <= 2, () -> "sessions: " + f.client.endpoint.sessions());
     }
 
     @Test
