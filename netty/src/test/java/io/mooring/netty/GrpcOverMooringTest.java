@@ -57,8 +57,9 @@ import org.junit.jupiter.api.Timeout;
  * gRPC-java — an application no one here wrote — over the Mooring transport: its own {@code grpc-netty} (HTTP/2 on
  * Netty, unshaded) given the Mooring channel classes and event loop groups through its public builders, on soft
  * devices. Unary calls from many virtual threads at once, the three streaming kinds, a message far larger than one
- * RDMA message, a deadline that passes; and, after every test, the server, the channel and the groups shut down with
- * every block back in its arena and no Mooring thread left.
+ * RDMA message, a deadline that passes, a server that goes away or is not there, connections the server ages out; and,
+ * after every test, the server, the channel and the groups shut down with every session closed, every block back in
+ * its arena and no Mooring thread left.
  *
  * <p>No generated stubs: the service is defined by hand with gRPC's {@link MethodDescriptor}s over raw bytes.
  */
@@ -210,8 +211,9 @@ class GrpcOverMooringTest {
 
     @Test
     void connectionsTheServerAgesOutAreReplacedWithoutAFailedCall() throws Exception {
-        channel.shutdownNow();
+        channel.shutdownNow(); // the default pair makes way
         server.shutdownNow();
+        assertTrue(channel.awaitTermination(20, TimeUnit.SECONDS) && server.awaitTermination(20, TimeUnit.SECONDS));
         var connections = new AtomicInteger();
         serve(options -> options.maxConnectionAge(1, TimeUnit.SECONDS) // gRPC's least; then GOAWAY, a new connection
                 .maxConnectionAgeGrace(30, TimeUnit.SECONDS).addTransportFilter(new ServerTransportFilter() {
