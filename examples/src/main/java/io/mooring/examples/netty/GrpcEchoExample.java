@@ -41,10 +41,11 @@ import java.util.concurrent.TimeUnit;
  * the same call over both in one run (one caller, 64 characters, rounds alternating between the two) and prints the
  * p50 and p99 of each:
  * <pre>
- * java --enable-native-access=ALL-UNNAMED -cp ... io.mooring.examples.netty.GrpcEchoExample [CALLS]
+ * java --enable-native-access=ALL-UNNAMED -cp ... io.mooring.examples.netty.GrpcEchoExample [CALLS [DEVICE]]
  * </pre>
- * No generated code: the method is described by hand over UTF-8 strings. On the soft provider a Mooring session is an
- * emulation over TCP, so the figure says what the emulation costs gRPC, not what a NIC gives.
+ * CALLS defaults to 20000, DEVICE to {@code soft:soft0} ({@code ibv:rxe0} on Soft-RoCE). No generated code: the method
+ * is described by hand over UTF-8 strings. On the soft provider a Mooring session is an emulation over TCP, so the
+ * figure says what the emulation costs gRPC, not what a NIC gives.
  */
 public final class GrpcEchoExample {
     private static final MethodDescriptor<String, String> ECHO = MethodDescriptor.<String, String>newBuilder()
@@ -55,12 +56,13 @@ public final class GrpcEchoExample {
 
     public static void main(String[] args) throws Exception {
         int calls = args.length > 0 ? Integer.parseInt(args[0]) : 20_000;
+        String deviceName = args.length > 1 ? args[1] : "soft:soft0";
         long liveBlocks;
-        try (DeviceContext device = RdmaDevices.open("soft:soft0");
+        try (DeviceContext device = RdmaDevices.open(deviceName);
              ProtectionDomain pd = device.allocateProtectionDomain();
              RdmaArena arena = RdmaArena.builder(pd).access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build()) {
             try (RdmaEndpoint endpoint = RdmaEndpoint.builder(pd, arena).build()) {
-                run(endpoint, calls);
+                run(endpoint, deviceName, calls);
             }
             liveBlocks = arena.stats().liveBlocks();
         }
@@ -69,7 +71,7 @@ public final class GrpcEchoExample {
     }
 
     /** Serves and calls the echo over the endpoint's sessions and over NIO, and prints the figures. */
-    private static void run(RdmaEndpoint endpoint, int calls) throws Exception {
+    private static void run(RdmaEndpoint endpoint, String deviceName, int calls) throws Exception {
         // Server and client share one endpoint and one group here; in two processes each has its own.
         EventLoopGroup mooring = new MultiThreadIoEventLoopGroup(MooringIoHandler.newFactory(endpoint));
         EventLoopGroup nio = new MultiThreadIoEventLoopGroup(NioIoHandler.newFactory());
@@ -86,8 +88,8 @@ public final class GrpcEchoExample {
                 overMooring.time(message, mooringNanos, at, perRound);
                 overNio.time(message, nioNanos, at, perRound);
             }
-            System.out.printf("gRPC unary, %d calls each: Mooring (soft) p50 %.1f us, p99 %.1f us; NIO (loopback)"
-                            + " p50 %.1f us, p99 %.1f us; p50 ratio %.2f%n", mooringNanos.length,
+            System.out.printf("gRPC unary, %d calls each: Mooring (%s) p50 %.1f us, p99 %.1f us; NIO (loopback)"
+                            + " p50 %.1f us, p99 %.1f us; p50 ratio %.2f%n", mooringNanos.length, deviceName,
                     micros(mooringNanos, 0.5), micros(mooringNanos, 0.99), micros(nioNanos, 0.5),
                     micros(nioNanos, 0.99), micros(mooringNanos, 0.5) / micros(nioNanos, 0.5));
         } finally {
