@@ -23,6 +23,7 @@ import io.grpc.stub.ServerCallStreamObserver;
 import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
 import io.mooring.testing.ThreadDump;
+import io.netty.channel.ChannelOption;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -69,7 +70,8 @@ class GrpcOverMooringTest {
     private static final MethodDescriptor<byte[], byte[]> REVERSE = method(MethodType.UNARY, "Reverse");
     private static final MethodDescriptor<byte[], byte[]> COUNT = method(MethodType.SERVER_STREAMING, "Count");
     private static final MethodDescriptor<byte[], byte[]> CONCAT = method(MethodType.CLIENT_STREAMING, "Concat");
-    private static final MethodDescriptor<byte[], byte[]> REVERSE_EACH = method(MethodType.BIDI_STREAMING, "ReverseEach");
+    private static final MethodDescriptor<byte[], byte[]> REVERSE_EACH =
+            method(MethodType.BIDI_STREAMING, "ReverseEach");
     /** Answers nothing, ever; a streaming call, so that the server starts it before any message comes. */
     private static final MethodDescriptor<byte[], byte[]> NEVER = method(MethodType.BIDI_STREAMING, "Never");
 
@@ -85,18 +87,28 @@ class GrpcOverMooringTest {
 
     @BeforeEach
     void start() throws IOException {
-        serve(options -> options);
+        serve(server -> server, client -> client);
     }
 
-    /** A server over the Mooring transport with {@code options}, and a channel to it. */
-    private void serve(UnaryOperator<NettyServerBuilder> options) throws IOException {
-        server = options.apply(NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
+    /** A server over the Mooring transport with {@code serverOptions}, a channel to it with {@code clientOptions}. */
+    private void serve(UnaryOperator<NettyServerBuilder> serverOptions,
+            UnaryOperator<NettyChannelBuilder> clientOptions) throws IOException {
+        server = serverOptions.apply(NettyServerBuilder.forAddress(new InetSocketAddress("127.0.0.1", 0))
                 .channelType(MooringServerChannel.class)
                 .bossEventLoopGroup(f.server.group).workerEventLoopGroup(f.server.group)
                 .executor(calls).addService(service())).build().start();
-        channel = NettyChannelBuilder.forAddress(server.getListenSockets().getFirst())
+        channel = clientOptions.apply(NettyChannelBuilder.forAddress(server.getListenSockets().getFirst())
                 .channelType(MooringChannel.class).eventLoopGroup(f.client.group)
-                .executor(calls).usePlaintext().build();
+                .executor(calls).usePlaintext()).build();
+    }
+
+    /** Shuts the default server and channel down, then serves with other options. */
+    private void serveInstead(UnaryOperator<NettyServerBuilder> serverOptions,
+            UnaryOperator<NettyChannelBuilder> clientOptions) throws Exception {
+        channel.shutdownNow();
+        server.shutdownNow();
+        assertTrue(channel.awaitTermination(20, TimeUnit.SECONDS) && server.awaitTermination(20, TimeUnit.SECONDS));
+        serve(serverOptions, clientOptions);
     }
 
     @AfterEach
@@ -211,23 +223,34 @@ class GrpcOverMooringTest {
 
     @Test
     void connectionsTheServerAgesOutAreReplacedWithoutAFailedCall() throws Exception {
-        channel.shutdownNow(); // the default pair makes way
-        server.shutdownNow();
-        assertTrue(channel.awaitTermination(20, TimeUnit.SECONDS) && server.awaitTermination(20, TimeUnit.SECONDS));
         var connections = new AtomicInteger();
-        serve(options -> options.maxConnectionAge(1, TimeUnit.SECONDS) // gRPC's least; then GOAWAY, a new connection
+        serveInstead(server -> server.maxConnectionAge(1, TimeUnit.SECONDS) // gRPC's least; then GOAWAY, a new one
                 .maxConnectionAgeGrace(30, TimeUnit.SECONDS).addTransportFilter(new ServerTransportFilter() {
                     @Override
                     public Attributes transportReady(Attributes transport) {
                         connections.incrementAndGet();
                         return transport;
                     }
-                }));
+                }), client -> client);
         for (int i = 0; connections.get() < 3; i++) { // about 3 s
             byte[] request = utf8("call " + i);
             assertArrayEquals(reversed(request), unary(REVERSE, request));
         }
         assertTrue(f.client.endpoint.sessions().size() <= 2, () -> "sessions: " + f.client.endpoint.sessions());
+    }
+
+    @Test
+    void gRpcsOwnBuffersFromTheMooringAllocatorGoOutAsWell() throws Exception {
+        // Registered memory for what gRPC writes too (it sets its own allocator; an option set later wins).
+        serveInstead(
+                server -> server.withChildOption(ChannelOption.ALLOCATOR, new MooringByteBufAllocator(f.server.arena)),
+                client -> client.withOption(ChannelOption.ALLOCATOR, new MooringByteBufAllocator(f.client.arena)));
+        var random = new Random(5);
+        for (int size : new int[] {1, 100, 4096, 4097, 65_536, 1 << 20}) {
+            byte[] request = new byte[size];
+            random.nextBytes(request);
+            assertArrayEquals(reversed(request), unary(REVERSE, request), size + " bytes");
+        }
     }
 
     @Test
@@ -288,7 +311,8 @@ class GrpcOverMooringTest {
                     }
                 }))
                 .addMethod(NEVER, ServerCalls.asyncBidiStreamingCall(replies -> {
-                    ((ServerCallStreamObserver<byte[]>) replies).setOnCancelHandler(() -> neverCancelled.complete(null));
+                    var observer = (ServerCallStreamObserver<byte[]>) replies;
+                    observer.setOnCancelHandler(() -> neverCancelled.complete(null));
                     neverStarted.complete(null);
                     return new Collector() {
                         @Override
@@ -332,8 +356,8 @@ class GrpcOverMooringTest {
     }
 
     private byte[] unary(MethodDescriptor<byte[], byte[]> method, byte[] request) {
-        return ClientCalls.blockingUnaryCall(channel, method, CallOptions.DEFAULT.withDeadlineAfter(60, TimeUnit.SECONDS),
-                request);
+        return ClientCalls.blockingUnaryCall(channel, method,
+                CallOptions.DEFAULT.withDeadlineAfter(60, TimeUnit.SECONDS), request);
     }
 
     private static MethodDescriptor<byte[], byte[]> method(MethodType type, String name) {

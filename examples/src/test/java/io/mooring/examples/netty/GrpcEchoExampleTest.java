@@ -13,11 +13,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The gRPC example runs as a user runs it, in a JVM of its own on the class path: it echoes, times, and leaves nothing. */
+/** The gRPC example runs as a user runs it, in a JVM of its own on the class path: it echoes, times, leaves nothing. */
 @Timeout(value = 5, unit = TimeUnit.MINUTES) // a backstop: the wait below is bounded on its own
 class GrpcEchoExampleTest {
-    private static final String FIGURE = "gRPC unary, 100 calls each: Mooring \\(soft:soft0\\) p50 [0-9.]+ us, p99 [0-9.]+ us;"
-            + " NIO \\(loopback\\) p50 [0-9.]+ us, p99 [0-9.]+ us; p50 ratio [0-9.]+";
+    private static final String FIGURE = "gRPC unary, 100 calls each: Mooring \\(soft:soft0\\) p50 [0-9.]+ us,"
+            + " p99 [0-9.]+ us; NIO \\(loopback\\) p50 [0-9.]+ us, p99 [0-9.]+ us; p50 ratio [0-9.]+";
 
     @Test
     void theExampleEchoesOverMooringAndTimesBothTransports(@TempDir Path dir) throws Exception {
