@@ -1,8 +1,12 @@
 /** Applications on Mooring's public API: the user guide's examples. */
+@SuppressWarnings("requires-automatic") // gRPC-java's jars name their modules in their manifests only
 module io.mooring.examples {
     requires io.mooring.lease;
     requires io.mooring.netty;
     requires io.netty.transport;
+    requires io.grpc; // gRPC-java over the Mooring transport (io.mooring.examples.netty)
+    requires io.grpc.netty;
+    requires io.grpc.stub;
     exports io.mooring.examples.kv; // the KV cache, which `mooring kv` runs
     exports io.mooring.examples.pagestore; // the page store, which `mooring pagestore` runs
 }
