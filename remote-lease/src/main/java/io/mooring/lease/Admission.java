@@ -297,7 +297,7 @@ final class Admission {
                 throw new IOException("the handshake with " + socket.getRemoteSocketAddress() + " took longer than "
                         + limits.handshakeTimeout());
             }
-            endpoint.list(session);
+            endpoint.registry().list(session);
             if (closed) session.close();
             return session;
         } catch (IOException e) {

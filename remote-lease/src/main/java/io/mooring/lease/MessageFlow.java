@@ -134,7 +134,7 @@ final class MessageFlow {
             }
         }
         if (n > 0) session.grantCredits(n);
-        else if (!holdsUntaken()) session.endpoint().messagesTaken(session); // the last one kept after the end
+        else if (!holdsUntaken()) session.endpoint().registry().messagesTaken(session); // the last one kept after the end
     }
 
     // ---- sending ---------------------------------------------------------------------------------------------

@@ -5,21 +5,16 @@ import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
 import io.mooring.verbs.ProtectionDomain;
-import io.mooring.verbs.QueuePair;
-import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.values.Access;
 import java.io.IOException;
-import java.lang.System.Logger.Level;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -71,13 +66,7 @@ public final class RdmaEndpoint implements AutoCloseable {
     final Await await;
     private final MessageReceives receives;
     private final Admission admission;
-    private final Map<Integer, RdmaSession> byQpNumber = new ConcurrentHashMap<>();
-    private final Set<RdmaSession> sessions = ConcurrentHashMap.newKeySet();
-    /**
-     * Sessions a peer ended that still hold messages the application has not taken, and that it has not closed: no
-     * longer served, but each still holding its slot, and closed with the endpoint, which frees those messages' blocks.
-     */
-    private final Set<RdmaSession> endedHoldingMessages = ConcurrentHashMap.newKeySet();
+    private final SessionRegistry registry = new SessionRegistry(s -> admission().freeSlot(s.peer()));
     private final List<RdmaListener> listeners = new CopyOnWriteArrayList<>();
     private final ScheduledFuture<?> health;
     private volatile boolean closed;
@@ -111,7 +100,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         MessageReceives made = null;
         try {
             made = new MessageReceives(pd, arena, maxMessageSize, maxSessions * messageWindow);
-            cq.startDispatcher(b.polling, this::onCompletion);
+            cq.startDispatcher(b.polling, registry::deliver);
         } catch (RuntimeException e) {
             if (made != null) made.close();
             cq.close();
@@ -124,7 +113,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         // A data QP takes its receives from the shared queue, so no flushed receive of its own reports that it broke (a
         // remote access error moves it to ERROR without a completion on the owner's side): its state is checked.
         this.health = Admission.WATCHDOG.scheduleWithFixedDelay(() -> {
-            sessions.forEach(RdmaSession::checkQueuePairs);
+            registry.sessions().forEach(RdmaSession::checkQueuePairs);
             admission.forgetIdlePeers();
         }, HEALTH_CHECK.toMillis(), HEALTH_CHECK.toMillis(), TimeUnit.MILLISECONDS);
     }
@@ -194,13 +183,9 @@ public final class RdmaEndpoint implements AutoCloseable {
         return admission;
     }
 
-    /**
-     * Lists a session whose handshake succeeded. A peer may end it before it is listed (it hangs up at once): that
-     * end's unlisting found nothing, so it is unlisted here.
-     */
-    void list(RdmaSession session) {
-        sessions.add(session);
-        if (session.isTornDown()) unlist(session);
+    /** The endpoint's sessions and the routing of its completions to them. */
+    SessionRegistry registry() {
+        return registry;
     }
 
     /** Peers the endpoint keeps an account of (tests). */
@@ -210,7 +195,7 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     /** The sessions open now. */
     public Set<RdmaSession> sessions() {
-        return Set.copyOf(sessions);
+        return registry.sessions();
     }
 
     /** The most sessions this endpoint serves at once: {@link Builder#maxSessions}, or fewer if its CQ cannot hold more. */
@@ -226,56 +211,6 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     /** What one peer holds across its sessions. */
     public record PeerUsage(int leases, long leasedBytes) {}
-
-    // ---- completions -----------------------------------------------------------------------------------------
-
-    /** Completions of {@code qps} go to {@code session}. */
-    void route(RdmaSession session, QueuePair... qps) {
-        for (QueuePair qp : qps) byQpNumber.put(qp.number(), session);
-    }
-
-    void unroute(QueuePair... qps) {
-        for (QueuePair qp : qps) byQpNumber.remove(qp.number());
-    }
-
-    /**
-     * {@code session} ended. One that keeps messages of its peer's nobody took yet ({@code holdsMessages}) keeps its
-     * slot — and the peer's account — until they are taken or it is closed (the endpoint's close frees them at the
-     * latest): the slots bound the receive blocks a peer can make this side hold, which would otherwise grow by a
-     * window each time it connects, sends and hangs up while the application takes nothing.
-     */
-    void removed(RdmaSession session, boolean holdsMessages) {
-        if (holdsMessages && sessions.remove(session)) {
-            endedHoldingMessages.add(session);
-            if (!session.holdsUntakenMessages()) messagesTaken(session); // the last one was taken meanwhile
-        } else {
-            unlist(session);
-            messagesTaken(session);
-        }
-    }
-
-    /** Gives the slot of a listed session back, once: whichever of its end and its handshake comes last does it. */
-    private void unlist(RdmaSession session) {
-        if (sessions.remove(session)) freeSlot(session);
-    }
-
-    /**
-     * The application took the last message {@code session} kept after its peer's end, or closed it: its slot is free.
-     * A session that still ends is not kept here yet; its end's {@link #removed} decides.
-     */
-    void messagesTaken(RdmaSession session) {
-        if (endedHoldingMessages.remove(session)) freeSlot(session);
-    }
-
-    private void freeSlot(RdmaSession session) {
-        admission.freeSlot(session.peer());
-    }
-
-    private void onCompletion(WorkCompletion wc) {
-        RdmaSession session = byQpNumber.get(wc.qpNumber());
-        if (session != null) session.onCompletion(wc);
-        else LOG.log(Level.DEBUG, "a completion of no live session: " + wc);
-    }
 
     // ---- settings --------------------------------------------------------------------------------------------
 
@@ -346,8 +281,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         listeners.forEach(RdmaListener::close);
         // A handshake in progress has QPs on the shared receive queue: break it off and wait until it has freed them.
         admission.close();
-        sessions().forEach(RdmaSession::close);
-        List.copyOf(endedHoldingMessages).forEach(RdmaSession::close);
+        registry.closeAll();
         receives.close();
         cq.close();
     }

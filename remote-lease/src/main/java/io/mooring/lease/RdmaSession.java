@@ -70,8 +70,8 @@ public final class RdmaSession implements AutoCloseable {
             QueuePair control = link.controlQp();
             QueuePair data = link.dataQp();
             // Undone in reverse: the leases first (their windows are invalidated on the data QP), the routing last.
-            endpoint.route(this, control, data);
-            link.own("routing", () -> endpoint.unroute(control, data));
+            endpoint.registry().route(this, control, data);
+            link.own("routing", () -> endpoint.registry().unroute(control, data));
             link.own("offers", () -> offers.close(new SessionLostException("the session to " + peerAddress() + " closed")));
             link.own("agent", inbox::stop);
             link.own("leases", leases::close);
@@ -456,7 +456,7 @@ public final class RdmaSession implements AutoCloseable {
             long sent = messages.end("session to " + peerAddress() + " closed by this side"); // frees what was untaken
             if (link.lostReason() == null) link.sayGoodbye(sent);
             link.tearDown();
-            endpoint.removed(this, false);
+            endpoint.registry().removed(this, false);
         } finally {
             closedHere.complete(null);
         }
@@ -484,7 +484,7 @@ public final class RdmaSession implements AutoCloseable {
             link.awaitFlushed();
             link.tearDown();
             // Messages nobody took yet stay receivable: the endpoint keeps the session to free them if nobody does.
-            endpoint.removed(RdmaSession.this, !link.isClosing() && messages.holdsUntaken());
+            endpoint.registry().removed(RdmaSession.this, !link.isClosing() && messages.holdsUntaken());
         }
     }
 
