@@ -8,14 +8,15 @@ import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
  * The agent's messages over the session's control QP: SENDs from a small pool of send buffers, and receives
  * pre-posted into buffers from the arena. Buffers are shared-scope blocks: the dispatcher and the agent touch them,
  * not the thread that allocated them.
+ *
+ * <p>Every buffer is a slot of one shared-scope block ({@value #RECEIVES} receives, then {@value #SENDS} sends): one
+ * allocation, one arena scope per session rather than one per buffer (a session end's heap, issue 26).
  *
  * <p>Neither direction can grow without bound or block a shared thread. Answers, offers, revocations and credits are
  * served as they arrive; a receive holding a request for the agent is reposted only once the agent takes it, so a
@@ -33,9 +34,10 @@ final class ControlChannel implements AutoCloseable {
     private record Queued(Message message, CompletableFuture<WorkCompletion> sent) {}
 
     private final QueuePair qp;
-    private final List<Block> receiveBuffers = new ArrayList<>();
-    private final List<Block> allSendBuffers = new ArrayList<>();
-    private final ArrayDeque<Block> freeSendBuffers = new ArrayDeque<>(); // guarded by this
+    private static final int SLOT = MessageCodec.MAX_MESSAGE;
+
+    private final Block buffers;
+    private final ArrayDeque<Integer> freeSendSlots = new ArrayDeque<>(); // guarded by this
     private final ArrayDeque<Queued> outbox = new ArrayDeque<>();          // guarded by this
     /** Queued messages that no lease bounds, guarded by this. */
     private int unboundQueued;
@@ -43,14 +45,8 @@ final class ControlChannel implements AutoCloseable {
     /** @throws RuntimeException if the arena cannot serve the buffers (memlock): none is kept then */
     ControlChannel(QueuePair qp, RdmaArena arena) {
         this.qp = qp;
-        try {
-            for (int i = 0; i < RECEIVES; i++) receiveBuffers.add(arena.allocateShared(MessageCodec.MAX_MESSAGE, 8));
-            for (int i = 0; i < SENDS; i++) allSendBuffers.add(arena.allocateShared(MessageCodec.MAX_MESSAGE, 8));
-        } catch (RuntimeException | OutOfMemoryError e) {
-            close();
-            throw e;
-        }
-        freeSendBuffers.addAll(allSendBuffers);
+        this.buffers = arena.allocateShared((long) (RECEIVES + SENDS) * SLOT, 8);
+        for (int i = 0; i < SENDS; i++) freeSendSlots.add(RECEIVES + i);
     }
 
     /** Posts every receive buffer; their completions reach {@link #received}. */
@@ -60,13 +56,12 @@ final class ControlChannel implements AutoCloseable {
 
     /** Gives the receive buffer {@code slot} back to the QP, once its message was decoded. */
     void repost(int slot) {
-        Block b = receiveBuffers.get(slot);
-        qp.post(ReceiveRequest.into(b.region(), b.regionOffset(), MessageCodec.MAX_MESSAGE).wrId(slot));
+        qp.post(ReceiveRequest.into(buffers.region(), offset(slot), SLOT).wrId(slot));
     }
 
     /** The {@code length} bytes received into {@code slot}; valid until {@link #repost} of the slot. */
     MemorySegment received(int slot, int length) {
-        return receiveBuffers.get(slot).segment().asSlice(0, length);
+        return buffers.segment().asSlice((long) slot * SLOT, length);
     }
 
     /**
@@ -74,9 +69,9 @@ final class ControlChannel implements AutoCloseable {
      * completed, exceptionally if the outbox is full (the peer takes no control messages).
      */
     CompletableFuture<WorkCompletion> send(Message m) {
-        Block b;
+        Integer b;
         synchronized (this) {
-            b = freeSendBuffers.poll();
+            b = freeSendSlots.poll();
             if (b == null) {
                 boolean unbound = !isAboutALease(m);
                 if (unbound && unboundQueued >= OUTBOX) {
@@ -92,30 +87,35 @@ final class ControlChannel implements AutoCloseable {
         return post(b, m);
     }
 
-    private CompletableFuture<WorkCompletion> post(Block b, Message m) {
-        int length = MessageCodec.encode(m, b.segment());
+    private CompletableFuture<WorkCompletion> post(int slot, Message m) {
+        int length = MessageCodec.encode(m, buffers.segment().asSlice((long) slot * SLOT, SLOT));
         CompletableFuture<WorkCompletion> sent;
         try {
-            sent = qp.postAsync(WorkRequest.send(b.region(), b.regionOffset(), length));
+            sent = qp.postAsync(WorkRequest.send(buffers.region(), offset(slot), length));
         } catch (RuntimeException e) {
             sent = CompletableFuture.failedFuture(e);
         }
-        sent.whenComplete((wc, e) -> recycle(b));
+        sent.whenComplete((wc, e) -> recycle(slot));
         return sent;
     }
 
+    /** Where {@code slot} lies in the buffers' region. */
+    private long offset(int slot) {
+        return buffers.regionOffset() + (long) slot * SLOT;
+    }
+
     /** A send buffer is free again: it carries the oldest queued message, or waits for the next send. */
-    private void recycle(Block b) {
+    private void recycle(int slot) {
         Queued next;
         synchronized (this) {
             next = outbox.poll();
             if (next == null) {
-                freeSendBuffers.add(b);
+                freeSendSlots.add(slot);
                 return;
             }
             if (!isAboutALease(next.message())) unboundQueued--;
         }
-        post(b, next.message()).whenComplete((wc, e) -> {
+        post(slot, next.message()).whenComplete((wc, e) -> {
             if (e != null) next.sent().completeExceptionally(e);
             else next.sent().complete(wc);
         });
@@ -129,8 +129,7 @@ final class ControlChannel implements AutoCloseable {
     /** Frees the buffers; call after the QP is destroyed (nothing posted may be in flight). */
     @Override
     public void close() {
-        receiveBuffers.forEach(Block::close);
-        allSendBuffers.forEach(Block::close);
+        buffers.close();
         synchronized (this) {
             outbox.forEach(q -> q.sent().completeExceptionally(new SessionLostException("the session closed")));
             outbox.clear();

@@ -34,10 +34,6 @@ final class ControlInbox {
         this.agent = new SessionAgent("mooring-agent-" + link.peerAddress());
     }
 
-    void start() {
-        agent.start();
-    }
-
     /** Stops the agent thread after its current request (and waits for it, unless called from it). */
     void stop() {
         agent.stop();

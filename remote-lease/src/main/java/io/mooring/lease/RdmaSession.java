@@ -24,8 +24,8 @@ import java.util.concurrent.CompletableFuture;
  * The bootstrap's TCP connection stays open as the liveness signal: when it or a QP breaks, every lease granted to
  * the peer is revoked and every {@link RemoteSegment} of the peer's fails fast.
  *
- * <p>A session has no thread of its own but two virtual threads: its agent, which serves REQUEST, RENEW and RELEASE in
- * order (waiting for a bind blocks nobody else), and the watcher of the TCP connection. Completions come from the
+ * <p>A session has no thread of its own, only virtual ones: its agent, which serves REQUEST, RENEW and RELEASE in
+ * order while there are some (waiting for a bind blocks nobody else), and the watcher of the TCP connection. Completions come from the
  * endpoint's dispatcher. Malformed, unknown or forged messages get an ERROR naming the fault; a peer that keeps
  * sending garbage is disconnected.
  *
@@ -75,7 +75,6 @@ public final class RdmaSession implements AutoCloseable {
             link.own("offers", () -> offers.close(new SessionLostException("the session to " + peerAddress() + " closed")));
             link.own("agent", inbox::stop);
             link.own("leases", leases::close);
-            inbox.start();
             link.connect(endpoint, new Ending());
             done = true;
         } finally {

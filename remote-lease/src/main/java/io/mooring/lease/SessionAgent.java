@@ -1,59 +1,73 @@
 package io.mooring.lease;
 
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
+import java.util.ArrayDeque;
 
 /**
- * The one virtual thread that serves a session's control messages in order. It may block — waiting for a bind's
- * completion, for the arena — without holding up any other session, and a session costs no platform thread. Its
- * queue is bounded by the control receives, each of which is reposted only after its message was taken from here.
+ * Serves a session's control requests in order on a virtual thread that exists only while there are some: a task may
+ * block — waiting for a bind's completion, for the arena — without holding up any other session, and a quiet session
+ * keeps no thread, nor its stack (a session end's heap, issue 26). The queue is bounded by the control receives, each
+ * of which is reposted only after its message was taken from here.
  */
 final class SessionAgent {
-    private final BlockingQueue<Runnable> tasks = new ArrayBlockingQueue<>(ControlChannel.RECEIVES);
-    private final Thread thread;
+    private static final System.Logger LOG = System.getLogger(SessionAgent.class.getName());
+
+    private final String name;
+    private final ArrayDeque<Runnable> tasks = new ArrayDeque<>(); // guarded by this
+    private Thread serving;                                          // guarded by this: null while idle
+    private boolean stopped;                                         // guarded by this
 
     SessionAgent(String name) {
-        this.thread = Thread.ofVirtual().name(name).unstarted(this::run);
+        this.name = name;
     }
 
-    void start() {
-        thread.start();
+    /**
+     * Queues {@code task}, starting the thread if none serves; false if {@link ControlChannel#RECEIVES} wait already,
+     * which the control channel's bound rules out. After {@link #stop()} a task is dropped: the session is ending.
+     */
+    synchronized boolean offer(Runnable task) {
+        if (stopped) return true;
+        if (tasks.size() >= ControlChannel.RECEIVES) return false;
+        tasks.add(task);
+        if (serving == null) serving = Thread.ofVirtual().name(name).start(this::serve);
+        return true;
     }
 
-    /** Queues {@code task}; false if the queue is full, which the control channel's bound rules out. */
-    boolean offer(Runnable task) {
-        return tasks.offer(task);
-    }
-
-    private void run() {
-        try {
-            while (true) {
-                Runnable task = tasks.take();
-                try {
-                    task.run();
-                } catch (RuntimeException e) {
-                    System.getLogger(SessionAgent.class.getName()).log(System.Logger.Level.WARNING,
-                            thread.getName() + ": a task failed", e);
+    private void serve() {
+        while (true) {
+            Runnable task;
+            synchronized (this) {
+                task = stopped ? null : tasks.poll();
+                if (task == null) {
+                    serving = null;
+                    return;
                 }
             }
-        } catch (InterruptedException e) {
-            // stopped: the session is ending, what is still queued is not served
+            try {
+                task.run();
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, name + ": a task failed", e);
+            }
         }
     }
 
-    boolean isAgentThread() {
-        return Thread.currentThread() == thread;
+    synchronized boolean isAgentThread() {
+        return Thread.currentThread() == serving;
     }
 
-    /** Stops the thread after its current task and waits for it (unless called from it). */
+    /** Stops serving after the current task (interrupting a wait in it) and waits for it, unless called from it. */
     void stop() {
-        thread.interrupt();
-        if (!isAgentThread() && thread.isAlive()) {
-            try {
-                thread.join();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+        Thread t;
+        synchronized (this) {
+            stopped = true;
+            tasks.clear();
+            t = serving;
+        }
+        if (t == null || t == Thread.currentThread()) return;
+        t.interrupt();
+        try {
+            t.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 }
