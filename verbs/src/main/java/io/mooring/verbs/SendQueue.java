@@ -4,6 +4,7 @@ import io.mooring.verbs.spi.QpOps;
 import io.mooring.verbs.values.Opcode;
 import io.mooring.verbs.values.QpCapabilities;
 import io.mooring.verbs.values.WcOpcode;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -113,7 +114,10 @@ final class SendQueue {
     /** The ticket of the slot the next claim takes (caller holds the lock); refuses as the claim would. */
     private WindowTicket ticket(InFlight send) {
         int slot = send.nextSlot(VERB, qp);
-        if (tickets == null) tickets = new WindowTicket[capabilities.maxSendWr()];
+        if (tickets == null || slot >= tickets.length) { // grown as the ring's slots are: a quiet QP keeps a few
+            int size = Math.min(capabilities.maxSendWr(), Math.max(4, Integer.highestOneBit(slot) << 1));
+            tickets = tickets == null ? new WindowTicket[size] : Arrays.copyOf(tickets, size);
+        }
         WindowTicket t = tickets[slot];
         return t != null ? t : (tickets[slot] = new WindowTicket(qp));
     }
