@@ -82,8 +82,9 @@ public class LeaseRevoke {
 
         @Override
         void started() {
-            var limits = new LeaseLimits(1 << 20, 16, Duration.ofSeconds(5), Duration.ofSeconds(5),
-                    EnumSet.of(Access.REMOTE_WRITE), Duration.ZERO);
+            var limits = LeaseLimits.builder().maxBytes(1 << 20).maxLeases(16)
+                    .maxDuration(Duration.ofSeconds(5)).maxLifetime(Duration.ofSeconds(5))
+                    .maxAccess(EnumSet.of(Access.REMOTE_WRITE)).grace(Duration.ZERO).build();
             manager = LeaseManager.create(owner.queuePair(), limits, io.mooring.lease.Isolation.WINDOW);
         }
 

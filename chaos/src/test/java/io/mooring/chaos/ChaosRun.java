@@ -71,8 +71,9 @@ final class ChaosRun implements AutoCloseable {
     /** How late (past deadline + grace, or past a peer's loss) a lease may end on this loaded machine. */
     static final Duration LATE_BOUND = Duration.ofSeconds(3);
     private static final Duration WAIT = Duration.ofSeconds(20);
-    private static final LeaseLimits LIMITS = new LeaseLimits(4 << 20, 256, LONG, Duration.ofMinutes(10),
-            EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC), GRACE);
+    private static final LeaseLimits LIMITS = LeaseLimits.builder().maxBytes(4 << 20).maxLeases(256)
+            .maxDuration(LONG).maxLifetime(Duration.ofMinutes(10))
+            .maxAccess(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC)).grace(GRACE).build();
     /** A lost injected packet is retransmitted after about 4 ms (4.096 µs × 2^10), not 67 ms. */
     private static final ConnectOptions OPTIONS = ConnectOptions.builder().timeout(10).build();
     private static final int HONEST = 3;

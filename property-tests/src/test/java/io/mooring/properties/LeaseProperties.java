@@ -98,8 +98,9 @@ class LeaseProperties {
     private static final Duration LONG = Duration.ofSeconds(60);
     private static final Duration WAIT = Duration.ofSeconds(15);
     /** Small, so that programs reach them: 4 leases or 8 KiB per peer. */
-    private static final LeaseLimits LIMITS = new LeaseLimits(8 << 10, 4, LONG, Duration.ofMinutes(10), RW,
-            Duration.ofMillis(50));
+    private static final LeaseLimits LIMITS = LeaseLimits.builder().maxBytes(8 << 10).maxLeases(4)
+            .maxDuration(LONG).maxLifetime(Duration.ofMinutes(10))
+            .maxAccess(RW).grace(Duration.ofMillis(50)).build();
 
     /**
      * Sessions lost and segments dropped on purpose are logged as warnings (the graph reports each dropped segment as a

@@ -46,8 +46,9 @@ class AgentFuzzTest {
             java.util.regex.Pattern.compile("\\((\\d+) lines like it left out\\)");
     private static final int INPUTS = Integer.getInteger("mooring.lease.fuzz", 1_000);
     private static final Set<Access> ALL = EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC);
-    private static final LeaseLimits LIMITS = new LeaseLimits(1 << 20, 32, Duration.ofSeconds(60),
-            Duration.ofMinutes(10), ALL, Duration.ofMillis(10));
+    private static final LeaseLimits LIMITS = LeaseLimits.builder().maxBytes(1 << 20).maxLeases(32)
+            .maxDuration(Duration.ofSeconds(60)).maxLifetime(Duration.ofMinutes(10))
+            .maxAccess(ALL).grace(Duration.ofMillis(10)).build();
 
     @RegisterExtension
     final CapturedLog log = new CapturedLog(RdmaSession.class.getPackageName());

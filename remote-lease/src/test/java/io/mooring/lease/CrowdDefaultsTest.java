@@ -241,8 +241,9 @@ class CrowdDefaultsTest extends EndpointPeers {
      */
     @Test
     void theSameBytesLeasedOverSeveralSessionsCountOnce() throws Exception {
-        var limits = new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(10),
-                EnumSet.of(Access.REMOTE_READ), Duration.ofMillis(50));
+        var limits = LeaseLimits.builder().maxBytes(1 << 20).maxLeases(64)
+                .maxDuration(Duration.ofMinutes(1)).maxLifetime(Duration.ofMinutes(10))
+                .maxAccess(EnumSet.of(Access.REMOTE_READ)).grace(Duration.ofMillis(50)).build();
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).limits(limits));
         RdmaEndpoint peer = peerEndpoint();
         List<RdmaSession> sessions = new ArrayList<>();

@@ -30,7 +30,9 @@ class HostilePeerTest extends EndpointPeers {
     /** Promise 2: one peer with three sessions holds what the limits allow one peer, not three times that. */
     @Test
     void limitsHoldPerPeerAcrossItsSessions() throws Exception {
-        var limits = new LeaseLimits(1 << 20, 4, Duration.ofMinutes(1), Duration.ofMinutes(5), RW, Duration.ofMillis(50));
+        var limits = LeaseLimits.builder().maxBytes(1 << 20).maxLeases(4)
+                .maxDuration(Duration.ofMinutes(1)).maxLifetime(Duration.ofMinutes(5))
+                .maxAccess(RW).grace(Duration.ofMillis(50)).build();
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).limits(limits));
         RdmaEndpoint peer = peerEndpoint();
         List<RemoteSegment> held = new ArrayList<>();
@@ -62,7 +64,9 @@ class HostilePeerTest extends EndpointPeers {
      */
     @Test
     void aPeerIsToldOfAClosedValuesEndOnce() throws Exception {
-        var limits = new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(5), RW, Duration.ofMillis(100));
+        var limits = LeaseLimits.builder().maxBytes(1 << 20).maxLeases(64)
+                .maxDuration(Duration.ofMinutes(1)).maxLifetime(Duration.ofMinutes(5))
+                .maxAccess(RW).grace(Duration.ofMillis(100)).build();
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).limits(limits));
         var accepted = listener.acceptAsync();
         try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
@@ -85,7 +89,9 @@ class HostilePeerTest extends EndpointPeers {
     @Test
     void aWedgedPeerLosesItsSessionAndEveryBlockComesBack() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).failureBackoff(Duration.ZERO)
-                .limits(new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(5), RW, Duration.ZERO)));
+                .limits(LeaseLimits.builder().maxBytes(1 << 20).maxLeases(64)
+                        .maxDuration(Duration.ofMinutes(1)).maxLifetime(Duration.ofMinutes(5))
+                        .maxAccess(RW).grace(Duration.ZERO).build()));
         var accepted = listener.acceptAsync();
         try (RawPeer peer = new RawPeer(peerPd, listener.address())) {
             RdmaSession owner = accepted.get(10, TimeUnit.SECONDS);
@@ -155,8 +161,9 @@ class HostilePeerTest extends EndpointPeers {
     @Test
     void aWedgedPeerDelaysNoOtherPeersLease() throws Exception {
         RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena)
-                .limits(new LeaseLimits(1 << 20, 64, Duration.ofMinutes(1), Duration.ofMinutes(5), RW,
-                        Duration.ofMillis(50))));
+                .limits(LeaseLimits.builder().maxBytes(1 << 20).maxLeases(64)
+                        .maxDuration(Duration.ofMinutes(1)).maxLifetime(Duration.ofMinutes(5))
+                        .maxAccess(RW).grace(Duration.ofMillis(50)).build()));
         var wedgedSide = listener.acceptAsync();
         try (RawPeer wedged = new RawPeer(peerPd, listener.address())) {
             wedgedSide.get(10, TimeUnit.SECONDS);

@@ -59,7 +59,9 @@ class IbvLeaseTest extends LeasePeers {
 
     @Test
     void theProbeChoosesDedicatedRegistrationAndAPeerReachesNothingOutsideItsLease() {
-        var limits = new LeaseLimits(1 << 20, 8, Duration.ofMinutes(1), Duration.ofMinutes(2), WRITE, Duration.ZERO);
+        var limits = LeaseLimits.builder().maxBytes(1 << 20).maxLeases(8)
+                .maxDuration(Duration.ofMinutes(1)).maxLifetime(Duration.ofMinutes(2))
+                .maxAccess(WRITE).grace(Duration.ZERO).build();
         try (LeaseManager leases = LeaseManager.create(ownerQp, limits)) {
             assertEquals(Isolation.DEDICATED_REGISTRATION, leases.isolation(), "rxe does not enforce window bounds");
             Block one = arena.allocate(64);

@@ -40,8 +40,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 class LeaseCacheTest {
     private static final Set<Access> READ = EnumSet.of(Access.REMOTE_READ);
     /** The owner's limits: a small lease count, so that the bound is reached. */
-    private static final LeaseLimits LIMITS = new LeaseLimits(1 << 20, 8, Duration.ofMinutes(1), Duration.ofHours(1),
-            READ, Duration.ofMillis(100));
+    private static final LeaseLimits LIMITS = LeaseLimits.builder().maxBytes(1 << 20).maxLeases(8)
+            .maxDuration(Duration.ofMinutes(1)).maxLifetime(Duration.ofHours(1))
+            .maxAccess(READ).grace(Duration.ofMillis(100)).build();
 
     private ResourceGraph graph;
     private RdmaArena ownerArena;

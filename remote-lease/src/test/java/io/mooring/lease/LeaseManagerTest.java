@@ -190,7 +190,9 @@ class LeaseManagerTest extends LeasePeers {
 
     @Test
     void anUnrenewedLeaseExpiresAndItsKeyStopsWorking() {
-        var limits = new LeaseLimits(1 << 20, 8, Duration.ofSeconds(5), Duration.ofSeconds(10), WRITE, Duration.ZERO);
+        var limits = LeaseLimits.builder().maxBytes(1 << 20).maxLeases(8)
+                .maxDuration(Duration.ofSeconds(5)).maxLifetime(Duration.ofSeconds(10))
+                .maxAccess(WRITE).grace(Duration.ZERO).build();
         try (LeaseManager leases = LeaseManager.create(ownerQp, limits)) {
             assertEquals(Isolation.WINDOW, leases.isolation(), "soft enforces window bounds");
             Lease lease = leases.grant(arena.allocate(128), Duration.ofMillis(100), WRITE);
@@ -214,7 +216,9 @@ class LeaseManagerTest extends LeasePeers {
 
     @Test
     void limitsRefuseClearlyAndLeakNothing() {
-        var limits = new LeaseLimits(256, 2, Duration.ofSeconds(5), Duration.ofSeconds(5), WRITE, Duration.ZERO);
+        var limits = LeaseLimits.builder().maxBytes(256).maxLeases(2)
+                .maxDuration(Duration.ofSeconds(5)).maxLifetime(Duration.ofSeconds(5))
+                .maxAccess(WRITE).grace(Duration.ZERO).build();
         try (LeaseManager leases = LeaseManager.create(ownerQp, limits)) {
             Block firstBlock = arena.allocate(128);
             Lease first = leases.grant(firstBlock, Duration.ofSeconds(1), WRITE);

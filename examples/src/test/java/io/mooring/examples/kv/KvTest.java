@@ -161,8 +161,7 @@ class KvTest {
      */
     @Test
     void aClientReadingMoreKeysThanTheLeaseLimitKeepsItsSession() throws Exception {
-        var d = LeaseLimits.DEFAULT;
-        var eight = new LeaseLimits(d.maxBytes(), 8, d.maxDuration(), d.maxLifetime(), d.maxAccess(), d.grace());
+        var eight = LeaseLimits.DEFAULT.toBuilder().maxLeases(8).build();
         try (var cache = new Cache(1, eight); RdmaSession session = cache.connect(); var client = new KvClient(session, eight)) {
             for (int i = 0; i < 20; i++) client.put("key-" + i, bytes("value " + i));
             for (int round = 0; round < 2; round++) {

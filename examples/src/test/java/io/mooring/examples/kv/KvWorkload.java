@@ -50,9 +50,8 @@ final class KvWorkload {
         int keys = args.length > 0 ? Integer.parseInt(args[0]) : 4096;
         int ops = args.length > 1 ? Integer.parseInt(args[1]) : 20_000;
         int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 2;
-        var d = LeaseLimits.DEFAULT;
-        var limits = args.length > 3 ? new LeaseLimits(d.maxBytes(), Integer.parseInt(args[3]), d.maxDuration(),
-                d.maxLifetime(), d.maxAccess(), d.grace()) : d;
+        var limits = args.length > 3
+                ? LeaseLimits.DEFAULT.toBuilder().maxLeases(Integer.parseInt(args[3])).build() : LeaseLimits.DEFAULT;
         MethodHandle before = before();
         try (var server = Kv.open("soft:soft0"); var client = Kv.open("soft:soft0");
              RdmaEndpoint serverEndpoint = RdmaEndpoint.builder(server.pd(), server.arena()).limits(limits).build();
