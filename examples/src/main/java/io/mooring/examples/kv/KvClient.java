@@ -2,17 +2,14 @@ package io.mooring.examples.kv;
 
 import io.mooring.allocator.Block;
 import io.mooring.lease.BorrowedLease;
-import io.mooring.lease.InboundMessage;
 import io.mooring.lease.LeaseCache;
 import io.mooring.lease.LeaseEndedException;
 import io.mooring.lease.LeaseLimits;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -21,7 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
@@ -31,10 +27,8 @@ import java.util.concurrent.TimeoutException;
  * replaces its value. One thread calls it; the cache's loads run on the cache's threads while it waits.
  */
 public final class KvClient implements AutoCloseable {
-    private static final Duration WAIT = Duration.ofSeconds(10);
-
     private final RdmaSession session;
-    private final Block request;
+    private final KvRequests requests;
     private final LeaseCache<String> leases;
     /** BUSY replies: the server refused a lease because this host holds its limit. Written by the loads. */
     private volatile long busy;
@@ -42,27 +36,20 @@ public final class KvClient implements AutoCloseable {
     /** A client of a server that grants leases within {@code serverLimits}. */
     KvClient(RdmaSession session, LeaseLimits serverLimits) {
         this.session = session;
-        // Written by the client's thread (PUTs) and by the cache's loads (GETs), one at a time: shared.
-        this.request = session.endpoint().arena().allocateShared(session.peerMaxMessageSize(), Long.BYTES);
+        this.requests = new KvRequests(session);
         this.leases = LeaseCache.<String>builder(session).limits(serverLimits).build(this::offered);
     }
 
     /** Stores {@code value} under {@code key}. */
     public void put(String key, byte[] value) throws Exception {
-        int keyLength = encode(Kv.PUT, key);
-        if (value.length == 0 || value.length > request.size() - 2 - keyLength) {
-            throw new IllegalArgumentException("a value of key " + key + " has 1 to " + (request.size() - 2 - keyLength)
-                    + " bytes (the server's message size), not " + value.length);
-        }
-        MemorySegment.copy(value, 0, request.segment(), ValueLayout.JAVA_BYTE, 2 + keyLength, value.length);
-        byte status = call(2 + keyLength + value.length);
+        byte status = requests.put(key, value);
         leases.invalidate(key); // the server replaced the value, which revoked our lease of the old one
         if (status != Kv.OK) throw new IllegalStateException("PUT " + key + " refused");
     }
 
     /** The value of {@code key}, or null if there is none. */
     public byte[] get(String key) throws Exception {
-        keyBytes(key); // refused here, not in the cache's load
+        KvRequests.keyBytes(key); // refused here, not in the cache's load
         while (true) {
             try (BorrowedLease value = leases.acquire(key)) { // not released under our READ, even if evicted
                 if (value == null) return null;
@@ -83,11 +70,11 @@ public final class KvClient implements AutoCloseable {
     private CompletableFuture<RemoteSegment> offered(String key) {
         try {
             byte status;
-            for (long waited = 0; (status = call(2 + encode(Kv.GET, key))) == Kv.BUSY; waited++, busy++) {
-                if (waited == WAIT.toMillis()) throw new TimeoutException("GET " + key + ": BUSY for " + WAIT);
+            for (long waited = 0; (status = requests.get(key).get()) == Kv.BUSY; waited++, busy++) {
+                if (waited == KvRequests.WAIT.toMillis()) throw new TimeoutException("GET " + key + ": BUSY for " + KvRequests.WAIT);
                 Thread.sleep(1); // busy has one writer: the loads never overlap, the client's thread waits for each
             }
-            return CompletableFuture.completedFuture(status == Kv.MISSING ? null : session.receiveOffer(WAIT));
+            return CompletableFuture.completedFuture(status == Kv.MISSING ? null : session.receiveOffer(KvRequests.WAIT));
         } catch (Exception e) {
             return CompletableFuture.failedFuture(e);
         }
@@ -103,36 +90,10 @@ public final class KvClient implements AutoCloseable {
         return busy;
     }
 
-    private int encode(byte op, String key) {
-        byte[] k = keyBytes(key);
-        MemorySegment m = request.segment();
-        m.set(ValueLayout.JAVA_BYTE, 0, op);
-        m.set(ValueLayout.JAVA_BYTE, 1, (byte) k.length);
-        MemorySegment.copy(k, 0, m, ValueLayout.JAVA_BYTE, 2, k.length);
-        return k.length;
-    }
-
-    private static byte[] keyBytes(String key) {
-        byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        if (k.length > 255) throw new IllegalArgumentException("a key has at most 255 bytes, " + key + " has " + k.length);
-        return k;
-    }
-
-    /** Calls with the request's first {@code length} bytes and returns the reply's status. */
-    private byte call(int length) throws Exception {
-        var reply = session.callAsync(request, length);
-        try (InboundMessage status = reply.get(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
-            return status.data().get(ValueLayout.JAVA_BYTE, 0);
-        } catch (TimeoutException e) {
-            reply.cancel(false); // a reply that comes later is freed
-            throw e;
-        }
-    }
-
     @Override
     public void close() {
         leases.close();
-        request.close();
+        requests.close();
     }
 
     /**
