@@ -21,7 +21,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -56,6 +58,7 @@ class LeaseCacheTest {
     private volatile Duration term = Duration.ofMinutes(1);
     private volatile long loadDelayMillis;
     private final ReentrantLock offering = new ReentrantLock();
+    private final ExecutorService loaders = Executors.newVirtualThreadPerTaskExecutor();
 
     @BeforeEach
     void connect() throws Exception {
@@ -80,6 +83,7 @@ class LeaseCacheTest {
 
     @AfterEach
     void teardown() {
+        loaders.close();
         offered.values().forEach(Block::close);
         requester.close();
         owner.close();
@@ -92,23 +96,25 @@ class LeaseCacheTest {
     }
 
     /**
-     * The owner offers a fresh block for {@code key}; the requester takes the offer. One load at a time, so that each
-     * takes its own offer.
+     * The owner offers a fresh block for {@code key}; the requester takes the offer. On a virtual thread, since this
+     * blocks (a loader must not), and one load at a time, so that each takes its own offer.
      */
     private CompletableFuture<RemoteSegment> load(String key) {
-        offering.lock();
-        try {
-            return CompletableFuture.completedFuture(offer(key));
-        } catch (Exception e) {
-            return CompletableFuture.failedFuture(e);
-        } finally {
-            offering.unlock();
-        }
+        return CompletableFuture.supplyAsync(() -> {
+            offering.lock();
+            try {
+                return offer(key);
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            } finally {
+                offering.unlock();
+            }
+        }, loaders);
     }
 
     private RemoteSegment offer(String key) throws Exception {
         loads.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
-        Thread.sleep(loadDelayMillis); // on the cache's thread: lets concurrent misses pile up
+        Thread.sleep(loadDelayMillis); // lets concurrent misses pile up
         Block block = ownerArena.allocate(64);
         Block old = offered.put(key, block);
         if (old != null) old.close();
@@ -215,6 +221,20 @@ class LeaseCacheTest {
             assertEquals(1, cache.estimatedSize());
             offered.remove("k").close(); // the owner revokes; nobody asks the cache for "k" again
             await(() -> cache.estimatedSize() == 0, "the revoked segment left the cache without a lookup");
+        }
+    }
+
+    /** A miss asks the loader on the thread that missed: no hand-off to a thread of the cache's and back. */
+    @Test
+    void aMissAsksTheLoaderOnTheThreadThatMissed() throws Exception {
+        List<Thread> askedOn = new CopyOnWriteArrayList<>();
+        try (LeaseCache<String> cache = LeaseCache.<String>builder(requester).limits(LIMITS).build(key -> {
+            askedOn.add(Thread.currentThread());
+            return load(key);
+        })) {
+            segment(cache, "k");
+            segment(cache, "k");
+            assertEquals(List.of(Thread.currentThread()), askedOn, "asked once, by this thread");
         }
     }
 

@@ -18,20 +18,18 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeoutException;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The client of {@link KvServer}: PUT sends the value in a call; GET reads it with one RDMA READ where the
  * server keeps it, through a lease the server offered on the first GET. The leases live in a {@link LeaseCache}:
  * at most what the server lets this host hold, the most used kept, each given back before it ends or when the server
- * replaces its value. One thread calls it; the cache's loads run on the cache's threads while it waits.
+ * replaces its value. One thread calls it.
  */
 public final class KvClient implements AutoCloseable {
     private final RdmaSession session;
     private final KvRequests requests;
     private final LeaseCache<String> leases;
-    /** BUSY replies: the server refused a lease because this host holds its limit. Written by the loads. */
-    private volatile long busy;
 
     /** A client of a server that grants leases within {@code serverLimits}. */
     KvClient(RdmaSession session, LeaseLimits serverLimits) {
@@ -48,7 +46,7 @@ public final class KvClient implements AutoCloseable {
     }
 
     /** The value of {@code key}, or null if there is none. */
-    public byte[] get(String key) throws Exception {
+    public byte[] get(String key) {
         KvRequests.keyBytes(key); // refused here, not in the cache's load
         while (true) {
             try (BorrowedLease value = leases.acquire(key)) { // not released under our READ, even if evicted
@@ -64,30 +62,21 @@ public final class KvClient implements AutoCloseable {
     }
 
     /**
-     * The cache's load of {@code key}, on its thread: a GET, answered with an offer of the value (null if there is
-     * none). BUSY — the server counts leases of replaced values until their grace is over — is asked again shortly.
+     * The cache's load of {@code key}: a GET, whose OK the server follows with an offer of the value. BUSY — the
+     * server leases this host no more, which the cache's bound leaves to other clients on this host — fails it.
      */
     private CompletableFuture<RemoteSegment> offered(String key) {
-        try {
-            byte status;
-            for (long waited = 0; (status = requests.get(key).get()) == Kv.BUSY; waited++, busy++) {
-                if (waited == KvRequests.WAIT.toMillis()) throw new TimeoutException("GET " + key + ": BUSY for " + KvRequests.WAIT);
-                Thread.sleep(1); // busy has one writer: the loads never overlap, the client's thread waits for each
-            }
-            return CompletableFuture.completedFuture(status == Kv.MISSING ? null : session.receiveOffer(KvRequests.WAIT));
-        } catch (Exception e) {
-            return CompletableFuture.failedFuture(e);
-        }
+        return requests.get(key).thenCompose(status -> switch (status) {
+            case Kv.OK -> session.receiveOfferAsync().orTimeout(KvRequests.WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            case Kv.MISSING -> CompletableFuture.completedFuture(null);
+            default -> CompletableFuture.failedFuture(new IllegalStateException("GET " + key + " answered "
+                    + (status == Kv.BUSY ? "BUSY: the server leases this host no more values now" : status)));
+        });
     }
 
     /** GETs served by a lease already held, of all GETs that found a value or asked for one. */
     public double leaseHitRatio() {
         return leases.stats().hitRate();
-    }
-
-    /** BUSY replies so far: loads the server refused because this host held its limit of leases. */
-    public long busyReplies() {
-        return busy;
     }
 
     @Override
@@ -119,8 +108,8 @@ public final class KvClient implements AutoCloseable {
             double seconds = (System.nanoTime() - start) / 1e9;
             return List.of(String.format("client: %d ops in %.2f s, %.0f ops/s, every GET returned the last PUT",
                     ops, seconds, ops / seconds), "client: GET " + percentiles(load.gets),
-                    "client: PUT " + percentiles(load.puts), String.format("client: leases hit %.1f%% of GETs, "
-                            + "%d BUSY replies", 100 * client.leaseHitRatio(), client.busyReplies()));
+                    "client: PUT " + percentiles(load.puts),
+                    String.format("client: leases hit %.1f%% of GETs", 100 * client.leaseHitRatio()));
         }
     }
 

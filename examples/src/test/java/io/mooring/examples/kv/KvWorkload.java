@@ -36,9 +36,12 @@ final class KvWorkload {
         void close();
     }
 
-    /** A run's GETs: how many, the server's offers and refusals, and latency percentiles (µs) of all, hits, misses. */
+    /**
+     * A run's GETs: how many, the server's offers and refusals, latencies (µs: percentiles of all, hits, misses, and
+     * the mean), and the process's CPU time per operation (µs, server included: the work, however it is spread).
+     */
     record Result(String client, int gets, long offers, long busy, double p50, double p99, double hitP50,
-                  double missP50) {
+                  double missP50, double mean, double cpuPerOp) {
         double hitRatio() {
             return 1 - (double) offers / gets;
         }
@@ -66,8 +69,8 @@ final class KvWorkload {
             System.out.printf(Locale.ROOT, "%,d keys, server limit %,d leases per host, %,d ops (90%% GET) per run%n",
                     keys, limits.maxLeases(), ops);
             System.out.println("| client | GETs | leases offered | GET hit ratio | BUSY replies | GET p50 µs | GET p99 µs"
-                    + " | hit p50 µs | miss p50 µs |");
-            System.out.println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+                    + " | hit p50 µs | miss p50 µs | GET mean µs | CPU µs/op |");
+            System.out.println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
             for (int round = 0; round < rounds; round++) {
                 report("before (HashMap)", serverEndpoint, clientEndpoint, listener, keys, ops, HashMapKvClient::new);
                 report("LeaseCache", serverEndpoint, clientEndpoint, listener, keys, ops, s -> {
@@ -104,11 +107,15 @@ final class KvWorkload {
         List<Long> hits = new ArrayList<>();
         List<Long> misses = new ArrayList<>();
         LeaseStats start = null;
+        long cpu = 0;
         try (RdmaSession session = clientEndpoint.connect(listener.address()).get(10, TimeUnit.SECONDS);
              Client client = factory.open(session)) {
             for (int i = 0; i < keys; i++) put(client, "key-" + i, random, expected);
             for (int i = -ops / 2; i < ops; i++) { // a warm-up of half as many operations, then the measured ones
-                if (i == 0) start = serverStats(serverEndpoint);
+                if (i == 0) {
+                    start = serverStats(serverEndpoint);
+                    cpu = cpuNanos();
+                }
                 String key = "key-" + random.nextInt(keys);
                 if (random.nextInt(10) == 0) {
                     put(client, key, random, expected);
@@ -122,15 +129,22 @@ final class KvWorkload {
                 }
             }
             LeaseStats end = serverStats(serverEndpoint);
+            cpu = cpuNanos() - cpu;
             var gets = new ArrayList<>(hits);
             gets.addAll(misses);
             long[] all = sorted(gets);
             return new Result(name, all.length, end.granted() - start.granted(), end.refused() - start.refused(),
                     percentile(all, 0.5), percentile(all, 0.99), percentile(sorted(hits), 0.5),
-                    percentile(sorted(misses), 0.5));
+                    percentile(sorted(misses), 0.5), Arrays.stream(all).average().orElse(Double.NaN) / 1e3,
+                    cpu / 1e3 / ops);
         } finally {
             Thread.sleep(LeaseLimits.DEFAULT.grace().toMillis() * 2); // the server ends the last revoked leases
         }
+    }
+
+    /** The process's CPU time so far (the OS's clock ticks: 10 ms steps, over a run of seconds). */
+    private static long cpuNanos() {
+        return ProcessHandle.current().info().totalCpuDuration().orElseThrow().toNanos();
     }
 
     private static long[] sorted(List<Long> nanos) {
@@ -167,14 +181,15 @@ final class KvWorkload {
         try {
             print(run(name, serverEndpoint, clientEndpoint, listener, keys, ops, factory));
         } catch (Throwable t) {
-            System.out.println("| " + name + " | failed: " + t + " | | | | | | | |");
+            System.out.println("| " + name + " | failed: " + t + " | | | | | | | | | |");
             Thread.sleep(LeaseLimits.DEFAULT.grace().toMillis() * 2);
         }
     }
 
     private static void print(Result r) {
-        System.out.printf(Locale.ROOT, "| %s | %,d | %,d | %.1f%% | %,d | %.1f | %.1f | %.1f | %.1f |%n", r.client(),
-                r.gets(), r.offers(), 100 * r.hitRatio(), r.busy(), r.p50(), r.p99(), r.hitP50(), r.missP50());
+        System.out.printf(Locale.ROOT, "| %s | %,d | %,d | %.1f%% | %,d | %.0f | %,.0f | %.0f | %.0f | %,.0f | %.0f |%n",
+                r.client(), r.gets(), r.offers(), 100 * r.hitRatio(), r.busy(), r.p50(), r.p99(), r.hitP50(),
+                r.missP50(), r.mean(), r.cpuPerOp());
     }
 
     private KvWorkload() {}
