@@ -3,10 +3,12 @@ package io.mooring.lease;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
@@ -48,6 +50,7 @@ class LeaseCacheTest {
     private ResourceGraph graph;
     private RdmaArena ownerArena;
     private RdmaArena requesterArena;
+    private ProtectionDomain requesterPd;
     private RdmaEndpoint ownerEndpoint;
     private RdmaEndpoint requesterEndpoint;
     private RdmaSession owner;
@@ -64,7 +67,7 @@ class LeaseCacheTest {
     void connect() throws Exception {
         graph = ResourceGraph.builder().name("lease-cache").build();
         ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
-        ProtectionDomain requesterPd = RdmaDevices.open("soft:soft1", graph).allocateProtectionDomain();
+        requesterPd = RdmaDevices.open("soft:soft1", graph).allocateProtectionDomain();
         ownerArena = arena(ownerPd);
         requesterArena = arena(requesterPd);
         ownerEndpoint = RdmaEndpoint.builder(ownerPd, ownerArena).limits(LIMITS).build();
@@ -235,6 +238,33 @@ class LeaseCacheTest {
             segment(cache, "k");
             segment(cache, "k");
             assertEquals(List.of(Thread.currentThread()), askedOn, "asked once, by this thread");
+        }
+    }
+
+    /**
+     * An acquire that gave up waiting (twice the endpoint's request timeout) leaves its load going: the segment the
+     * load borrowed for it is given back when it comes, so the cache can release it.
+     */
+    @Test
+    void aSegmentLoadedAfterAcquireGaveUpIsGivenBack() throws Exception {
+        try (RdmaEndpoint impatient = RdmaEndpoint.builder(requesterPd, requesterArena)
+                .requestTimeout(Duration.ofMillis(500)).build();
+             var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            var accepted = listener.accept();
+            RdmaSession session = impatient.connect(listener.address()).get(30, TimeUnit.SECONDS);
+            RdmaSession ownerSide = accepted.get(30, TimeUnit.SECONDS);
+            var late = new CompletableFuture<RemoteSegment>();
+            try (LeaseCache<String> cache = LeaseCache.<String>builder(session).limits(LIMITS).build(key -> late)) {
+                assertThrows(MooringTimeoutException.class, () -> cache.acquire("k"));
+                Block block = ownerArena.allocate(64);
+                offered.put("late", block);
+                Lease lease = ownerSide.offer(block, Duration.ofMinutes(1), READ);
+                late.complete(session.receiveOffer(Duration.ofSeconds(20)));
+                cache.invalidate("k");
+                assertEquals(EndReason.RELEASED, lease.ended().get(10, TimeUnit.SECONDS), "given back, then released");
+            }
+            session.close();
+            ownerSide.close();
         }
     }
 
