@@ -45,7 +45,12 @@ public final class KvClient implements AutoCloseable {
         if (status != Kv.OK) throw new IllegalStateException("PUT " + key + " refused");
     }
 
-    /** The value of {@code key}, or null if there is none. */
+    /**
+     * The value of {@code key}, or null if there is none.
+     *
+     * @throws IllegalStateException if the server answers BUSY: this host holds all the leases it grants (through
+     *                               other clients: this one's cache holds no more than that)
+     */
     public byte[] get(String key) {
         KvRequests.keyBytes(key); // refused here, not in the cache's load
         while (true) {
