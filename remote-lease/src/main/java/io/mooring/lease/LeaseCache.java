@@ -171,17 +171,11 @@ public final class LeaseCache<K> implements AutoCloseable {
     }
 
     /**
-     * Drops the segment of {@code key}, if the cache holds one (e.g. one an operation found revoked): released before
-     * this returns — its RELEASE sent ahead of the caller's next request, say one that replaces the value, which would
-     * otherwise revoke it — or when its last borrower is done. A load in flight is dropped when it completes.
+     * Drops the segment of {@code key}, if the cache holds one (e.g. one an operation found revoked): released now, or
+     * when its last borrower is done.
      */
     public void invalidate(K key) {
-        CompletableFuture<CachedLease> held = cache.asMap().remove(key);
-        // Here, not on the removal listener's thread (which then finds it gone already).
-        if (held != null && held.isDone() && !held.isCompletedExceptionally()) {
-            CachedLease l = held.join();
-            if (l != null && l.leave()) release(l.segment);
-        }
+        cache.synchronous().invalidate(key);
     }
 
     /** Hits, misses, loads, evictions (Caffeine's counters; an eviction's weight is in the cache's units). */

@@ -203,23 +203,6 @@ class LeaseCacheTest {
         }
     }
 
-    /**
-     * An application that invalidates a key and then replaces the value at the owner needs the RELEASE to go out
-     * first: else the owner revokes the lease, and a revoked lease keeps its place in the bound for twice the grace.
-     */
-    @Test
-    void invalidateReleasesBeforeItReturns() throws Exception {
-        try (LeaseCache<String> cache = cache()) {
-            for (int i = 0; i < 50; i++) {
-                RemoteSegment s = segment(cache, "k");
-                Lease lease = ownerLease(s);
-                cache.invalidate("k");
-                assertTrue(!s.isUsable(), "released by invalidate itself, round " + i);
-                assertEquals(EndReason.RELEASED, lease.ended().get(20, TimeUnit.SECONDS));
-            }
-        }
-    }
-
     @Test
     void aRevokedSegmentIsDroppedAndTheOwnerAskedAgain() throws Exception {
         try (LeaseCache<String> cache = cache()) {

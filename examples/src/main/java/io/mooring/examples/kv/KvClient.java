@@ -40,11 +40,9 @@ public final class KvClient implements AutoCloseable {
 
     /** Stores {@code value} under {@code key}. */
     public void put(String key, byte[] value) throws Exception {
-        // Released before the PUT goes out: the server acknowledges the release, and the cache has the lease's place
-        // again. Kept until the server replaced the value, it would be revoked, and a revoked lease keeps its place in
-        // the cache's bound for twice the server's grace, since nothing tells this side when the server let go of it.
-        leases.invalidate(key);
-        if (requests.put(key, value) != Kv.OK) throw new IllegalStateException("PUT " + key + " refused");
+        byte status = requests.put(key, value);
+        leases.invalidate(key); // the server replaced the value, which revoked our lease of the old one
+        if (status != Kv.OK) throw new IllegalStateException("PUT " + key + " refused");
     }
 
     /**
