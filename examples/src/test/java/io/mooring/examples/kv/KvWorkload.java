@@ -17,7 +17,7 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The KV workload with more keys than the server leases one host, for the lease cache's figure (docs/verification.md):
+ * The KV workload with more keys than the server leases one host, for the lease cache's figures (docs/benchmarks.md):
  * an in-process server (soft0, default limits: 1,024 leases per host) and, in turn on it, the client before the lease
  * cache ({@link HashMapKvClient}: an unbounded map, dropped whole on BUSY) and {@link KvClient} with its
  * {@code LeaseCache}. Each PUTs every key, warms up, then runs 90% GETs and 10% PUTs of uniformly random keys, every
