@@ -157,7 +157,8 @@ public final class LeaseCache<K> implements AutoCloseable {
      */
     public BorrowedLease acquire(K key) {
         CompletableFuture<BorrowedLease> borrowed = acquireAsync(key);
-        CompletableFuture<BorrowedLease> waited = borrowed.isDone() ? borrowed : borrowed.copy(); // giving up cancels it
+        // What giving up cancels: not the load's own stage, which still borrows, and is then given back below.
+        CompletableFuture<BorrowedLease> waited = borrowed.isDone() ? borrowed : borrowed.copy();
         try {
             return await.within(waited, acquireTimeout);
         } catch (TimeoutException e) {

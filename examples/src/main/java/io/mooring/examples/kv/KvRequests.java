@@ -52,7 +52,9 @@ final class KvRequests implements AutoCloseable {
     /** The UTF-8 bytes of {@code key}, refused if past the 255 its length byte counts. */
     static byte[] keyBytes(String key) {
         byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        if (k.length > 255) throw new IllegalArgumentException("a key has at most 255 bytes, " + key + " has " + k.length);
+        if (k.length > 255) {
+            throw new IllegalArgumentException("a key has at most 255 bytes, " + key + " has " + k.length);
+        }
         return k;
     }
 

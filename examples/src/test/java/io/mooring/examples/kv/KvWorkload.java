@@ -68,8 +68,8 @@ final class KvWorkload {
             });
             System.out.printf(Locale.ROOT, "%,d keys, server limit %,d leases per host, %,d ops (90%% GET) per run%n",
                     keys, limits.maxLeases(), ops);
-            System.out.println("| client | GETs | leases offered | GET hit ratio | BUSY replies | GET p50 µs | GET p99 µs"
-                    + " | hit p50 µs | miss p50 µs | GET mean µs | CPU µs/op |");
+            System.out.println("| client | GETs | leases offered | GET hit ratio | BUSY replies | GET p50 µs"
+                    + " | GET p99 µs | hit p50 µs | miss p50 µs | GET mean µs | CPU µs/op |");
             System.out.println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
             for (int round = 0; round < rounds; round++) {
                 report("before (HashMap)", serverEndpoint, clientEndpoint, listener, keys, ops, HashMapKvClient::new);
@@ -187,7 +187,8 @@ final class KvWorkload {
     }
 
     private static void print(Result r) {
-        System.out.printf(Locale.ROOT, "| %s | %,d | %,d | %.1f%% | %,d | %.0f | %,.0f | %.0f | %.0f | %,.0f | %.0f |%n",
+        System.out.printf(Locale.ROOT,
+                "| %s | %,d | %,d | %.1f%% | %,d | %.0f | %,.0f | %.0f | %.0f | %,.0f | %.0f |%n",
                 r.client(), r.gets(), r.offers(), 100 * r.hitRatio(), r.busy(), r.p50(), r.p99(), r.hitP50(),
                 r.missP50(), r.mean(), r.cpuPerOp());
     }
