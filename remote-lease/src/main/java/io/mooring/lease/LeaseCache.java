@@ -9,7 +9,6 @@ import io.mooring.lifecycle.MooringTimeoutException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadFactory;
@@ -47,8 +46,9 @@ import java.util.function.Function;
  * }
  * }</pre>
  *
- * <p>Caffeine's maintenance and the removal listener run on virtual threads of the cache's own, never on a caller's
- * thread holding a lock; a release sends RELEASE without waiting for the answer. Thread-safe.
+ * <p>A miss asks the loader on the thread that missed, so it costs the request and no hand-off; Caffeine's
+ * maintenance and the removal listener run on virtual threads of the cache's own, never on a caller's thread holding
+ * a lock; a release sends RELEASE without waiting for the answer. Thread-safe.
  *
  * @param <K> the application's key
  */
@@ -57,6 +57,9 @@ public final class LeaseCache<K> implements AutoCloseable {
 
     private final AsyncLoadingCache<K, CachedLease> cache;
     private final Duration timeout;
+    /** How long {@link #acquire} waits: a lease's wait, then the load (computed once: Duration arithmetic is slow). */
+    private final Duration acquireTimeout;
+    private final Await await;
     private final Executor executor;
     /**
      * How long the peer may still count a lease it revoked or that expired: its {@link LeaseLimits#grace()}, then the
@@ -69,6 +72,8 @@ public final class LeaseCache<K> implements AutoCloseable {
 
     private LeaseCache(Builder<K> b, Function<? super K, CompletableFuture<RemoteSegment>> loader) {
         this.timeout = b.session.endpoint().requestTimeout();
+        this.acquireTimeout = timeout.multipliedBy(2);
+        this.await = b.session.endpoint().await;
         this.ending = b.grace.multipliedBy(2);
         this.leases = new Semaphore(b.maxLeases);
         ThreadFactory threads = Thread.ofVirtual().name("lease-cache-", 0).factory();
@@ -92,8 +97,7 @@ public final class LeaseCache<K> implements AutoCloseable {
                     if (l != null && l.leave()) release(l.segment); // else its last borrower releases it
                 })
                 .recordStats()
-                .buildAsync((key, pool) -> CompletableFuture.supplyAsync(() -> load(key, loader), pool)
-                        .thenCompose(load -> load));
+                .buildAsync((key, pool) -> load(key, loader));
     }
 
     /** A cache of the leases {@code session}'s peer gives; see {@link Builder} for the settings. */
@@ -118,41 +122,52 @@ public final class LeaseCache<K> implements AutoCloseable {
 
     private CompletableFuture<BorrowedLease> acquireAsync(K key, int attempts) {
         CompletableFuture<CachedLease> held = cache.get(key);
-        return held.thenCompose(l -> {
-            if (l == null) return CompletableFuture.completedFuture(null);
-            // Let go (and perhaps released) since the lookup; a task waiting for a load always gets it: look again.
-            if (!l.borrow()) return acquireAsync(key, attempts);
-            if (l.segment.isUsable()) return CompletableFuture.completedFuture(new BorrowedLease(this, l));
-            // Revoked or expired: one caller takes it out, every one asks again — a few times, if the peer keeps ending
-            // new leases at once.
-            if (l.giveBack()) release(l.segment);
-            cache.asMap().remove(key, held);
-            if (attempts > 1) return acquireAsync(key, attempts - 1);
-            EndReason revoked = l.segment.revoked().getNow(null);
-            return CompletableFuture.failedFuture(revoked != null ? new LeaseRevokedException(l.segment.leaseId(), revoked)
-                    : new IllegalStateException("the peer's leases of " + key + " ended as soon as they were loaded,"
-                            + " three times: " + l.segment));
-        });
+        // A hit borrows here, with no stage chained per call; the tasks waiting for a load, as it completes.
+        if (held.isDone() && !held.isCompletedExceptionally()) return borrow(key, held, held.join(), attempts);
+        return held.thenCompose(l -> borrow(key, held, l, attempts));
+    }
+
+    /** Borrows {@code l}, which the cache held under {@code key} as {@code held}, or looks again. */
+    private CompletableFuture<BorrowedLease> borrow(K key, CompletableFuture<CachedLease> held, CachedLease l,
+                                                    int attempts) {
+        if (l == null) return CompletableFuture.completedFuture(null);
+        // Let go (and perhaps released) since the lookup; a task waiting for a load always gets it: look again.
+        if (!l.borrow()) return acquireAsync(key, attempts);
+        if (l.segment.isUsable()) return CompletableFuture.completedFuture(new BorrowedLease(this, l));
+        // Revoked or expired: one caller takes it out, every one asks again — a few times, if the peer keeps ending
+        // new leases at once.
+        if (l.giveBack()) release(l.segment);
+        cache.asMap().remove(key, held);
+        if (attempts > 1) return acquireAsync(key, attempts - 1);
+        EndReason revoked = l.segment.revoked().getNow(null);
+        return CompletableFuture.failedFuture(revoked != null ? new LeaseRevokedException(l.segment.leaseId(), revoked)
+                : new IllegalStateException("the peer's leases of " + key + " ended as soon as they were loaded,"
+                        + " three times: " + l.segment));
     }
 
     /**
      * {@link #acquireAsync} and waits, at most twice the endpoint's {@link RdmaEndpoint#requestTimeout()} (for a lease
-     * to come free, then for the load).
+     * to come free, then for the load), as the session's blocking forms wait: a platform thread takes the load's
+     * completion from the queue itself rather than be woken for it. A segment borrowed after the wait gave up is given
+     * back at once.
      *
      * @throws MooringTimeoutException if the load took longer (or the loader timed out), or no lease came free for it
-     * @throws RuntimeException the loader's exception (e.g. {@link LeaseRefusedException}), as thrown
+     * @throws RuntimeException the loader's exception (e.g. {@link LeaseRefusedException}), as thrown; an
+     *         {@link IllegalStateException} if interrupted (the interrupt is kept)
      */
-    public BorrowedLease acquire(K key) throws InterruptedException {
+    public BorrowedLease acquire(K key) {
+        CompletableFuture<BorrowedLease> borrowed = acquireAsync(key);
+        // What giving up cancels: not the load's own stage, which still borrows, and is then given back below.
+        CompletableFuture<BorrowedLease> waited = borrowed.isDone() ? borrowed : borrowed.copy();
         try {
-            return acquireAsync(key).get(2 * timeout.toNanos(), TimeUnit.NANOSECONDS); // a lease's wait, then the load
-        } catch (TimeoutException e) {
-            throw new MooringTimeoutException("loading the lease of " + key + " took over " + timeout.multipliedBy(2));
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException r) throw r;
-            if (e.getCause() instanceof TimeoutException t) {
-                throw new MooringTimeoutException("loading the lease of " + key + ": " + t.getMessage());
-            }
-            throw new IllegalStateException("loading the lease of " + key + " failed", e.getCause());
+            return await.within(waited, acquireTimeout, "a cached lease");
+        } catch (MooringTimeoutException e) {
+            throw new MooringTimeoutException("loading the lease of " + key + " took over " + acquireTimeout);
+        } catch (IllegalStateException e) {
+            if (!(e.getCause() instanceof TimeoutException t)) throw e;
+            throw new MooringTimeoutException("loading the lease of " + key + ": " + t.getMessage());
+        } finally {
+            if (waited.isCancelled()) borrowed.thenAccept(b -> { if (b != null) b.close(); });
         }
     }
 
@@ -184,16 +199,26 @@ public final class LeaseCache<K> implements AutoCloseable {
         cache.synchronous().invalidateAll();
     }
 
-    /** On a thread of the cache's: waits for a lease the peer would grant, then asks the loader. */
+    /**
+     * Asks the loader once a lease the peer would grant is taken: at once, on the acquiring thread — inside
+     * Caffeine's computation for the key, so a miss costs the request and no hand-off — or, if the peer counts the
+     * cache's whole bound now, on a thread of the cache's once one came free.
+     */
     private CompletableFuture<CachedLease> load(K key, Function<? super K, CompletableFuture<RemoteSegment>> loader) {
-        try {
-            if (!leases.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS)) {
-                return CompletableFuture.failedFuture(new MooringTimeoutException("no lease of the peer's came free in "
-                        + timeout + " to load " + key + ": the cache's segments are all in use"));
+        if (leases.tryAcquire()) return ask(key, loader);
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                if (leases.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS)) return ask(key, loader);
+                return CompletableFuture.<CachedLease>failedFuture(new MooringTimeoutException("no lease of the peer's"
+                        + " came free in " + timeout + " to load " + key + ": the cache's segments are all in use"));
+            } catch (InterruptedException e) {
+                return CompletableFuture.<CachedLease>failedFuture(e);
             }
-        } catch (InterruptedException e) {
-            return CompletableFuture.failedFuture(e);
-        }
+        }, executor).thenCompose(asked -> asked);
+    }
+
+    /** Asks the loader for {@code key}'s segment, with a lease of the peer's taken for it. */
+    private CompletableFuture<CachedLease> ask(K key, Function<? super K, CompletableFuture<RemoteSegment>> loader) {
         CompletableFuture<RemoteSegment> loaded;
         try {
             loaded = Objects.requireNonNull(loader.apply(key), "the loader's future");
@@ -203,17 +228,12 @@ public final class LeaseCache<K> implements AutoCloseable {
         CompletableFuture<CachedLease> cached = loaded.whenComplete((s, failed) -> {
             if (failed != null || s == null) leases.release(); // the peer granted nothing
         }).thenApply(s -> s == null ? null : new CachedLease(s));
-        // A lease the owner revokes leaves at once (its release is the answer), not when it is next asked for.
         cached.thenAccept(l -> {
-            if (l != null) l.segment.revoked().thenRunAsync(() -> cache.synchronous().asMap().remove(key, l), executor);
-        });
-        // The load's own borrow, given back once the tasks that waited for it have borrowed (they do as it completes,
-        // on the completing thread; this runs on another).
-        cached.thenAcceptAsync(l -> {
             if (l == null) return;
-            if (closed) cache.synchronous().invalidate(key); // loaded after close: nobody else takes it out
-            if (l.giveBack()) release(l.segment);
-        }, executor);
+            // A lease the owner revokes leaves at once (its release is the answer), not when it is next asked for.
+            l.segment.revoked().thenRunAsync(() -> cache.synchronous().asMap().remove(key, l), executor);
+            if (closed) cache.synchronous().asMap().remove(key, l); // loaded after close: nobody else takes it out
+        });
         return cached;
     }
 
@@ -296,10 +316,12 @@ public final class LeaseCache<K> implements AutoCloseable {
 
         /**
          * A cache that asks {@code loader} for a key's segment: typically a request to the peer whose answer is an
-         * offer ({@link RdmaSession#receiveOfferAsync()}) or {@link RdmaSession#requestRemoteAsync}. It runs on a
-         * virtual thread of the cache's and may block; the future it returns may fail, or complete with null for a key
-         * the peer has nothing for: nothing is cached then, and {@link LeaseCache#acquire} returns null (no warning is
-         * logged, as Caffeine does for a failed load).
+         * offer ({@link RdmaSession#receiveOfferAsync()}) or {@link RdmaSession#requestRemoteAsync}. It is called on
+         * the thread that missed, inside Caffeine's computation for the key (on a thread of the cache's if a lease had
+         * to come free first), so it must not block: it starts the request and returns its future — a loader that has
+         * to block runs itself elsewhere ({@code CompletableFuture.supplyAsync}). The future may fail, or complete
+         * with null for a key the peer has nothing for: nothing is cached then, and {@link LeaseCache#acquire} returns
+         * null (no warning is logged, as Caffeine does for a failed load).
          */
         public LeaseCache<K> build(Function<? super K, CompletableFuture<RemoteSegment>> loader) {
             return new LeaseCache<>(this, Objects.requireNonNull(loader, "loader"));

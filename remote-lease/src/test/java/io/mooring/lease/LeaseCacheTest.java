@@ -3,10 +3,12 @@ package io.mooring.lease;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
@@ -21,7 +23,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -47,6 +51,7 @@ class LeaseCacheTest {
     private ResourceGraph graph;
     private RdmaArena ownerArena;
     private RdmaArena requesterArena;
+    private ProtectionDomain requesterPd;
     private RdmaEndpoint ownerEndpoint;
     private RdmaEndpoint requesterEndpoint;
     private RdmaSession owner;
@@ -57,12 +62,13 @@ class LeaseCacheTest {
     private volatile Duration term = Duration.ofMinutes(1);
     private volatile long loadDelayMillis;
     private final ReentrantLock offering = new ReentrantLock();
+    private final ExecutorService loaders = Executors.newVirtualThreadPerTaskExecutor();
 
     @BeforeEach
     void connect() throws Exception {
         graph = ResourceGraph.builder().name("lease-cache").build();
         ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
-        ProtectionDomain requesterPd = RdmaDevices.open("soft:soft1", graph).allocateProtectionDomain();
+        requesterPd = RdmaDevices.open("soft:soft1", graph).allocateProtectionDomain();
         ownerArena = arena(ownerPd);
         requesterArena = arena(requesterPd);
         ownerEndpoint = RdmaEndpoint.builder(ownerPd, ownerArena).limits(LIMITS).build();
@@ -81,6 +87,7 @@ class LeaseCacheTest {
 
     @AfterEach
     void teardown() {
+        loaders.close();
         offered.values().forEach(Block::close);
         requester.close();
         owner.close();
@@ -93,23 +100,25 @@ class LeaseCacheTest {
     }
 
     /**
-     * The owner offers a fresh block for {@code key}; the requester takes the offer. One load at a time, so that each
-     * takes its own offer.
+     * The owner offers a fresh block for {@code key}; the requester takes the offer. On a virtual thread, since this
+     * blocks (a loader must not), and one load at a time, so that each takes its own offer.
      */
     private CompletableFuture<RemoteSegment> load(String key) {
-        offering.lock();
-        try {
-            return CompletableFuture.completedFuture(offer(key));
-        } catch (Exception e) {
-            return CompletableFuture.failedFuture(e);
-        } finally {
-            offering.unlock();
-        }
+        return CompletableFuture.supplyAsync(() -> {
+            offering.lock();
+            try {
+                return offer(key);
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            } finally {
+                offering.unlock();
+            }
+        }, loaders);
     }
 
     private RemoteSegment offer(String key) throws Exception {
         loads.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet();
-        Thread.sleep(loadDelayMillis); // on the cache's thread: lets concurrent misses pile up
+        Thread.sleep(loadDelayMillis); // lets concurrent misses pile up
         Block block = ownerArena.allocate(64);
         Block old = offered.put(key, block);
         if (old != null) old.close();
@@ -216,6 +225,47 @@ class LeaseCacheTest {
             assertEquals(1, cache.estimatedSize());
             offered.remove("k").close(); // the owner revokes; nobody asks the cache for "k" again
             await(() -> cache.estimatedSize() == 0, "the revoked segment left the cache without a lookup");
+        }
+    }
+
+    /** A miss asks the loader on the thread that missed: no hand-off to a thread of the cache's and back. */
+    @Test
+    void aMissAsksTheLoaderOnTheThreadThatMissed() throws Exception {
+        List<Thread> askedOn = new CopyOnWriteArrayList<>();
+        try (LeaseCache<String> cache = LeaseCache.<String>builder(requester).limits(LIMITS).build(key -> {
+            askedOn.add(Thread.currentThread());
+            return load(key);
+        })) {
+            segment(cache, "k");
+            segment(cache, "k");
+            assertEquals(List.of(Thread.currentThread()), askedOn, "asked once, by this thread");
+        }
+    }
+
+    /**
+     * An acquire that gave up waiting (twice the endpoint's request timeout) leaves its load going: the segment the
+     * load borrowed for it is given back when it comes, so the cache can release it.
+     */
+    @Test
+    void aSegmentLoadedAfterAcquireGaveUpIsGivenBack() throws Exception {
+        try (RdmaEndpoint impatient = RdmaEndpoint.builder(requesterPd, requesterArena)
+                .requestTimeout(Duration.ofMillis(500)).build();
+             var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0))) {
+            var accepted = listener.acceptAsync();
+            RdmaSession session = impatient.connectAsync(listener.address()).get(30, TimeUnit.SECONDS);
+            RdmaSession ownerSide = accepted.get(30, TimeUnit.SECONDS);
+            var late = new CompletableFuture<RemoteSegment>();
+            try (LeaseCache<String> cache = LeaseCache.<String>builder(session).limits(LIMITS).build(key -> late)) {
+                assertThrows(MooringTimeoutException.class, () -> cache.acquire("k"));
+                Block block = ownerArena.allocate(64);
+                offered.put("late", block);
+                Lease lease = ownerSide.offer(block, Duration.ofMinutes(1), READ);
+                late.complete(session.receiveOffer(Duration.ofSeconds(20)));
+                cache.invalidate("k");
+                assertEquals(EndReason.RELEASED, lease.ended().get(10, TimeUnit.SECONDS), "given back, then released");
+            }
+            session.close();
+            ownerSide.close();
         }
     }
 

@@ -2,17 +2,14 @@ package io.mooring.examples.kv;
 
 import io.mooring.allocator.Block;
 import io.mooring.lease.BorrowedLease;
-import io.mooring.lease.InboundMessage;
 import io.mooring.lease.LeaseCache;
 import io.mooring.lease.LeaseEndedException;
 import io.mooring.lease.LeaseLimits;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -22,47 +19,40 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * The client of {@link KvServer}: PUT sends the value in a call; GET reads it with one RDMA READ where the
  * server keeps it, through a lease the server offered on the first GET. The leases live in a {@link LeaseCache}:
  * at most what the server lets this host hold, the most used kept, each given back before it ends or when the server
- * replaces its value. One thread calls it; the cache's loads run on the cache's threads while it waits.
+ * replaces its value. One thread calls it.
  */
 public final class KvClient implements AutoCloseable {
-    private static final Duration WAIT = Duration.ofSeconds(10);
-
     private final RdmaSession session;
-    private final Block request;
+    private final KvRequests requests;
     private final LeaseCache<String> leases;
-    /** BUSY replies: the server refused a lease because this host holds its limit. Written by the loads. */
-    private volatile long busy;
 
     /** A client of a server that grants leases within {@code serverLimits}. */
     KvClient(RdmaSession session, LeaseLimits serverLimits) {
         this.session = session;
-        // Written by the client's thread (PUTs) and by the cache's loads (GETs), one at a time: shared.
-        this.request = session.endpoint().arena().allocateShared(session.peerMaxMessageSize(), Long.BYTES);
+        this.requests = new KvRequests(session);
         this.leases = LeaseCache.<String>builder(session).limits(serverLimits).build(this::offered);
     }
 
     /** Stores {@code value} under {@code key}. */
     public void put(String key, byte[] value) throws Exception {
-        int keyLength = encode(Kv.PUT, key);
-        if (value.length == 0 || value.length > request.size() - 2 - keyLength) {
-            throw new IllegalArgumentException("a value of key " + key + " has 1 to " + (request.size() - 2 - keyLength)
-                    + " bytes (the server's message size), not " + value.length);
-        }
-        MemorySegment.copy(value, 0, request.segment(), ValueLayout.JAVA_BYTE, 2 + keyLength, value.length);
-        byte status = call(2 + keyLength + value.length);
+        byte status = requests.put(key, value);
         leases.invalidate(key); // the server replaced the value, which revoked our lease of the old one
         if (status != Kv.OK) throw new IllegalStateException("PUT " + key + " refused");
     }
 
-    /** The value of {@code key}, or null if there is none. */
-    public byte[] get(String key) throws Exception {
-        keyBytes(key); // refused here, not in the cache's load
+    /**
+     * The value of {@code key}, or null if there is none.
+     *
+     * @throws IllegalStateException if the server answers BUSY: this host holds all the leases it grants (through
+     *                               other clients: this one's cache holds no more than that)
+     */
+    public byte[] get(String key) {
+        KvRequests.keyBytes(key); // refused here, not in the cache's load
         while (true) {
             try (BorrowedLease value = leases.acquire(key)) { // not released under our READ, even if evicted
                 if (value == null) return null;
@@ -77,20 +67,16 @@ public final class KvClient implements AutoCloseable {
     }
 
     /**
-     * The cache's load of {@code key}, on its thread: a GET, answered with an offer of the value (null if there is
-     * none). BUSY — the server counts leases of replaced values until their grace is over — is asked again shortly.
+     * The cache's load of {@code key}: a GET, whose OK the server follows with an offer of the value. BUSY — the
+     * server leases this host no more, which the cache's bound leaves to other clients on this host — fails it.
      */
     private CompletableFuture<RemoteSegment> offered(String key) {
-        try {
-            byte status;
-            for (long waited = 0; (status = call(2 + encode(Kv.GET, key))) == Kv.BUSY; waited++, busy++) {
-                if (waited == WAIT.toMillis()) throw new TimeoutException("GET " + key + ": BUSY for " + WAIT);
-                Thread.sleep(1); // busy has one writer: the loads never overlap, the client's thread waits for each
-            }
-            return CompletableFuture.completedFuture(status == Kv.MISSING ? null : session.receiveOffer(WAIT));
-        } catch (Exception e) {
-            return CompletableFuture.failedFuture(e);
-        }
+        return requests.get(key).thenCompose(status -> switch (status) {
+            case Kv.OK -> session.receiveOfferAsync().orTimeout(KvRequests.WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            case Kv.MISSING -> CompletableFuture.completedFuture(null);
+            default -> CompletableFuture.failedFuture(new IllegalStateException("GET " + key + " answered "
+                    + (status == Kv.BUSY ? "BUSY: the server leases this host no more values now" : status)));
+        });
     }
 
     /** GETs served by a lease already held, of all GETs that found a value or asked for one. */
@@ -98,41 +84,10 @@ public final class KvClient implements AutoCloseable {
         return leases.stats().hitRate();
     }
 
-    /** BUSY replies so far: loads the server refused because this host held its limit of leases. */
-    public long busyReplies() {
-        return busy;
-    }
-
-    private int encode(byte op, String key) {
-        byte[] k = keyBytes(key);
-        MemorySegment m = request.segment();
-        m.set(ValueLayout.JAVA_BYTE, 0, op);
-        m.set(ValueLayout.JAVA_BYTE, 1, (byte) k.length);
-        MemorySegment.copy(k, 0, m, ValueLayout.JAVA_BYTE, 2, k.length);
-        return k.length;
-    }
-
-    private static byte[] keyBytes(String key) {
-        byte[] k = key.getBytes(StandardCharsets.UTF_8);
-        if (k.length > 255) throw new IllegalArgumentException("a key has at most 255 bytes, " + key + " has " + k.length);
-        return k;
-    }
-
-    /** Calls with the request's first {@code length} bytes and returns the reply's status. */
-    private byte call(int length) throws Exception {
-        var reply = session.callAsync(request, length);
-        try (InboundMessage status = reply.get(WAIT.toMillis(), TimeUnit.MILLISECONDS)) {
-            return status.data().get(ValueLayout.JAVA_BYTE, 0);
-        } catch (TimeoutException e) {
-            reply.cancel(false); // a reply that comes later is freed
-            throw e;
-        }
-    }
-
     @Override
     public void close() {
         leases.close();
-        request.close();
+        requests.close();
     }
 
     /**
@@ -158,8 +113,8 @@ public final class KvClient implements AutoCloseable {
             double seconds = (System.nanoTime() - start) / 1e9;
             return List.of(String.format("client: %d ops in %.2f s, %.0f ops/s, every GET returned the last PUT",
                     ops, seconds, ops / seconds), "client: GET " + percentiles(load.gets),
-                    "client: PUT " + percentiles(load.puts), String.format("client: leases hit %.1f%% of GETs, "
-                            + "%d BUSY replies", 100 * client.leaseHitRatio(), client.busyReplies()));
+                    "client: PUT " + percentiles(load.puts),
+                    String.format("client: leases hit %.1f%% of GETs", 100 * client.leaseHitRatio()));
         }
     }
 

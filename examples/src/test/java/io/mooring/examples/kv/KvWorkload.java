@@ -5,9 +5,6 @@ import io.mooring.lease.LeaseStats;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.MethodType;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
@@ -20,13 +17,12 @@ import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The KV workload with more keys than the server leases one host, for the lease cache's figure (docs/verification.md):
- * an in-process server (soft0, default limits: 1,024 leases per host) and, one after the other on the same server,
- * the client with its {@code LeaseCache} and — if {@code scripts/kv-lease-cache.sh} compiled it — the client of the
- * commit before it ({@code KvClientBefore}: an unbounded map, dropped whole on BUSY). Each PUTs every key, warms up,
- * then runs 90% GETs and 10% PUTs of uniformly random keys, every GET checked against the last PUT. Both are measured
- * the same way, from the server's counters: a GET that made the server offer a lease is a miss; a BUSY reply is an
- * offer the server refused for the host's limit.
+ * The KV workload with more keys than the server leases one host, for the lease cache's figures (docs/benchmarks.md):
+ * an in-process server (soft0, default limits: 1,024 leases per host) and, in turn on it, the client before the lease
+ * cache ({@link HashMapKvClient}: an unbounded map, dropped whole on BUSY) and {@link KvClient} with its
+ * {@code LeaseCache}. Each PUTs every key, warms up, then runs 90% GETs and 10% PUTs of uniformly random keys, every
+ * GET checked against the last PUT. Both are measured the same way, from the server's counters: a GET during which
+ * the server offered a lease is a miss, else a hit; a BUSY reply is an offer the server refused for the host's limit.
  * <pre>KvWorkload [KEYS [OPS [ROUNDS [LEASES]]]]</pre> (LEASES: the server's per-host limit, default 1,024)
  */
 final class KvWorkload {
@@ -40,7 +36,12 @@ final class KvWorkload {
         void close();
     }
 
-    record Result(String client, int gets, long offers, long busy, double p50Micros, double p99Micros) {
+    /**
+     * A run's GETs: how many, the server's offers and refusals, latencies (µs: percentiles of all, hits, misses, and
+     * the mean), and the process's CPU time per operation (µs, server included: the work, however it is spread).
+     */
+    record Result(String client, int gets, long offers, long busy, double p50, double p99, double hitP50,
+                  double missP50, double mean, double cpuPerOp) {
         double hitRatio() {
             return 1 - (double) offers / gets;
         }
@@ -52,7 +53,6 @@ final class KvWorkload {
         int rounds = args.length > 2 ? Integer.parseInt(args[2]) : 2;
         var limits = args.length > 3
                 ? LeaseLimits.DEFAULT.toBuilder().maxLeases(Integer.parseInt(args[3])).build() : LeaseLimits.DEFAULT;
-        MethodHandle before = before();
         try (var server = Kv.open("soft:soft0"); var client = Kv.open("soft:soft0");
              RdmaEndpoint serverEndpoint = RdmaEndpoint.builder(server.pd(), server.arena()).limits(limits).build();
              RdmaEndpoint clientEndpoint = RdmaEndpoint.builder(client.pd(), client.arena()).build()) {
@@ -67,13 +67,11 @@ final class KvWorkload {
             });
             System.out.printf(Locale.ROOT, "%,d keys, server limit %,d leases per host, %,d ops (90%% GET) per run%n",
                     keys, limits.maxLeases(), ops);
-            System.out.println("| client | GETs | leases offered | GET hit ratio | BUSY replies | GET p50 µs | GET p99 µs |");
-            System.out.println("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+            System.out.println("| client | GETs | leases offered | GET hit ratio | BUSY replies | GET p50 µs"
+                    + " | GET p99 µs | hit p50 µs | miss p50 µs | GET mean µs | CPU µs/op |");
+            System.out.println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
             for (int round = 0; round < rounds; round++) {
-                if (before != null) {
-                    report("before (HashMap)", serverEndpoint, clientEndpoint, listener, keys, ops,
-                            s -> (Client) before.invoke(s));
-                }
+                report("before (HashMap)", serverEndpoint, clientEndpoint, listener, keys, ops, HashMapKvClient::new);
                 report("LeaseCache", serverEndpoint, clientEndpoint, listener, keys, ops, s -> {
                     var c = new KvClient(s, limits);
                     return new Client() {
@@ -97,56 +95,6 @@ final class KvWorkload {
         }
     }
 
-    /** The client of the commit before the lease cache, adapted by its methods' names; null if not compiled in. */
-    private static MethodHandle before() throws Exception {
-        Class<?> c;
-        try {
-            c = Class.forName("io.mooring.examples.kv.KvClientBefore");
-        } catch (ClassNotFoundException absent) {
-            return null;
-        }
-        var lookup = MethodHandles.privateLookupIn(c, MethodHandles.lookup());
-        MethodHandle create = lookup.findConstructor(c, MethodType.methodType(void.class, RdmaSession.class));
-        MethodHandle put = lookup.findVirtual(c, "put", MethodType.methodType(void.class, String.class, byte[].class));
-        MethodHandle get = lookup.findVirtual(c, "get", MethodType.methodType(byte[].class, String.class));
-        MethodHandle close = lookup.findVirtual(c, "close", MethodType.methodType(void.class));
-        MethodHandle adapt = MethodHandles.lookup().findStatic(KvWorkload.class, "adapt",
-                MethodType.methodType(Client.class, Object.class, MethodHandle.class, MethodHandle.class,
-                        MethodHandle.class));
-        return MethodHandles.filterReturnValue(create.asType(MethodType.methodType(Object.class, RdmaSession.class)),
-                MethodHandles.insertArguments(adapt, 1, put, get, close));
-    }
-
-    private static Client adapt(Object client, MethodHandle put, MethodHandle get, MethodHandle close) {
-        return new Client() {
-            public void put(String key, byte[] value) throws Exception {
-                invoke(put, client, key, value);
-            }
-
-            public byte[] get(String key) throws Exception {
-                return (byte[]) invoke(get, client, key);
-            }
-
-            public void close() {
-                try {
-                    invoke(close, client);
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            }
-        };
-    }
-
-    private static Object invoke(MethodHandle h, Object... args) throws Exception {
-        try {
-            return h.invokeWithArguments(args);
-        } catch (Exception | Error e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new IllegalStateException(t);
-        }
-    }
-
     interface Factory {
         Client open(RdmaSession session) throws Throwable;
     }
@@ -155,30 +103,56 @@ final class KvWorkload {
                               RdmaListener listener, int keys, int ops, Factory factory) throws Throwable {
         var random = new SplittableRandom(7);
         Map<String, byte[]> expected = new HashMap<>();
-        List<Long> gets = new ArrayList<>();
+        List<Long> hits = new ArrayList<>();
+        List<Long> misses = new ArrayList<>();
         LeaseStats start = null;
+        long cpu = 0;
         try (RdmaSession session = clientEndpoint.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
              Client client = factory.open(session)) {
             for (int i = 0; i < keys; i++) put(client, "key-" + i, random, expected);
             for (int i = -ops / 2; i < ops; i++) { // a warm-up of half as many operations, then the measured ones
-                if (i == 0) start = serverStats(serverEndpoint);
+                if (i == 0) {
+                    start = serverStats(serverEndpoint);
+                    cpu = cpuNanos();
+                }
                 String key = "key-" + random.nextInt(keys);
                 if (random.nextInt(10) == 0) {
                     put(client, key, random, expected);
                 } else {
+                    long offers = i >= 0 ? serverStats(serverEndpoint).granted() : 0;
                     long t = System.nanoTime();
                     byte[] value = client.get(key);
-                    if (i >= 0) gets.add(System.nanoTime() - t);
+                    long took = System.nanoTime() - t;
+                    if (i >= 0) (serverStats(serverEndpoint).granted() == offers ? hits : misses).add(took);
                     if (!Arrays.equals(expected.get(key), value)) throw new IllegalStateException("GET " + key);
                 }
             }
             LeaseStats end = serverStats(serverEndpoint);
-            long[] sorted = gets.stream().mapToLong(Long::longValue).sorted().toArray();
-            return new Result(name, sorted.length, end.granted() - start.granted(), end.refused() - start.refused(),
-                    sorted[sorted.length / 2] / 1e3, sorted[(int) (sorted.length * 0.99)] / 1e3);
+            cpu = cpuNanos() - cpu;
+            var gets = new ArrayList<>(hits);
+            gets.addAll(misses);
+            long[] all = sorted(gets);
+            return new Result(name, all.length, end.granted() - start.granted(), end.refused() - start.refused(),
+                    percentile(all, 0.5), percentile(all, 0.99), percentile(sorted(hits), 0.5),
+                    percentile(sorted(misses), 0.5), Arrays.stream(all).average().orElse(Double.NaN) / 1e3,
+                    cpu / 1e3 / ops);
         } finally {
             Thread.sleep(LeaseLimits.DEFAULT.grace().toMillis() * 2); // the server ends the last revoked leases
         }
+    }
+
+    /** The process's CPU time so far (the OS's clock ticks: 10 ms steps, over a run of seconds). */
+    private static long cpuNanos() {
+        return ProcessHandle.current().info().totalCpuDuration().orElseThrow().toNanos();
+    }
+
+    private static long[] sorted(List<Long> nanos) {
+        return nanos.stream().mapToLong(Long::longValue).sorted().toArray();
+    }
+
+    /** The {@code q} quantile of {@code sorted} nanoseconds, in µs (NaN if there are none). */
+    private static double percentile(long[] sorted, double q) {
+        return sorted.length == 0 ? Double.NaN : sorted[(int) (sorted.length * q)] / 1e3;
     }
 
     private static void put(Client client, String key, SplittableRandom random, Map<String, byte[]> expected)
@@ -206,14 +180,16 @@ final class KvWorkload {
         try {
             print(run(name, serverEndpoint, clientEndpoint, listener, keys, ops, factory));
         } catch (Throwable t) {
-            System.out.println("| " + name + " | failed: " + t + " | | | | | |");
+            System.out.println("| " + name + " | failed: " + t + " | | | | | | | | | |");
             Thread.sleep(LeaseLimits.DEFAULT.grace().toMillis() * 2);
         }
     }
 
     private static void print(Result r) {
-        System.out.printf(Locale.ROOT, "| %s | %,d | %,d | %.1f%% | %,d | %.1f | %.1f |%n", r.client(), r.gets(),
-                r.offers(), 100 * r.hitRatio(), r.busy(), r.p50Micros(), r.p99Micros());
+        System.out.printf(Locale.ROOT,
+                "| %s | %,d | %,d | %.1f%% | %,d | %.0f | %,.0f | %.0f | %.0f | %,.0f | %.0f |%n",
+                r.client(), r.gets(), r.offers(), 100 * r.hitRatio(), r.busy(), r.p50(), r.p99(), r.hitP50(),
+                r.missP50(), r.mean(), r.cpuPerOp());
     }
 
     private KvWorkload() {}
