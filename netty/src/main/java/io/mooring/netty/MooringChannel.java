@@ -16,11 +16,14 @@ import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import java.time.Duration;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ConnectionPendingException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A Netty channel over one {@link RdmaSession}: an ordered byte stream, as a TCP socket channel is. A {@link ByteBuf}
@@ -48,9 +51,11 @@ public final class MooringChannel extends AbstractChannel {
     private final LoopPlace place;
     private volatile RdmaSession session;
     private volatile boolean open = true;
+    /** Messages handed to the session and not completed (any thread): a close lets them go out first. */
+    private final AtomicInteger inFlight = new AtomicInteger();
+    private final AtomicBoolean sessionClosing = new AtomicBoolean();
     // the loop's thread only
     private boolean receiving;
-    private int inFlight;
     private ChannelPromise connecting;
     private ScheduledFuture<?> connectTimeout;
 
@@ -136,12 +141,28 @@ public final class MooringChannel extends AbstractChannel {
         doClose();
     }
 
+    /**
+     * Closes the session once the messages handed to it are sent — their writes have succeeded, so their bytes must
+     * arrive, as a socket's kernel sends what it buffered before its FIN — but at most {@code SO_LINGER} seconds later
+     * (default: the endpoint's request timeout; 0: at once, dropping those still waiting for the peer's credit).
+     */
     @Override
     protected void doClose() {
         open = false;
         if (connecting != null) endConnect().tryFailure(new IOException("the channel was closed while connecting"));
         RdmaSession s = session;
-        if (s != null) s.closeAsync(); // revokes, flushes and tears down on a thread of its own
+        if (s == null) return;
+        Duration linger = config.linger(s.endpoint());
+        if (linger.isZero() || inFlight.get() == 0) {
+            closeSession(s);
+        } else { // the last send's completion closes it, or this bound if the peer returns no credit meanwhile
+            CompletableFuture.delayedExecutor(linger.toNanos(), TimeUnit.NANOSECONDS).execute(() -> closeSession(s));
+        }
+    }
+
+    /** Closes the session once: it revokes, flushes and tears down on a thread of its own. */
+    private void closeSession(RdmaSession s) {
+        if (sessionClosing.compareAndSet(false, true)) s.closeAsync();
     }
 
     // ---- reading ------------------------------------------------------------------------------------------------
@@ -175,7 +196,7 @@ public final class MooringChannel extends AbstractChannel {
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws IOException {
         RdmaSession s = session;
-        while (inFlight < MAX_IN_FLIGHT) {
+        while (inFlight.get() < MAX_IN_FLIGHT) {
             Object msg = in.current();
             if (msg == null) return;
             ByteBuf buf = (ByteBuf) msg;
@@ -193,10 +214,11 @@ public final class MooringChannel extends AbstractChannel {
                 message.release();
                 throw new IOException("sending to " + s.peerAddress() + " failed: " + e.getMessage(), e);
             }
-            inFlight++;
-            in.removeBytes(length);
+            inFlight.incrementAndGet();
+            in.removeBytes(length); // the write succeeds: its bytes are the session's to deliver, even past a close
             sent.whenComplete((wc, e) -> {
                 message.release(); // any thread: the buffer's block goes back to the arena
+                if (inFlight.decrementAndGet() == 0 && !open) closeSession(s); // the close waited for this one
                 place.execute(() -> sent(e), () -> { });
             });
         }
@@ -217,7 +239,6 @@ public final class MooringChannel extends AbstractChannel {
     }
 
     private void sent(Throwable error) {
-        inFlight--;
         if (!open) return;
         if (error != null) {
             pipeline().fireExceptionCaught(error instanceof CompletionException ? error.getCause() : error);

@@ -1,5 +1,6 @@
 package io.mooring.netty;
 
+import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.netty.MooringIoHandler.Transport;
 import io.netty.buffer.ByteBufAllocator;
@@ -7,17 +8,19 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultChannelConfig;
+import java.time.Duration;
 import java.util.Map;
 import java.util.function.Predicate;
 
 /**
  * A Mooring channel's configuration: Netty's generic options (auto-read, water marks, connect timeout, allocator...),
- * the socket options a session meets as it is, and a clear error for any other — {@code SO_RCVBUF}, {@code SO_LINGER} or
- * {@code TCP_FASTOPEN} have no meaning on a session. Unless the application picks an allocator, buffers come from a {@link MooringByteBufAllocator} over the
+ * the socket options a session meets as it is, and a clear error for any other — {@code SO_RCVBUF} or {@code TCP_FASTOPEN}
+ * have no meaning on a session. Unless the application picks an allocator, buffers come from a {@link MooringByteBufAllocator} over the
  * endpoint's arena, so what the pipeline writes is registered already and is sent without a copy.
  */
 final class MooringChannelConfig extends DefaultChannelConfig {
     private volatile ByteBufAllocator chosen; // the application's ALLOCATOR, or null
+    private volatile int lingerSeconds = -1; // SO_LINGER: -1 is the endpoint's request timeout
 
     MooringChannelConfig(Channel channel) {
         super(channel);
@@ -34,8 +37,15 @@ final class MooringChannelConfig extends DefaultChannelConfig {
         return super.setAllocator(allocator);
     }
 
+    /** How long a closed channel's session waits for the messages handed to it (SO_LINGER, see MooringChannel). */
+    Duration linger(RdmaEndpoint endpoint) {
+        int seconds = lingerSeconds;
+        return seconds < 0 ? endpoint.requestTimeout() : Duration.ofSeconds(seconds);
+    }
+
     /**
-     * Takes Netty's generic options, and the socket options whose intent a session meets already — {@code TCP_NODELAY}
+     * Takes Netty's generic options, {@code SO_LINGER} (seconds a close waits for what was written to go out: 0 drops
+     * what still waits for the peer's credit, -1 is the endpoint's request timeout), and the socket options whose intent a session meets already — {@code TCP_NODELAY}
      * true (a message is posted at once), {@code SO_KEEPALIVE} true (the session watches its peer), {@code SO_BACKLOG}
      * (a hint, as for the kernel: the listener holds {@value RdmaListener#BACKLOG} sessions), {@code ALLOW_HALF_CLOSURE}
      * false — so that applications setting them run unchanged.
@@ -44,6 +54,10 @@ final class MooringChannelConfig extends DefaultChannelConfig {
      */
     @Override
     public <T> boolean setOption(ChannelOption<T> option, T value) {
+        if (option == ChannelOption.SO_LINGER && value instanceof Integer seconds && seconds >= -1) {
+            lingerSeconds = seconds;
+            return true;
+        }
         if (super.setOption(option, value) || MET_BY_A_SESSION.getOrDefault(option, v -> false).test(value)) return true;
         throw new UnsupportedOperationException("ChannelOption " + option + " = " + value + " does not apply to a"
                 + " Mooring channel (a session over RDMA, not a socket); it takes " + getOptions().keySet() + " and "
@@ -56,6 +70,7 @@ final class MooringChannelConfig extends DefaultChannelConfig {
         if (option == ChannelOption.TCP_NODELAY || option == ChannelOption.SO_KEEPALIVE) return (T) Boolean.TRUE;
         if (option == ChannelOption.SO_BACKLOG) return (T) Integer.valueOf(RdmaListener.BACKLOG);
         if (option == ChannelOption.ALLOW_HALF_CLOSURE) return (T) Boolean.FALSE;
+        if (option == ChannelOption.SO_LINGER) return (T) Integer.valueOf(lingerSeconds);
         return super.getOption(option);
     }
 
