@@ -425,8 +425,10 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
         pipeline().fireChannelActive(); // reads at once if auto-read
     }
 
+    /** The connect under way fails with {@code cause} (null: it was cancelled), and the channel closes. */
     private void failConnect(Throwable cause) {
-        endConnect().tryFailure(cause);
+        ChannelPromise promise = endConnect();
+        if (cause != null) promise.tryFailure(cause);
         unsafe().close(unsafe().voidPromise()); // no session was made: the channel has nothing more to do
     }
 
@@ -442,7 +444,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     private final class MooringUnsafe extends AbstractUnsafe {
         @Override
         public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
-            if (!promise.setUncancellable() || !ensureOpen(promise)) return;
+            if (promise.isDone() || !ensureOpen(promise)) return; // cancellable: a session being made is dropped
             if (session != null) {
                 promise.setFailure(new AlreadyConnectedException());
             } else if (connecting != null) {
@@ -455,6 +457,9 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
                         + " (a MooringServerChannel's bound address), not " + remote));
             } else {
                 connecting = promise;
+                promise.addListener(f -> {
+                    if (f.isCancelled() && connecting == promise) failConnect(null); // the session, if made, is closed
+                });
                 long millis = config.getConnectTimeoutMillis();
                 if (millis > 0) {
                     connectTimeout = eventLoop().schedule(() -> {
