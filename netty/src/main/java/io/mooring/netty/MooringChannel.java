@@ -165,6 +165,8 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     protected void doClose() {
         open = false;
         if (connecting != null) endConnect().tryFailure(new IOException("the channel was closed while connecting"));
+        if (held != null) held.close(); // taken ahead of a read that will not come
+        held = null;
         RdmaSession s = session;
         if (s == null) return;
         Duration linger = config.linger(s.endpoint());
@@ -219,6 +221,11 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
         } else {
             held = m;
         }
+    }
+
+    /** Whether a message was taken from the session ahead of a read (the loop's thread): for tests. */
+    boolean holdsMessageAhead() {
+        return held != null;
     }
 
     private void deliver(InboundMessage m) {
