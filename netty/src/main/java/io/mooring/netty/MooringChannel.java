@@ -20,7 +20,6 @@ import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
-import java.time.Duration;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
@@ -28,8 +27,6 @@ import java.nio.channels.NotYetConnectedException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A Netty channel over one {@link RdmaSession}: an ordered byte stream, as a TCP socket channel is. A {@link ByteBuf}
@@ -61,9 +58,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     private final LoopPlace place;
     private volatile RdmaSession session;
     private volatile boolean open = true;
-    /** Messages handed to the session and not completed (any thread): a close lets them go out first. */
-    private final AtomicInteger inFlight = new AtomicInteger();
-    private final AtomicBoolean sessionClosing = new AtomicBoolean();
+    private final SessionSends sends = new SessionSends();
     private volatile boolean inputShutdown;
     private volatile boolean outputShutdown;
     // the loop's thread only
@@ -157,9 +152,9 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     }
 
     /**
-     * Closes the session once the messages handed to it are sent — their writes have succeeded, so their bytes must
-     * arrive, as a socket's kernel sends what it buffered before its FIN — but at most {@code SO_LINGER} seconds later
-     * (default: the endpoint's request timeout; 0: at once, dropping those still waiting for the peer's credit).
+     * Frees the message taken ahead of a read, and closes the session once the messages handed to it are sent
+     * ({@link SessionSends}), but at most {@code SO_LINGER} seconds later (default: the endpoint's request timeout; 0: at
+     * once, dropping those still waiting for the peer's credit).
      */
     @Override
     protected void doClose() {
@@ -169,17 +164,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
         held = null;
         RdmaSession s = session;
         if (s == null) return;
-        Duration linger = config.linger(s.endpoint());
-        if (linger.isZero() || inFlight.get() == 0) {
-            closeSession(s);
-        } else { // the last send's completion closes it, or this bound if the peer returns no credit meanwhile
-            CompletableFuture.delayedExecutor(linger.toNanos(), TimeUnit.NANOSECONDS).execute(() -> closeSession(s));
-        }
-    }
-
-    /** Closes the session once: it revokes, flushes and tears down on a thread of its own. */
-    private void closeSession(RdmaSession s) {
-        if (sessionClosing.compareAndSet(false, true)) s.closeAsync();
+        sends.close(s, config.linger(s.endpoint()));
     }
 
     // ---- reading ------------------------------------------------------------------------------------------------
@@ -352,7 +337,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws IOException {
         RdmaSession s = session;
-        while (inFlight.get() < MAX_IN_FLIGHT) {
+        while (sends.inFlight() < MAX_IN_FLIGHT) {
             Object msg = in.current();
             if (msg == null) return;
             ByteBuf buf = (ByteBuf) msg;
@@ -376,10 +361,10 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
             message.release();
             throw new IOException("sending to " + s.peerAddress() + " failed: " + e.getMessage(), e);
         }
-        inFlight.incrementAndGet();
+        sends.started();
         sent.whenComplete((wc, e) -> {
             message.release(); // any thread: the buffer's block goes back to the arena
-            if (inFlight.decrementAndGet() == 0 && !open) closeSession(s); // the close waited for this one
+            sends.completed();
             place.execute(() -> sent(e), () -> { });
         });
     }
