@@ -7,17 +7,23 @@ import io.mooring.verbs.WorkCompletion;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.AbstractChannel;
 import io.netty.channel.ChannelConfig;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelInputShutdownReadComplete;
+import io.netty.channel.socket.DuplexChannel;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.NotYetConnectedException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
@@ -32,14 +38,18 @@ import java.util.concurrent.TimeUnit;
  * <p>Connect by {@link InetSocketAddress} to a {@link MooringServerChannel}'s bound address (the endpoint's bootstrap);
  * {@code CONNECT_TIMEOUT_MILLIS} bounds it. Back-pressure: at most {@value #MAX_IN_FLIGHT} messages are handed to the
  * session at once — those beyond the peer's credits wait there — and the rest stays in the outbound buffer, whose
- * water marks turn the channel unwritable; a peer that reads nothing so stops the writer. With auto-read off, nothing
- * is taken from the session until {@code read()}, so the peer gets no credit back. The peer's close ends the input
- * and closes the channel (no half-closure yet); closing it here closes the session off the loop.
+ * water marks turn the channel unwritable; a peer that reads nothing so stops the writer. With auto-read off, at most
+ * one message is taken from the session ahead of {@code read()}, so the peer gets no more credit back.
+ *
+ * <p>The stream ends as a socket's does ({@link DuplexChannel}): {@code shutdownOutput()} sends an empty message after
+ * the bytes written, the end of the stream; the peer's end of output — or its close — ends the input, which closes the
+ * channel, or with {@code ALLOW_HALF_CLOSURE} only shuts its input down. A close lets what the writes handed the session
+ * go out first ({@code SO_LINGER}), then closes the session off the loop.
  *
  * <p>Completions come on the endpoint's dispatcher thread and are handed to the channel's loop as tasks; the loop
  * never waits for the session.
  */
-public final class MooringChannel extends AbstractChannel {
+public final class MooringChannel extends AbstractChannel implements DuplexChannel {
     /** Messages handed to the session and not yet sent, at most. */
     static final int MAX_IN_FLIGHT = 32;
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
@@ -48,9 +58,14 @@ public final class MooringChannel extends AbstractChannel {
     private final LoopPlace place;
     private volatile RdmaSession session;
     private volatile boolean open = true;
+    private final SessionSends sends = new SessionSends();
+    private volatile boolean inputShutdown;
+    private volatile boolean outputShutdown;
     // the loop's thread only
-    private boolean receiving;
-    private int inFlight;
+    private boolean receiving;    // a receive waits on the session
+    private boolean readPending;  // the pipeline asked for a read
+    private InboundMessage held;  // taken from the session ahead of a read: at most one
+    private boolean peerEnded;    // the peer's end of output, or of the session, came: nothing more will
     private ChannelPromise connecting;
     private ScheduledFuture<?> connectTimeout;
 
@@ -136,20 +151,40 @@ public final class MooringChannel extends AbstractChannel {
         doClose();
     }
 
+    /**
+     * Frees the message taken ahead of a read, and closes the session once the messages handed to it are sent
+     * ({@link SessionSends}), but at most {@code SO_LINGER} seconds later (default: the endpoint's request timeout; 0: at
+     * once, dropping those still waiting for the peer's credit).
+     */
     @Override
     protected void doClose() {
         open = false;
         if (connecting != null) endConnect().tryFailure(new IOException("the channel was closed while connecting"));
+        if (held != null) held.close(); // taken ahead of a read that will not come
+        held = null;
         RdmaSession s = session;
-        if (s != null) s.closeAsync(); // revokes, flushes and tears down on a thread of its own
+        if (s == null) return;
+        sends.close(s, config.linger(s.endpoint()));
     }
 
     // ---- reading ------------------------------------------------------------------------------------------------
 
     @Override
     protected void doBeginRead() {
+        readPending = true;
+        InboundMessage m = held;
+        held = null;
+        if (m != null) deliver(m);
+        else receive();
+    }
+
+    /**
+     * Keeps one receive waiting on the session — also after a read, so one message is taken ahead of the next read and
+     * the peer's end is seen even by a channel that reads no more (as epoll sees a peer's FIN without a read).
+     */
+    private void receive() {
         RdmaSession s = session;
-        if (receiving || !open || s == null) return;
+        if (receiving || held != null || peerEnded || !open || s == null) return;
         receiving = true;
         place.whenDone(s::receiveAsync, this::received, InboundMessage::close);
     }
@@ -157,17 +192,144 @@ public final class MooringChannel extends AbstractChannel {
     private void received(InboundMessage m, Throwable error) {
         receiving = false;
         if (error != null) {
-            if (open && !(error instanceof SessionLostException)) pipeline().fireExceptionCaught(error);
-            if (open) unsafe().close(unsafe().voidPromise()); // the peer closed, or the session broke: the input ends
-            return;
-        }
-        if (!open) {
+            inputEnded(error);
+        } else if (!open) {
             m.close();
-            return;
+        } else if (m.length() == 0) { // the peer's end of output: a write is never empty
+            m.close();
+            inputEnded(null);
+        } else if (inputShutdown) { // shut down here: freed, and its credit goes back so that the peer may go on
+            m.close();
+            receive();
+        } else if (readPending) {
+            deliver(m);
+        } else {
+            held = m;
         }
+    }
+
+    /** Whether a message was taken from the session ahead of a read (the loop's thread): for tests. */
+    boolean holdsMessageAhead() {
+        return held != null;
+    }
+
+    private void deliver(InboundMessage m) {
+        readPending = false;
         pipeline().fireChannelRead(place.transport().allocator().wrap(m.block(), m.length()));
-        pipeline().fireChannelReadComplete();
-        if (config.isAutoRead()) doBeginRead();
+        pipeline().fireChannelReadComplete(); // where auto-read asks for the next read
+        receive();
+    }
+
+    /**
+     * The peer will send no more: it shut its output down ({@code error} null), closed the session, or the session
+     * broke. What it sent before has been read. With {@code ALLOW_HALF_CLOSURE} the input is shut down — a
+     * {@link ChannelInputShutdownEvent} and, every byte having been read, a {@link ChannelInputShutdownReadComplete} —
+     * and the channel may still write (while the peer's session lasts); without it the channel closes.
+     */
+    private void inputEnded(Throwable error) {
+        peerEnded = true;
+        if (!open) return;
+        if (error != null && !(error instanceof SessionLostException)) {
+            pipeline().fireExceptionCaught(error);
+            unsafe().close(unsafe().voidPromise());
+        } else if (!config.isAllowHalfClosure()) {
+            unsafe().close(unsafe().voidPromise());
+        } else {
+            if (!inputShutdown) {
+                inputShutdown = true;
+                pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+            }
+            pipeline().fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
+        }
+    }
+
+    // ---- half-closure -------------------------------------------------------------------------------------------
+
+    @Override
+    public boolean isInputShutdown() {
+        return inputShutdown || !isActive();
+    }
+
+    @Override
+    public boolean isOutputShutdown() {
+        return outputShutdown || !isActive();
+    }
+
+    @Override
+    public boolean isShutdown() {
+        return inputShutdown && outputShutdown || !isActive();
+    }
+
+    @Override
+    public ChannelFuture shutdownInput() {
+        return shutdownInput(newPromise());
+    }
+
+    /**
+     * Shuts the input down: nothing more is read, what the peer still sends is freed as it comes (so that its writes
+     * go on, as a socket's do after {@code SHUT_RD}).
+     */
+    @Override
+    public ChannelFuture shutdownInput(ChannelPromise promise) {
+        onLoop(() -> {
+            if (!open) {
+                promise.setFailure(new ClosedChannelException());
+            } else if (session == null) {
+                promise.setFailure(new NotYetConnectedException());
+            } else {
+                inputShutdown = true;
+                if (held != null) held.close();
+                held = null;
+                receive();
+                promise.setSuccess();
+            }
+        });
+        return promise;
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput() {
+        return shutdownOutput(newPromise());
+    }
+
+    /**
+     * Shuts the output down: what the writes handed the session still goes out, then an empty message — the end of
+     * the stream, as a FIN — while the session stays up for the peer's bytes. Writes not handed over yet fail, and a
+     * {@link io.netty.channel.socket.ChannelOutputShutdownEvent} follows (Netty's own shutdown).
+     */
+    @Override
+    public ChannelFuture shutdownOutput(ChannelPromise promise) {
+        onLoop(() -> ((AbstractUnsafe) unsafe()).shutdownOutput(promise));
+        return promise;
+    }
+
+    @Override
+    protected void doShutdownOutput() throws IOException {
+        outputShutdown = true;
+        RdmaSession s = session;
+        if (s == null) throw new NotYetConnectedException();
+        post(s, place.transport().allocator().directBuffer(1), 0);
+    }
+
+    @Override
+    public ChannelFuture shutdown() {
+        return shutdown(newPromise());
+    }
+
+    /** Shuts the output, then the input down; fails with the first failure. */
+    @Override
+    public ChannelFuture shutdown(ChannelPromise promise) {
+        shutdownOutput().addListener(output -> shutdownInput().addListener(input -> {
+            Throwable cause = output.cause() != null ? output.cause() : input.cause();
+            if (cause == null) promise.setSuccess();
+            else promise.setFailure(cause);
+        }));
+        return promise;
+    }
+
+    private void onLoop(Runnable task) {
+        if (eventLoop().inEventLoop()) task.run();
+        else eventLoop().execute(task);
     }
 
     // ---- writing ------------------------------------------------------------------------------------------------
@@ -175,7 +337,7 @@ public final class MooringChannel extends AbstractChannel {
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws IOException {
         RdmaSession s = session;
-        while (inFlight < MAX_IN_FLIGHT) {
+        while (sends.inFlight() < MAX_IN_FLIGHT) {
             Object msg = in.current();
             if (msg == null) return;
             ByteBuf buf = (ByteBuf) msg;
@@ -185,21 +347,26 @@ public final class MooringChannel extends AbstractChannel {
                 continue;
             }
             int length = Math.min(readable, s.peerMaxMessageSize());
-            ByteBuf message = asMessage(buf, length, s);
-            CompletableFuture<WorkCompletion> sent;
-            try {
-                sent = s.sendAsync(MooringBuffers.blockOf(message), length);
-            } catch (RuntimeException e) {
-                message.release();
-                throw new IOException("sending to " + s.peerAddress() + " failed: " + e.getMessage(), e);
-            }
-            inFlight++;
-            in.removeBytes(length);
-            sent.whenComplete((wc, e) -> {
-                message.release(); // any thread: the buffer's block goes back to the arena
-                place.execute(() -> sent(e), () -> { });
-            });
+            post(s, asMessage(buf, length, s), length);
+            in.removeBytes(length); // the write succeeds: its bytes are the session's to deliver, even past a close
         }
+    }
+
+    /** Hands the first {@code length} bytes of {@code message} to the session; it is released once sent. */
+    private void post(RdmaSession s, ByteBuf message, int length) throws IOException {
+        CompletableFuture<WorkCompletion> sent;
+        try {
+            sent = s.sendAsync(MooringBuffers.blockOf(message), length);
+        } catch (RuntimeException e) {
+            message.release();
+            throw new IOException("sending to " + s.peerAddress() + " failed: " + e.getMessage(), e);
+        }
+        sends.started();
+        sent.whenComplete((wc, e) -> {
+            message.release(); // any thread: the buffer's block goes back to the arena
+            sends.completed();
+            place.execute(() -> sent(e), () -> { });
+        });
     }
 
     /**
@@ -217,7 +384,6 @@ public final class MooringChannel extends AbstractChannel {
     }
 
     private void sent(Throwable error) {
-        inFlight--;
         if (!open) return;
         if (error != null) {
             pipeline().fireExceptionCaught(error instanceof CompletionException ? error.getCause() : error);
@@ -251,8 +417,10 @@ public final class MooringChannel extends AbstractChannel {
         pipeline().fireChannelActive(); // reads at once if auto-read
     }
 
+    /** The connect under way fails with {@code cause} (null: it was cancelled), and the channel closes. */
     private void failConnect(Throwable cause) {
-        endConnect().tryFailure(cause);
+        ChannelPromise promise = endConnect();
+        if (cause != null) promise.tryFailure(cause);
         unsafe().close(unsafe().voidPromise()); // no session was made: the channel has nothing more to do
     }
 
@@ -268,7 +436,7 @@ public final class MooringChannel extends AbstractChannel {
     private final class MooringUnsafe extends AbstractUnsafe {
         @Override
         public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
-            if (!promise.setUncancellable() || !ensureOpen(promise)) return;
+            if (promise.isDone() || !ensureOpen(promise)) return; // cancellable: a session being made is dropped
             if (session != null) {
                 promise.setFailure(new AlreadyConnectedException());
             } else if (connecting != null) {
@@ -281,6 +449,9 @@ public final class MooringChannel extends AbstractChannel {
                         + " (a MooringServerChannel's bound address), not " + remote));
             } else {
                 connecting = promise;
+                promise.addListener(f -> {
+                    if (f.isCancelled() && connecting == promise) failConnect(null); // the session, if made, is closed
+                });
                 long millis = config.getConnectTimeoutMillis();
                 if (millis > 0) {
                     connectTimeout = eventLoop().schedule(() -> {

@@ -1,5 +1,6 @@
 package io.mooring.netty;
 
+import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.netty.MooringIoHandler.Transport;
 import io.netty.buffer.ByteBufAllocator;
@@ -7,17 +8,21 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultChannelConfig;
+import java.time.Duration;
 import java.util.Map;
 import java.util.function.Predicate;
 
 /**
  * A Mooring channel's configuration: Netty's generic options (auto-read, water marks, connect timeout, allocator...),
- * the socket options a session meets as it is, and a clear error for any other — {@code SO_RCVBUF}, {@code SO_LINGER} or
- * {@code TCP_FASTOPEN} have no meaning on a session. Unless the application picks an allocator, buffers come from a {@link MooringByteBufAllocator} over the
- * endpoint's arena, so what the pipeline writes is registered already and is sent without a copy.
+ * {@code SO_LINGER} and {@code ALLOW_HALF_CLOSURE}, the socket options a session meets as it is, and a clear error for
+ * any other — {@code SO_RCVBUF} or {@code TCP_FASTOPEN} have no meaning on a session. Unless the application picks an
+ * allocator, buffers come from a {@link MooringByteBufAllocator} over the endpoint's arena, so what the pipeline writes
+ * is registered already and is sent without a copy.
  */
 final class MooringChannelConfig extends DefaultChannelConfig {
     private volatile ByteBufAllocator chosen; // the application's ALLOCATOR, or null
+    private volatile int lingerSeconds = -1; // SO_LINGER: -1 is the endpoint's request timeout
+    private volatile boolean allowHalfClosure;
 
     MooringChannelConfig(Channel channel) {
         super(channel);
@@ -34,20 +39,44 @@ final class MooringChannelConfig extends DefaultChannelConfig {
         return super.setAllocator(allocator);
     }
 
+    /** How long a closed channel's session waits for the messages handed to it (SO_LINGER, see MooringChannel). */
+    Duration linger(RdmaEndpoint endpoint) {
+        int seconds = lingerSeconds;
+        return seconds < 0 ? endpoint.requestTimeout() : Duration.ofSeconds(seconds);
+    }
+
+    /** Whether the peer's end of output only ends the input (ALLOW_HALF_CLOSURE) rather than closing the channel. */
+    boolean isAllowHalfClosure() {
+        return allowHalfClosure;
+    }
+
+    @Override
+    public Map<ChannelOption<?>, Object> getOptions() {
+        return getOptions(super.getOptions(), ChannelOption.SO_LINGER, ChannelOption.ALLOW_HALF_CLOSURE);
+    }
+
     /**
-     * Takes Netty's generic options, and the socket options whose intent a session meets already — {@code TCP_NODELAY}
-     * true (a message is posted at once), {@code SO_KEEPALIVE} true (the session watches its peer), {@code SO_BACKLOG}
-     * (a hint, as for the kernel: the listener holds {@value RdmaListener#BACKLOG} sessions), {@code ALLOW_HALF_CLOSURE}
-     * false — so that applications setting them run unchanged.
+     * Takes Netty's generic options; {@code SO_LINGER} (how many seconds a close waits for what was written to go out:
+     * 0 drops what still waits for the peer's credit, -1 — the default — waits the endpoint's request timeout);
+     * {@code ALLOW_HALF_CLOSURE}; and the socket options whose intent a session meets already — {@code TCP_NODELAY} true
+     * (a message is posted at once), {@code SO_KEEPALIVE} true (the session watches its peer), {@code SO_BACKLOG} (a
+     * hint, as for the kernel: the listener holds {@value RdmaListener#BACKLOG} sessions) — so that applications setting
+     * them run unchanged.
      *
      * @throws UnsupportedOperationException for an option, or a value, that does not apply to a Mooring channel
      */
     @Override
     public <T> boolean setOption(ChannelOption<T> option, T value) {
-        if (super.setOption(option, value) || MET_BY_A_SESSION.getOrDefault(option, v -> false).test(value)) return true;
-        throw new UnsupportedOperationException("ChannelOption " + option + " = " + value + " does not apply to a"
-                + " Mooring channel (a session over RDMA, not a socket); it takes " + getOptions().keySet() + " and "
-                + MET_BY_A_SESSION.keySet() + " as a session behaves");
+        if (option == ChannelOption.SO_LINGER && value instanceof Integer seconds && seconds >= -1) {
+            lingerSeconds = seconds;
+        } else if (option == ChannelOption.ALLOW_HALF_CLOSURE && value instanceof Boolean allow) {
+            allowHalfClosure = allow;
+        } else if (!super.setOption(option, value) && !MET_BY_A_SESSION.getOrDefault(option, v -> false).test(value)) {
+            throw new UnsupportedOperationException("ChannelOption " + option + " = " + value + " does not apply to a"
+                    + " Mooring channel (a session over RDMA, not a socket); it takes " + getOptions().keySet() + " and "
+                    + MET_BY_A_SESSION.keySet() + " as a session behaves");
+        }
+        return true;
     }
 
     @Override
@@ -55,13 +84,13 @@ final class MooringChannelConfig extends DefaultChannelConfig {
     public <T> T getOption(ChannelOption<T> option) {
         if (option == ChannelOption.TCP_NODELAY || option == ChannelOption.SO_KEEPALIVE) return (T) Boolean.TRUE;
         if (option == ChannelOption.SO_BACKLOG) return (T) Integer.valueOf(RdmaListener.BACKLOG);
-        if (option == ChannelOption.ALLOW_HALF_CLOSURE) return (T) Boolean.FALSE;
+        if (option == ChannelOption.ALLOW_HALF_CLOSURE) return (T) Boolean.valueOf(allowHalfClosure);
+        if (option == ChannelOption.SO_LINGER) return (T) Integer.valueOf(lingerSeconds);
         return super.getOption(option);
     }
 
     private static final Map<ChannelOption<?>, Predicate<Object>> MET_BY_A_SESSION = Map.of(
             ChannelOption.TCP_NODELAY, Boolean.TRUE::equals,
             ChannelOption.SO_KEEPALIVE, Boolean.TRUE::equals,
-            ChannelOption.SO_BACKLOG, v -> v instanceof Integer n && n > 0,
-            ChannelOption.ALLOW_HALF_CLOSURE, Boolean.FALSE::equals);
+            ChannelOption.SO_BACKLOG, v -> v instanceof Integer n && n > 0);
 }

@@ -2,6 +2,7 @@ package io.mooring.netty;
 
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lease.RdmaEndpoint;
+import io.mooring.lease.RdmaListener;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
@@ -14,6 +15,9 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.testsuite.transport.TestsuitePermutation;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
+import io.netty.util.NetUtil;
+import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -57,6 +61,25 @@ final class MooringSuitePermutation {
                 return new Bootstrap().group(CLIENT.group).channel(MooringChannel.class);
             }
         });
+    }
+
+    static List<BootstrapFactory<ServerBootstrap>> serverSocket() {
+        return List.of(() -> new ServerBootstrap().group(SERVER.group).channel(MooringServerChannel.class));
+    }
+
+    /** A bare session peer on the server side's endpoint: for a client channel to connect to, as to a ServerSocket. */
+    static RawSessionPeer serverSidePeer() {
+        return new RawSessionPeer(SERVER.endpoint);
+    }
+
+    /** Listens on the server side's endpoint, beside the server channels. */
+    static RdmaListener listen() throws IOException {
+        return SERVER.endpoint.listen(new InetSocketAddress(NetUtil.LOCALHOST, 0));
+    }
+
+    /** A bare session peer on the client side's endpoint: to connect to a server channel, as a java.net.Socket. */
+    static RawSessionPeer clientSidePeer() {
+        return new RawSessionPeer(CLIENT.endpoint);
     }
 
     static List<BootstrapFactory<Bootstrap>> clientSocket() {
