@@ -32,7 +32,9 @@ import java.util.concurrent.TimeUnit;
  * A Netty channel over one {@link RdmaSession}: an ordered byte stream, as a TCP socket channel is. A {@link ByteBuf}
  * written goes out as one or more messages of at most the peer's maximum message size, in write order: a buffer of a
  * {@link MooringByteBufAllocator} (the channel's default allocator) whose bytes start its block is sent as it is, any
- * other is copied once into a registered buffer. Each message received goes up the pipeline as a buffer over the very
+ * other is copied once into a registered buffer. A copied write succeeds once its copy is handed to the session; one sent
+ * as it is succeeds when its send completes — the NIC reads the caller's memory until then, so a writer may reuse a
+ * buffer once its write succeeded — and the writes behind it wait for that. Each message received goes up the pipeline as a buffer over the very
  * block the NIC wrote; the pipeline's release gives the block back to the arena. Only {@link ByteBuf}s are written.
  *
  * <p>Connect by {@link InetSocketAddress} to a {@link MooringServerChannel}'s bound address (the endpoint's bootstrap);
@@ -67,6 +69,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     private InboundMessage held;  // taken from the session ahead of a read: at most one
     private boolean peerEnded;    // the peer's end of output, or of the session, came: nothing more will
     private ChannelPromise connecting;
+    private ByteBuf sentAsIs;     // the outbound buffer's current message, posted as it is: its write waits for the send
     private ScheduledFuture<?> connectTimeout;
 
     /** A channel to connect (what {@code Bootstrap.channel(MooringChannel.class)} makes). */
@@ -337,7 +340,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws IOException {
         RdmaSession s = session;
-        while (sends.inFlight() < MAX_IN_FLIGHT) {
+        while (sentAsIs == null && sends.inFlight() < MAX_IN_FLIGHT) {
             Object msg = in.current();
             if (msg == null) return;
             ByteBuf buf = (ByteBuf) msg;
@@ -347,7 +350,13 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
                 continue;
             }
             int length = Math.min(readable, s.peerMaxMessageSize());
-            post(s, asMessage(buf, length, s), length);
+            ByteBuf message = asMessage(buf, length, s);
+            if (message == buf) {
+                sentAsIs = buf; // removed, its write succeeding, when its send completes (sent)
+                post(s, message, length);
+                return;
+            }
+            post(s, message, length);
             in.removeBytes(length); // the write succeeds: its bytes are the session's to deliver, even past a close
         }
     }
@@ -365,7 +374,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
         sent.whenComplete((wc, e) -> {
             message.release(); // any thread: the buffer's block goes back to the arena
             sends.completed();
-            place.execute(() -> sent(e), () -> { });
+            place.execute(() -> sent(message, e), () -> { });
         });
     }
 
@@ -383,14 +392,20 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
         return place.transport().allocator().directBuffer(length, length).writeBytes(buf, buf.readerIndex(), length);
     }
 
-    private void sent(Throwable error) {
+    /** {@code message}'s send completed (on the loop): sends complete in the order they were posted. */
+    private void sent(ByteBuf message, Throwable error) {
+        ChannelOutboundBuffer out = unsafe().outboundBuffer();
+        if (message == sentAsIs) {
+            sentAsIs = null;
+            // Still the current message unless a close or shutdownOutput failed the writes meanwhile.
+            if (error == null && out != null && out.current() == message) out.removeBytes(message.readableBytes());
+        }
         if (!open) return;
         if (error != null) {
             pipeline().fireExceptionCaught(error instanceof CompletionException ? error.getCause() : error);
             unsafe().close(unsafe().voidPromise());
             return;
         }
-        ChannelOutboundBuffer out = unsafe().outboundBuffer();
         if (out != null && !out.isEmpty()) ((MooringUnsafe) unsafe()).flush0();
     }
 

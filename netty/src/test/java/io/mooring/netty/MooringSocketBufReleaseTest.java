@@ -10,10 +10,12 @@ import java.util.List;
 
 /**
  * Netty's {@link SocketBufReleaseTest} on the Mooring transport (see {@link MooringSuitePermutation}), with Netty's
- * allocators only. It checks a written buffer's count right after its write succeeded; a write succeeds once its bytes
- * are handed to the session, and a {@link MooringByteBufAllocator} buffer is posted as it is (zero copy), so the NIC may
- * still be reading it then and the transport's reference goes only when the send completes — the check raced that
- * (3 runs in 12 failed, before and after the half-closure work). A copied buffer is released at the hand-off.
+ * allocators only. It closes both channels right after their first writes and then expects each written buffer back to
+ * the one reference its handler kept. A {@link MooringByteBufAllocator} buffer is posted as it is (zero copy): its
+ * write succeeds when its send completes, but a close while the NIC still reads it fails the write at once, and the
+ * transport's reference goes only when the send completes — the memory must not be reused under the NIC. What the
+ * test checks for such a buffer, a write that succeeded, is {@code MooringTransportTest}'s
+ * {@code aBufferRefilledAfterItsWriteSucceededSendsEveryFill}. A copied buffer is released at the hand-off.
  */
 class MooringSocketBufReleaseTest extends SocketBufReleaseTest {
     @Override

@@ -1,6 +1,7 @@
 package io.mooring.netty;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -190,6 +191,39 @@ class MooringTransportTest {
 
     private ChannelFuture connect(Channel server, ChannelHandler handler) {
         return f.clientBootstrap(handler).connect(server.localAddress());
+    }
+
+    /**
+     * A buffer of the channel's allocator is sent as it is, so its write succeeds only once its send completed: a writer
+     * that refills one buffer after each successful write sends every fill, never a later one, and holds the only
+     * reference again by then (Netty's buffer-release contract; before, the write succeeded at the hand-off).
+     */
+    @Test
+    void aBufferRefilledAfterItsWriteSucceededSendsEveryFill() throws Exception {
+        Channel server = bindEcho();
+        int size = 4096;
+        int rounds = 200;
+        var received = new Received(size * rounds);
+        Channel client = f.clientBootstrap(received).connect(server.localAddress()).sync().channel();
+        ByteBuf buf = client.alloc().directBuffer(size);
+        try {
+            for (int round = 0; round < rounds; round++) {
+                buf.clear();
+                for (int i = 0; i < size; i++) buf.writeByte(round);
+                client.writeAndFlush(buf.retain()).sync();
+                assertEquals(1, buf.refCnt(), "round " + round + ": the transport still holds the written buffer");
+            }
+        } finally {
+            buf.release();
+        }
+        byte[] echoed = received.expect((long) size * rounds).get(30, TimeUnit.SECONDS);
+        for (int at = 0; at < echoed.length; at++) {
+            if (echoed[at] != (byte) (at / size)) {
+                throw new AssertionError("byte " + at + " of fill " + at / size + " came as " + echoed[at]);
+            }
+        }
+        client.close().sync();
+        server.close().sync();
     }
 
     /**
