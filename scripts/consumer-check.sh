@@ -16,7 +16,8 @@ java=$(./mooring mvn -v | sed -n 's/^Java version: .*, runtime: //p')/bin/java
 
 mkdir -p "$work/src/main/java"
 cp -r examples/src/main/java/io "$work/src/main/java/"
-rm -rf "$work/src/main/java/io/mooring/examples/kv" # only the guide's examples: what a reader copies
+# Only the guide's examples and the plain ones: what a reader copies (the gRPC one needs grpc-java, not Mooring's).
+rm -rf "$work/src/main/java/io/mooring/examples/kv" "$work/src/main/java/io/mooring/examples/netty"
 cat >"$work/src/main/java/module-info.java" <<'EOF'
 module consumer {
     requires io.mooring.lease;
