@@ -15,6 +15,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.DuplexChannel;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.SocketShutdownOutputBySelfTest;
@@ -23,12 +24,16 @@ import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
 
 /**
  * Netty's {@link SocketShutdownOutputBySelfTest} on the Mooring transport. Each of its tests has a
  * {@code java.net.ServerSocket} as the channel's peer, which a Mooring channel cannot reach (it connects to sessions);
  * each is overridden here to take the same steps and make the same checks with a bare {@link RawSessionPeer} in its
- * place. {@code testWriteAfterShutdownOutputNoWritabilityChange} is {@code @Disabled} by Netty itself.
+ * place — also {@code testWriteAfterShutdownOutputNoWritabilityChange}, which Netty leaves out of its own runs and
+ * which runs here.
  */
 class MooringSocketShutdownOutputBySelfTest extends SocketShutdownOutputBySelfTest {
     private static final long WAIT_SECONDS = 10;
@@ -107,6 +112,64 @@ class MooringSocketShutdownOutputBySelfTest extends SocketShutdownOutputBySelfTe
             } finally {
                 ch.close().sync();
             }
+        }
+    }
+
+    @Test
+    @Override
+    public void testWriteAfterShutdownOutputNoWritabilityChange(TestInfo testInfo) throws Throwable {
+        run(testInfo, this::testWriteAfterShutdownOutputNoWritabilityChange);
+    }
+
+    /**
+     * Writes past the high water mark turn the channel unwritable until flushed; after {@code shutdownOutput()} a write
+     * fails and leaves the channel's writability as it was (no event), and the peer read every byte before the end.
+     * (Netty disables its own version, which expects the channel still writable after the shutdown: its
+     * {@code AbstractChannel} drops the outbound buffer there, so no transport of its is.)
+     */
+    @Override
+    public void testWriteAfterShutdownOutputNoWritabilityChange(Bootstrap cb) throws Throwable {
+        var h = new Writability();
+        try (RdmaListener listener = MooringSuitePermutation.listen();
+                RawSessionPeer peer = MooringSuitePermutation.serverSidePeer()) {
+            var ch = (DuplexChannel) cb.option(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(4, 8))
+                    .handler(h).connect(listener.address()).sync().channel();
+            try {
+                peer.accept(listener);
+                byte[] bytes = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+                ChannelFuture written = ch.write(Unpooled.wrappedBuffer(bytes));
+                assertFalse(ch.isWritable(), "9 bytes queued, over the high water mark of 8");
+                ch.flush();
+                written.sync();
+                // Netty completes the write's promise, then counts its bytes out (and fires the change) just after.
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(WAIT_SECONDS);
+                while (!ch.isWritable() && System.nanoTime() < deadline) Thread.sleep(1);
+                assertTrue(ch.isWritable(), "writable again once the bytes are sent");
+                for (byte b : bytes) assertEquals(b, peer.read());
+
+                ch.shutdownOutput().sync(); // Netty's AbstractChannel drops the outbound buffer: unwritable from here
+                int changes = h.changes.get();
+                boolean writable = ch.isWritable();
+                ChannelFuture refused = ch.writeAndFlush(Unpooled.wrappedBuffer(bytes));
+                assertTrue(refused.await(WAIT_SECONDS, TimeUnit.SECONDS));
+                assertFalse(refused.isSuccess(), "a write after shutdownOutput() succeeded");
+                assertEquals(writable, ch.isWritable(), "the refused write changed the channel's writability");
+                assertEquals(changes, h.changes.get(), "the refused write fired a writability change");
+                assertEquals(-1, peer.read(), "the peer reads the end after the bytes written before it");
+            } finally {
+                ch.close().sync();
+            }
+        }
+    }
+
+    /** Counts the channel's writability changes. */
+    private static final class Writability extends ChannelInboundHandlerAdapter {
+        final AtomicInteger changes = new AtomicInteger();
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+            changes.incrementAndGet();
+            ctx.fireChannelWritabilityChanged();
         }
     }
 

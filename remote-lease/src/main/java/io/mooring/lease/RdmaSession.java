@@ -167,7 +167,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next message at most {@code timeout}, else throws {@link MooringTimeoutException} (losing none). */
     public InboundMessage receive(Duration timeout) {
-        return endpoint.await.within(receiveAsync(), timeout, "a message from " + peerAddress());
+        return endpoint.await.within(receiveAsync(), timeout, "a message");
     }
 
     /**
@@ -190,7 +190,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next WRITE with immediate at most {@code timeout}, else throws {@link MooringTimeoutException}. */
     public int receiveWriteImm(Duration timeout) {
-        return endpoint.await.within(receiveWriteImmAsync(), timeout, "a write with immediate from " + peerAddress());
+        return endpoint.await.within(receiveWriteImmAsync(), timeout, "a write with immediate");
     }
 
     // ---- calls -----------------------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next offer at most {@code timeout}, else throws {@link MooringTimeoutException}. */
     public RemoteSegment receiveOffer(Duration timeout) {
-        return endpoint.await.within(receiveOfferAsync(), timeout, "an offer from " + peerAddress());
+        return endpoint.await.within(receiveOfferAsync(), timeout, "an offer");
     }
 
     // ---- holder ----------------------------------------------------------------------------------------------
