@@ -416,7 +416,8 @@ public final class RdmaSession implements AutoCloseable {
 
     /**
      * Completes, never exceptionally, when the session ends, with how and why ({@link SessionEnd}): closed by this side,
-     * ended by the peer, or lost to what broke it — so an application learns of a lost peer without polling. Its dependents run on a virtual thread
+     * ended by the peer, or lost to what broke it — so an application learns of a lost peer without polling, and
+     * {@code isDone()} is true for every caller from then on. Dependents added before the end run on a virtual thread
      * of their own (never the dispatcher), so {@code session.closed().thenRun(session::close)} is safe.
      */
     public CompletableFuture<SessionEnd> closed() {

@@ -106,6 +106,13 @@ final class SessionLink {
     private Listener listener;
     private volatile String lostReason;
     private final CompletableFuture<SessionEnd> ended = new CompletableFuture<>();
+    /**
+     * {@link #ended} as the application sees it: one future, so that {@code closed().isDone()} is true for every caller
+     * once the session ended; completed on a virtual thread of its own, so that what waits on it never runs on the
+     * dispatcher or inside a close.
+     */
+    private final CompletableFuture<SessionEnd> closed =
+            ended.thenApplyAsync(end -> end, Thread.ofVirtual().name("mooring-session-closed")::start);
     private volatile boolean closing;
     private final AtomicBoolean tearingDown = new AtomicBoolean();
     private final CompletableFuture<Void> tornDown = new CompletableFuture<>();
@@ -318,11 +325,12 @@ final class SessionLink {
     }
 
     /**
-     * Completes when the session ends, closed or lost, with the reason. Its dependents run on a virtual thread of their
-     * own, never on the dispatcher or inside a close: so {@code closed().thenRun(session::close)} may wait.
+     * Completes when the session ends, closed or lost, with the reason. Dependents added before the end run on a
+     * virtual thread of their own, never on the dispatcher or inside a close: so {@code closed().thenRun(session::close)}
+     * may wait. A copy: a caller completing it changes nothing for the others.
      */
     CompletableFuture<SessionEnd> closed() {
-        return ended.thenApplyAsync(end -> end, Thread.ofVirtual().name("mooring-session-closed")::start);
+        return closed.copy();
     }
 
     /** Loses the session if one of its QPs went to ERROR (the endpoint's periodic check). */

@@ -320,6 +320,21 @@ class RdmaSessionTest {
     }
 
     /**
+     * Once a session has ended, {@code closed()} says so to every caller at once: an application polling
+     * {@code closed().isDone()} saw a fresh, not yet completed future on each call, and learned of an end seconds late
+     * or, under load, not at all.
+     */
+    @Test
+    void closedIsDoneForEveryCallerOnceTheSessionEnded() throws Exception {
+        requester.closeAsync().get(10, TimeUnit.SECONDS);
+        owner.closed().get(15, TimeUnit.SECONDS);
+        for (int i = 0; i < 1_000; i++) {
+            assertTrue(owner.closed().isDone(), "call " + i + " of closed() after the end: not done");
+            assertTrue(requester.closed().isDone(), "the closer's call " + i + " of closed(): not done");
+        }
+    }
+
+    /**
      * A peer's close comes after what it sent, as a TCP FIN does: a WRITE with immediate it made and messages it posted
      * just before closing — sends still on the wire, completions this side has not polled yet, and all of it not yet
      * taken by the application here — are received after the session has ended, and only then does a receive fail.
