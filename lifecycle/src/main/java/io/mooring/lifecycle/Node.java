@@ -51,7 +51,7 @@ final class Node {
     private final DestroyAction action;
 
     private final ReentrantLock lock = new ReentrantLock();
-    private final Set<Node> children = new LinkedHashSet<>();
+    private Set<Node> children; // made with the first child and dropped with the last: most nodes have none
     private volatile ResourceState state = ResourceState.OPEN;
     private boolean destroying;
     private Throwable failureCause; // set while FAILED
@@ -112,7 +112,7 @@ final class Node {
                             "cannot create " + kind + " under " + p.name() + ": " + p.name() + " is " + p.stateWord());
                 }
             }
-            for (Node p : ordered) p.children.add(this);
+            for (Node p : ordered) p.addChild(this);
         } finally {
             for (int i = locked - 1; i >= 0; i--) ordered[i].lock.unlock();
         }
@@ -179,7 +179,7 @@ final class Node {
         lock.lock();
         try {
             if (state != ResourceState.OPEN) return false;
-            if (strict && !children.isEmpty()) {
+            if (strict && children != null) {
                 throw new ResourceBusyException(info(), children.stream().map(Node::info).toList());
             }
             state = ResourceState.CLOSING;
@@ -227,7 +227,7 @@ final class Node {
     private boolean claimDestroy() {
         lock.lock();
         try {
-            if (state != ResourceState.CLOSING || destroying || !children.isEmpty() || pinWord != CLOSED) return false;
+            if (state != ResourceState.CLOSING || destroying || children != null || pinWord != CLOSED) return false;
             destroying = true;
             return true;
         } finally {
@@ -314,10 +314,16 @@ final class Node {
 
     // ---- children -------------------------------------------------------------------------------------------
 
+    /** Caller holds {@link #lock}. */
+    private void addChild(Node child) {
+        if (children == null) children = new LinkedHashSet<>();
+        children.add(child);
+    }
+
     private void removeChild(Node child) {
         lock.lock();
         try {
-            children.remove(child);
+            if (children != null && children.remove(child) && children.isEmpty()) children = null;
         } finally {
             lock.unlock();
         }
@@ -326,7 +332,7 @@ final class Node {
     List<Node> liveChildren() {
         lock.lock();
         try {
-            return new ArrayList<>(children);
+            return children == null ? new ArrayList<>() : new ArrayList<>(children);
         } finally {
             lock.unlock();
         }

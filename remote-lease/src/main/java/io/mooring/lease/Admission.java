@@ -5,6 +5,7 @@ import java.io.InterruptedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
@@ -79,7 +80,13 @@ final class Admission {
                         + " interrupted waiting for a handshake slot"));
                 return;
             }
-            var socket = new Socket();
+            Socket socket;
+            try {
+                socket = SocketChannel.open().socket(); // a channel's: its session's end is watched by a selector
+            } catch (IOException e) {
+                session.completeExceptionally(e);
+                return;
+            }
             handshaking.add(socket); // close() breaks off a connect too
             PeerAccount account = null;
             boolean slot = false;

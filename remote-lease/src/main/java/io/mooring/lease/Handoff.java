@@ -16,8 +16,9 @@ final class Handoff<T> {
     private final String what;
     private final Supplier<CompletableFuture<T>> futures;
     private final Runnable onTaken;
-    private final ArrayDeque<T> items = new ArrayDeque<>();                      // guarded by this
-    private final ArrayDeque<CompletableFuture<T>> takers = new ArrayDeque<>();  // guarded by this
+    // Small at first, grown as used: a session has three of these, most of them idle (the default holds 16).
+    private final ArrayDeque<T> items = new ArrayDeque<>(1);                      // guarded by this
+    private final ArrayDeque<CompletableFuture<T>> takers = new ArrayDeque<>(1);  // guarded by this
     private RuntimeException closed;                                             // guarded by this
 
     Handoff(int capacity, String what) {

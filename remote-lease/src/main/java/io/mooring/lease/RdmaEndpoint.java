@@ -9,7 +9,7 @@ import io.mooring.verbs.values.Access;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.ServerSocket;
+import java.nio.channels.ServerSocketChannel;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
@@ -69,6 +69,7 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final SessionRegistry registry = new SessionRegistry(s -> admission().freeSlot(s.peer()));
     private final List<RdmaListener> listeners = new CopyOnWriteArrayList<>();
     private final ScheduledFuture<?> health;
+    private final ConnectionWatch connectionWatch;
     private volatile boolean closed;
 
     private RdmaEndpoint(Builder b) {
@@ -110,6 +111,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         this.admission = new Admission(this, new Admission.Limits(b.handshakeTimeout, b.firstBytesTimeout,
                 b.failureBackoff, maxSessions, b.maxSessionsPerPeer, b.maxHandshakes, b.maxHandshakesPerPeer,
                 b.prefix));
+        this.connectionWatch = new ConnectionWatch(String.valueOf(pd.context().device().name()));
         // A data QP takes its receives from the shared queue, so no flushed receive of its own reports that it broke (a
         // remote access error moves it to ERROR without a completion on the owner's side): its state is checked.
         this.health = Admission.WATCHDOG.scheduleWithFixedDelay(() -> {
@@ -146,7 +148,7 @@ public final class RdmaEndpoint implements AutoCloseable {
     /** Listens on {@code address}; sessions come from {@link RdmaListener#acceptAsync()}. */
     public RdmaListener listen(InetSocketAddress address) throws IOException {
         checkOpen();
-        var server = new ServerSocket();
+        var server = ServerSocketChannel.open().socket(); // accepts channels' sockets: see ConnectionWatch
         try {
             server.bind(address);
         } catch (IOException e) {
@@ -184,6 +186,10 @@ public final class RdmaEndpoint implements AutoCloseable {
     }
 
     /** The endpoint's sessions and the routing of its completions to them. */
+    ConnectionWatch connectionWatch() {
+        return connectionWatch;
+    }
+
     SessionRegistry registry() {
         return registry;
     }
@@ -282,6 +288,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         // A handshake in progress has QPs on the shared receive queue: break it off and wait until it has freed them.
         admission.close();
         registry.closeAll();
+        connectionWatch.close();
         receives.close();
         cq.close();
     }

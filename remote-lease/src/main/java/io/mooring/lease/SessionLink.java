@@ -12,7 +12,6 @@ import io.mooring.verbs.values.DeviceAttributes;
 import io.mooring.verbs.values.QpCapabilities;
 import io.mooring.verbs.values.QpState;
 import java.io.IOException;
-import java.io.InputStream;
 import java.lang.System.Logger.Level;
 import java.net.Socket;
 import java.net.SocketAddress;
@@ -112,7 +111,7 @@ final class SessionLink {
      * dispatcher or inside a close.
      */
     private final CompletableFuture<SessionEnd> closed =
-            ended.thenApplyAsync(end -> end, Thread.ofVirtual().name("mooring-session-closed")::start);
+            ended.thenApplyAsync(end -> end, task -> Thread.ofVirtual().name("mooring-session-closed").start(task));
     private volatile boolean closing;
     private final AtomicBoolean tearingDown = new AtomicBoolean();
     private final CompletableFuture<Void> tornDown = new CompletableFuture<>();
@@ -241,8 +240,7 @@ final class SessionLink {
         dataQp.connect(peerData, options.toBuilder().maxRdAtomic(readDepth).maxDestRdAtomic(peerReadDepth).build());
         channel.start();
         bootstrap.barrier(); // both sides have receives posted before either sends anything
-        socket.setSoTimeout(0); // from now on the connection only signals liveness: watchPeer blocks on it
-        Thread.ofVirtual().name("mooring-session-watch-" + peerAddress).start(this::watchPeer);
+        endpoint.connectionWatch().watch(socket.getChannel(), new PeerWatcher());
     }
 
     static void closeQuietly(Socket s) {
@@ -379,20 +377,15 @@ final class SessionLink {
     // ---- liveness --------------------------------------------------------------------------------------------
 
     /**
-     * Blocks on the bootstrap connection, which after the bootstrap carries one thing: the peer's goodbye when it
-     * closes — how many messages and notices it posted — and then its end. The goodbye orders the end after the data:
-     * the session ends once that many have arrived here, so none is lost to the race between the TCP connection and the
+     * Hears the bootstrap connection, which after the bootstrap carries one thing: the peer's goodbye when it closes —
+     * how many messages and notices it posted — and then its end. The goodbye orders the end after the data: the
+     * session ends once that many have arrived here, so none is lost to the race between the TCP connection and the
      * data QP's completions. Its end without a goodbye (the peer process died, its session broke, or it hangs up to
      * spare itself the backoff) loses the session at once: a loss, which bars the peer a while, never a clean end.
      */
-    private void watchPeer() {
-        try (InputStream in = socket.getInputStream()) {
-            byte[] goodbye = in.readNBytes(GOODBYE_BYTES);
-            if (goodbye.length < GOODBYE_BYTES) { // a crashed peer, or one sparing itself the backoff: a loss
-                if (!closing) lost("the peer dropped the connection without a goodbye");
-                return;
-            }
-            long sent = ByteBuffer.wrap(goodbye).getLong();
+    private final class PeerWatcher implements ConnectionWatch.Watcher {
+        @Override
+        public void goodbye(long sent) {
             // Its completions may not all be polled yet here: the TCP connection and the data QP race.
             if (!Await.polling(() -> listener.arrivals() >= sent, FLUSH_WAIT)) {
                 lost("the peer closed the session after " + sent + " messages, of which " + listener.arrivals()
@@ -401,19 +394,25 @@ final class SessionLink {
             // A peer whose access failed closes its broken session: that is a loss (and its backoff), not an end.
             checkQueuePairs();
             if (!closing) lost("the peer closed the session", Level.INFO);
-        } catch (IOException e) {
-            if (!closing) lost("the session's TCP connection broke: " + e.getMessage(), Level.WARNING);
+        }
+
+        @Override
+        public void ended(String why) {
+            if (!closing) lost(why); // a crashed peer, one sparing itself the backoff, or a broken connection: a loss
         }
     }
 
     /**
      * Tells the peer this side closes, once what it posted has completed (a bounded wait): how many messages and
-     * notices to expect before the end (see {@link #watchPeer}).
+     * notices to expect before the end (see {@link PeerWatcher}).
      */
     void sayGoodbye(long sent) {
         awaitFlushed();
         try {
-            socket.getOutputStream().write(ByteBuffer.allocate(GOODBYE_BYTES).putLong(sent).array());
+            // The watched channel is non-blocking: 8 bytes into an empty send buffer go at once, or the peer sees a loss.
+            var goodbye = ByteBuffer.allocate(GOODBYE_BYTES).putLong(sent).flip();
+            socket.getChannel().write(goodbye);
+            if (goodbye.hasRemaining()) LOG.log(Level.DEBUG, "no room for the goodbye to " + peerAddress);
         } catch (IOException e) {
             LOG.log(Level.DEBUG, "no goodbye to " + peerAddress + ": " + e.getMessage());
         }

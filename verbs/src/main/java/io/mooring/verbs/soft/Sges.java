@@ -9,7 +9,7 @@ import io.mooring.verbs.values.SgeList;
  * the rest in an array that grows to the most entries a request of its queue had: most requests have one, and a queue
  * keeps one of these per request it holds.
  */
-final class Sges {
+final class Sges implements SgeList {
     private static final long[] NONE = {};
 
     int count;
@@ -18,15 +18,23 @@ final class Sges {
     private int lkey0;
     private long[] more = NONE; // entries 1.. as pairs: the address, then the length << 32 | the lkey
 
-    long address(int i) {
+    @Override
+    public int count() {
+        return count;
+    }
+
+    @Override
+    public long address(int i) {
         return i == 0 ? address0 : more[2 * i - 2];
     }
 
-    int length(int i) {
+    @Override
+    public int length(int i) {
         return i == 0 ? length0 : (int) (more[2 * i - 1] >>> 32);
     }
 
-    int lkey(int i) {
+    @Override
+    public int lkey(int i) {
         return i == 0 ? lkey0 : (int) more[2 * i - 1];
     }
 
@@ -45,6 +53,14 @@ final class Sges {
         }
     }
 
+    /** Holds {@code count} (0 or 1) entries: the one given, if any. */
+    void setSingle(int count, long address, int length, int lkey) {
+        this.count = count;
+        address0 = address;
+        length0 = length;
+        lkey0 = lkey;
+    }
+
     void copyFrom(Sges other) {
         count = other.count;
         address0 = other.address0;
@@ -59,7 +75,8 @@ final class Sges {
         if (2 * (n - 1) > more.length) more = new long[2 * (n - 1)];
     }
 
-    long totalLength() {
+    @Override
+    public long totalLength() {
         long total = 0;
         for (int i = 0; i < count; i++) total += length(i);
         return total;

@@ -36,7 +36,7 @@ final class SoftQp implements QpOps {
     private final QpCapabilities capabilities;
     final ReentrantLock lock = new ReentrantLock();
     final WorkRing<SendWork> sendQueue;                  // guarded by lock
-    final WorkRing<RecvWork> recvQueue;                  // guarded by lock; empty with an srq
+    final ReceiveRing recvQueue;                         // guarded by lock; empty with an srq
     private final RecvWork flushed = new RecvWork();     // guarded by lock: the receive being flushed
     final SoftSrq srq;                                   // null: receives come from recvQueue
     volatile int changes; // bumped under lock by every post and state change: an idle requester waits for a bump
@@ -66,7 +66,7 @@ final class SoftQp implements QpOps {
         this.capabilities = capabilities;
         this.qpn = device.newQpNumber();
         this.sendQueue = new WorkRing<>(capabilities.maxSendWr(), () -> new SendWork(capabilities.maxInlineData()));
-        this.recvQueue = new WorkRing<>(srq == null ? capabilities.maxRecvWr() : 1, RecvWork::new);
+        this.recvQueue = new ReceiveRing(srq == null ? capabilities.maxRecvWr() : 1, pd);
         this.requester = new Requester(this, capabilities.maxInlineData());
         sendCq.users.incrementAndGet();
         recvCq.users.incrementAndGet();
@@ -241,7 +241,7 @@ final class SoftQp implements QpOps {
             if (state == QpState.ERROR) {
                 recvCq.push(wrId, WcStatus.WR_FLUSH_ERR.code(), WcOpcode.RECV.code(), 0, 0, 0, qpn);
             } else {
-                recvQueue.add().set(wrId, rr.sgl(), pd);
+                recvQueue.add(wrId, rr.sgl());
             }
         } finally {
             lock.unlock();

@@ -17,19 +17,19 @@ final class SoftSrq implements SrqOps {
     /** QPs on it; destroying it with any left fails with EBUSY, as rdma-core does. */
     final AtomicInteger users = new AtomicInteger();
     private final Runnable limitReached;
-    private final WorkRing<RecvWork> posted; // guarded by this
+    private final ReceiveRing posted; // guarded by this
     private int limit; // guarded by this; 0: not armed
 
     SoftSrq(SoftPd pd, int id, int maxWr, Runnable limitReached) {
         this.pd = pd;
         this.id = id;
-        this.posted = new WorkRing<>(maxWr, RecvWork::new);
+        this.posted = new ReceiveRing(maxWr, pd);
         this.limitReached = limitReached;
     }
 
     @Override
     public synchronized void postRecv(RecvWr request, long wrId) {
-        posted.add().set(wrId, request.sgl(), pd);
+        posted.add(wrId, request.sgl());
     }
 
     @Override
