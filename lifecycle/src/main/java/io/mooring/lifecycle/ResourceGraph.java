@@ -2,6 +2,7 @@ package io.mooring.lifecycle;
 
 import java.lang.System.Logger.Level;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -80,7 +81,8 @@ public final class ResourceGraph implements AutoCloseable {
     public Resource create(String kind, String description, DestroyAction onDestroy, Resource... parents) {
         Objects.requireNonNull(onDestroy, "onDestroy");
         if (kind == null || kind.isBlank()) throw new IllegalArgumentException("resource kind must not be blank");
-        List<Resource> parentHandles = List.of(parents).stream().distinct().toList();
+        // List.of keeps one or two parents without an array: every resource has two lists of its parents.
+        List<Resource> parentHandles = List.of(Arrays.stream(parents).distinct().toArray(Resource[]::new));
         for (Resource p : parentHandles) {
             if (p.graph() != this) {
                 throw new IllegalArgumentException("cannot create " + kind + " in graph '" + name + "' under "
@@ -88,7 +90,7 @@ public final class ResourceGraph implements AutoCloseable {
             }
         }
         Node node = new Node(this, kind, ids.incrementAndGet(), description == null ? "" : description,
-                parentHandles.stream().map(Resource::node).toList(),
+                List.of(parentHandles.stream().map(Resource::node).toArray(Node[]::new)),
                 leakDetection == LeakDetection.PARANOID ? Node.captureSite() : List.of(), onDestroy);
         // Registered before attaching: once attached, a concurrent closeTree may destroy (and forget) it.
         live.put(node.id, node);

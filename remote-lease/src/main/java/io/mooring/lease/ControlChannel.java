@@ -38,7 +38,7 @@ final class ControlChannel implements AutoCloseable {
 
     private final Block buffers;
     private final ArrayDeque<Integer> freeSendSlots = new ArrayDeque<>(); // guarded by this
-    private final ArrayDeque<Queued> outbox = new ArrayDeque<>();          // guarded by this
+    private final ArrayDeque<Queued> outbox = new ArrayDeque<>(2);          // guarded by this
     /** Queued messages that no lease bounds, guarded by this. */
     private int unboundQueued;
 

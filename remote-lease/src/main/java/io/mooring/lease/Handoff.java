@@ -16,7 +16,7 @@ final class Handoff<T> {
     private final String what;
     private final Supplier<CompletableFuture<T>> futures;
     private final Runnable onTaken;
-    // Small at first, grown as used: a session has three of these, most of them idle (the default holds 16).
+    // Small at first, grown as used: a session has three of these, mostly idle (the default holds 16 at once).
     private final ArrayDeque<T> items = new ArrayDeque<>(1);                      // guarded by this
     private final ArrayDeque<CompletableFuture<T>> takers = new ArrayDeque<>(1);  // guarded by this
     private RuntimeException closed;                                             // guarded by this

@@ -43,7 +43,7 @@ final class MessageFlow {
     private final Handoff<Integer> notices;
 
     // guarded by this
-    private final ArrayDeque<WaitingSend> waiting = new ArrayDeque<>(); // sends not posted yet, in call order
+    private final ArrayDeque<WaitingSend> waiting = new ArrayDeque<>(2); // sends not posted yet, in call order
     private boolean posting; // a thread posts now, the only one: with credits left, waiting is empty otherwise
     private long arrived;  // messages and notices the peer sent
     private long returned; // credits returned to the peer

@@ -12,7 +12,7 @@ final class SessionAgent {
     private static final System.Logger LOG = System.getLogger(SessionAgent.class.getName());
 
     private final String name;
-    private final ArrayDeque<Runnable> tasks = new ArrayDeque<>(); // guarded by this
+    private final ArrayDeque<Runnable> tasks = new ArrayDeque<>(2); // guarded by this
     private Thread serving;                                          // guarded by this: null while idle
     private boolean stopped;                                         // guarded by this
 

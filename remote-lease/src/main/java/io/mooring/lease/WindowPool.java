@@ -31,7 +31,7 @@ final class WindowPool {
     static final Duration COMPLETION_WAIT = Duration.ofSeconds(10);
 
     private final QueuePair qp;
-    private final ArrayDeque<MemoryWindow> windows = new ArrayDeque<>(); // guarded by this
+    private final ArrayDeque<MemoryWindow> windows = new ArrayDeque<>(2); // guarded by this
     /** Binds made through each live window. Guarded by this. */
     private final Map<MemoryWindow, Integer> binds = new IdentityHashMap<>();
     private boolean stopped; // guarded by this: windows are retired, not pooled
