@@ -42,7 +42,9 @@ final class ConnectionWatch implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot open a selector to watch the sessions' connections", e);
         }
-        thread = Thread.ofPlatform().daemon().name("mooring-connection-watch-" + name).start(this::run);
+        // Virtual: a select blocks its carrier, and the scheduler lends another meanwhile (one per endpoint, not per
+        // session); no JVM-wide daemon thread of its own.
+        thread = Thread.ofVirtual().name("mooring-connection-watch-" + name).start(this::run);
     }
 
     /**
