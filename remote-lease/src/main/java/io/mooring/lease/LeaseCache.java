@@ -64,7 +64,8 @@ public final class LeaseCache<K> implements AutoCloseable {
     private final Executor executor;
     /**
      * How long the peer may still count a lease whose release it did not acknowledge (the answer failed or timed out):
-     * until it ends the lease itself, a {@link LeaseLimits#grace()} past the deadline, then the revocation: as long again.
+     * until it ends the lease itself, a {@link LeaseLimits#grace()} past the deadline, then the revocation: as long
+     * again.
      */
     private final Duration ending;
     /** Leases the peer may count against this cache: taken by a load, given back when the peer no longer counts it. */

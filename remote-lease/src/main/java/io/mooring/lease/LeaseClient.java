@@ -115,12 +115,12 @@ final class LeaseClient {
                 }
             }
             if (answered == null) {
-                link.tell(release); // a peer that leaves our control messages untaken loses the session, as for any reply
+                link.tell(release); // a peer that leaves our control messages untaken loses the session, as for a reply
                 s.released.complete(null);
                 return s.released;
             }
             answered.whenComplete((answer, e) -> {
-                boolean alreadyEnded = answer instanceof Message.Error error && error.code() == ErrorCodes.UNKNOWN_LEASE;
+                boolean alreadyEnded = answer instanceof Message.Error no && no.code() == ErrorCodes.UNKNOWN_LEASE;
                 if (e != null) s.released.completeExceptionally(e);
                 else if (answer instanceof Message.ReleaseAck || alreadyEnded) s.released.complete(null);
                 else s.released.completeExceptionally(refusal(answer));

@@ -231,8 +231,8 @@ class LeaseCacheTest {
     /**
      * The owner replaces every value of a peer at its bound at once; the holder's releases that answer the revocations
      * are acknowledged once the owner no longer counts those leases, so tasks loading other keys right after get their
-     * leases at once and none is refused. The cache is told a grace of 30 s: had it to wait that out (twice) for want of
-     * an acknowledgement, as it did, the loads would find no lease come free within their wait and fail.
+     * leases at once and none is refused. The cache is told a grace of 30 s: had it to wait that out (twice) for want
+     * of an acknowledgement, as it did, the loads would find no lease come free within their wait and fail.
      */
     @Test
     void leasesRevokedAtTheBoundAreLeasedAgainAtOnce() throws Exception {
