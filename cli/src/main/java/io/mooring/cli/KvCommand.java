@@ -21,7 +21,9 @@ import picocli.CommandLine.Option;
 @Command(name = "kv", description = {"a remote key-value cache: PUT by message, GET by RDMA READ of a leased value.",
         "A server keeps values in arena blocks; a client PUTs by message and GETs by one RDMA READ of the stored value,"
                 + " leased to it on its first GET; after --warmup untimed operations (half PUTs: both sides' paths"
-                + " compiled, as a pingpong's warm-up does) it prints ops/s and GET/PUT p50/p99.",
+                + " compiled, as a pingpong's warm-up does) it prints ops/s and GET/PUT p50/p99. With --concurrency N,"
+                + " N tasks call at once over the session; a PUT is answered once the leases of the value it replaced"
+                + " were revoked from their readers.",
         "Without --role, a server process and a client (this process) on one machine."})
 final class KvCommand extends DeviceCommand {
     /** Which side this process plays. */
@@ -56,6 +58,10 @@ final class KvCommand extends DeviceCommand {
     @Option(names = "--ops", paramLabel = "N", defaultValue = "20000",
             description = "client: timed operations (90%% GET)")
     private int ops;
+    @Option(names = "--concurrency", paramLabel = "N", defaultValue = "1",
+            description = "client: tasks (virtual threads) calling at once over the session, 1 to 1024: each GETs any"
+                    + " key and PUTs its own, and every GET is checked")
+    private int concurrency;
     @Option(names = "--handshake-timeout", paramLabel = "SECONDS", defaultValue = "10",
             description = "how long a session's handshake may take, 1 to 3600 (more on a slow or emulated CPU)")
     private int handshakeSeconds;
@@ -65,6 +71,7 @@ final class KvCommand extends DeviceCommand {
         Usage.within(spec, "--keys", keys, 1, 100_000);
         Usage.within(spec, "--warmup", warmup, 0, 100_000_000);
         Usage.within(spec, "--ops", ops, 1, 100_000_000);
+        Usage.within(spec, "--concurrency", concurrency, 1, 1024);
         Usage.within(spec, "--port", port, 0, 65535);
         Usage.within(spec, "--sessions", sessions, 0, 1_000_000);
         Usage.within(spec, "--handshake-timeout", handshakeSeconds, 1, 3600);
@@ -84,7 +91,8 @@ final class KvCommand extends DeviceCommand {
         try {
             switch (role) {
                 case SERVER -> KvServer.run(name, port, sessions, handshakeTimeout);
-                case CLIENT -> KvClient.run(name, server, keys, warmup, ops, handshakeTimeout).forEach(out::println);
+                case CLIENT -> KvClient.run(name, server, keys, warmup, ops, concurrency, handshakeTimeout)
+                        .forEach(out::println);
                 case BOTH -> {
                     return both(device.provider(), name, handshakeTimeout, out, err);
                 }
@@ -106,8 +114,8 @@ final class KvCommand extends DeviceCommand {
         try (var server = ListeningProcess.start("server", out, "kv", "--role", "server", "--port", "0",
                 "--sessions", "1", "--provider", provider, "--handshake-timeout", String.valueOf(handshakeSeconds))) {
             out.println("kv on " + device + ": " + keys + " keys, " + warmup + " warm-up and " + ops
-                    + " timed operations (90% GET, 10% PUT)");
-            KvClient.run(device, "127.0.0.1:" + server.port(), keys, warmup, ops, handshakeTimeout)
+                    + " timed operations (90% GET, 10% PUT), " + concurrency + " task(s) on one session");
+            KvClient.run(device, "127.0.0.1:" + server.port(), keys, warmup, ops, concurrency, handshakeTimeout)
                     .forEach(out::println);
             int status = server.finish();
             if (status < 0) err.println("mooring kv: the server did not finish");

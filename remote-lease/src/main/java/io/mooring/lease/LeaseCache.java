@@ -24,9 +24,10 @@ import java.util.function.Function;
  *   <li><b>bounded by the peer's limits</b> — at most {@link LeaseLimits#maxLeases()} leases and
  *       {@link LeaseLimits#maxBytes()} bytes (or the smaller bounds set), so the peer never refuses a lease because
  *       this host holds too much. The lease bound counts what the peer counts: segments held, loads under way, and
- *       released ones until the peer acknowledged the release (a revoked one for twice the peer's grace), and a
- *       load past it waits; the cache keeps a sixteenth of it free for those. Which segments go is Caffeine's
- *       W-TinyLFU choice, so a scan keeps the hot keys;</li>
+ *       released ones until the peer acknowledged the release — a revoked one's too, which answered the revocation
+ *       (one whose answer never came, for twice the peer's grace) — and a load past it waits; the cache keeps a
+ *       sixteenth of it free for those. Which segments go is Caffeine's W-TinyLFU choice, so a scan keeps the hot
+ *       keys;</li>
  *   <li><b>expiring with its lease</b>, a {@link Builder#margin margin} before the {@link RemoteSegment#remaining()}
  *       term ends (itself a margin before the owner's deadline), so a segment handed out has time left for an
  *       operation, and the release reaches the owner before it would end the lease itself;</li>
@@ -62,8 +63,9 @@ public final class LeaseCache<K> implements AutoCloseable {
     private final Await await;
     private final Executor executor;
     /**
-     * How long the peer may still count a lease it revoked or that expired: its {@link LeaseLimits#grace()}, then the
-     * revocation itself, which no answer reports: allowed as long again.
+     * How long the peer may still count a lease whose release it did not acknowledge (the answer failed or timed out):
+     * until it ends the lease itself, a {@link LeaseLimits#grace()} past the deadline, then the revocation: as long
+     * again.
      */
     private final Duration ending;
     /** Leases the peer may count against this cache: taken by a load, given back when the peer no longer counts it. */
@@ -239,11 +241,10 @@ public final class LeaseCache<K> implements AutoCloseable {
 
     /**
      * Releases {@code s} and gives its lease back to the bound once the peer no longer counts it: when it
-     * acknowledged the release, or — a lease it revoked or that expired, which it ends on its own — after twice its
-     * grace.
+     * acknowledged the release (of a revoked lease, the release that answered the revocation), or — no answer came —
+     * after twice its grace.
      */
     void release(RemoteSegment s) {
-        boolean ended = !s.isUsable();
         CompletableFuture<Void> released;
         try {
             released = s.closeAsync();
@@ -251,9 +252,12 @@ public final class LeaseCache<K> implements AutoCloseable {
             released = CompletableFuture.failedFuture(e);
         }
         released.whenComplete((v, e) -> {
-            if (e != null) LOG.log(System.Logger.Level.DEBUG, "releasing " + s + " failed", e);
-            if (ended) CompletableFuture.delayedExecutor(ending.toNanos(), TimeUnit.NANOSECONDS).execute(leases::release);
-            else leases.release();
+            if (e == null) {
+                leases.release();
+                return;
+            }
+            LOG.log(System.Logger.Level.DEBUG, "releasing " + s + " failed", e);
+            CompletableFuture.delayedExecutor(ending.toNanos(), TimeUnit.NANOSECONDS).execute(leases::release);
         });
     }
 
@@ -276,9 +280,9 @@ public final class LeaseCache<K> implements AutoCloseable {
 
         /**
          * The peer's limits (default {@link LeaseLimits#DEFAULT}, what an endpoint grants unless configured): the
-         * cache holds at most their {@code maxLeases} and {@code maxBytes}, and counts a lease the peer revoked for
-         * its {@code grace}. The peer counts every lease this host
-         * holds, in any session: leave room for those kept elsewhere with {@link #maxLeases} and {@link #maxBytes}.
+         * cache holds at most their {@code maxLeases} and {@code maxBytes}, and counts a lease whose release the peer
+         * did not acknowledge for twice its {@code grace}. The peer counts every lease this host holds, in any
+         * session: leave room for those kept elsewhere with {@link #maxLeases} and {@link #maxBytes}.
          */
         public Builder<K> limits(LeaseLimits peer) {
             Objects.requireNonNull(peer, "peer limits");

@@ -73,7 +73,7 @@ final class LeaseClient {
 
     private RemoteSegment segment(long leaseId, long deadline, long address, long length, int rkey, Set<Access> access,
                                   long tag) {
-        var state = new RemoteSegment.State(leaseId, deadline);
+        var state = new RemoteSegment.State(leaseId, deadline, cq.newFuture());
         remote.put(leaseId, state);
         return new RemoteSegment(this, state, address, length, rkey, access, tag);
     }
@@ -91,31 +91,44 @@ final class LeaseClient {
     }
 
     /**
-     * Releases a lease of the peer's: from {@link RemoteSegment#close()} (waiting for the acknowledgement), or — not
-     * waiting: no entry in the table of unanswered requests, no timer — from its Cleaner or for an offer past the
-     * backlog. A lease the owner already ended (expired, revoked) counts as released.
+     * Releases a lease of the peer's once its accesses are done: from {@link RemoteSegment#close()} or to answer the
+     * owner's REVOKE, both waiting for the acknowledgement — which the owner sends once it no longer counts the lease
+     * against this host's limits — or, not waiting (no entry in the table of unanswered requests, no timer), from its
+     * Cleaner or for an offer past the backlog. Whichever comes first sends the RELEASE; the others get its outcome,
+     * the state's {@code released}. A lease the owner already ended counts as released.
      */
-    CompletableFuture<Void> release(long leaseId, boolean wait) {
-        // Gone from the map: released already (a REVOKE's RELEASE went out when the accesses were done), or the
-        // session ended.
-        if (remote.remove(leaseId) == null || !link.isUp()) return CompletableFuture.completedFuture(null);
-        var release = new Message.Release(link.nextRequestId(), leaseId);
-        CompletableFuture<Message> answered = null;
-        if (wait) {
-            try {
-                answered = call(release);
-            } catch (FlowControlException e) { // the peer answers nothing: released all the same, not waited for
-                LOG.log(Level.DEBUG, "releasing lease " + leaseId + " without waiting: " + e.getMessage());
+    CompletableFuture<Void> release(RemoteSegment.State s, boolean wait) {
+        // Gone from the map: its RELEASE went out already, or the session ended (which completed the future).
+        if (remote.remove(s.leaseId) == null) return s.released;
+        try {
+            if (!link.isUp()) {
+                s.released.complete(null);
+                return s.released;
             }
+            var release = new Message.Release(link.nextRequestId(), s.leaseId);
+            CompletableFuture<Message> answered = null;
+            if (wait) {
+                try {
+                    answered = call(release);
+                } catch (FlowControlException e) { // the peer answers nothing: released all the same, not waited for
+                    LOG.log(Level.DEBUG, "releasing lease " + s.leaseId + " without waiting: " + e.getMessage());
+                }
+            }
+            if (answered == null) {
+                link.tell(release); // a peer that leaves our control messages untaken loses the session, as for a reply
+                s.released.complete(null);
+                return s.released;
+            }
+            answered.whenComplete((answer, e) -> {
+                boolean alreadyEnded = answer instanceof Message.Error no && no.code() == ErrorCodes.UNKNOWN_LEASE;
+                if (e != null) s.released.completeExceptionally(e);
+                else if (answer instanceof Message.ReleaseAck || alreadyEnded) s.released.complete(null);
+                else s.released.completeExceptionally(refusal(answer));
+            });
+        } catch (RuntimeException e) { // the session failed meanwhile
+            s.released.completeExceptionally(e);
         }
-        if (answered == null) {
-            link.tell(release); // a peer that leaves our control messages untaken loses the session, as for any reply
-            return CompletableFuture.completedFuture(null);
-        }
-        return answered.thenAccept(answer -> {
-            boolean alreadyEnded = answer instanceof Message.Error e && e.code() == ErrorCodes.UNKNOWN_LEASE;
-            if (!(answer instanceof Message.ReleaseAck) && !alreadyEnded) throw refusal(answer);
-        });
+        return s.released;
     }
 
     /**
@@ -163,18 +176,23 @@ final class LeaseClient {
 
     /**
      * The owner asks to end a lease: its segment refuses new accesses at once, and once those in flight have completed
-     * the lease is released — the owner's cue to revoke the key. A lease this side no longer holds is being released.
+     * the lease is released — the owner's cue to revoke the key — and the acknowledgement awaited, so that closing the
+     * segment returns once the owner no longer counts the lease. A lease this side no longer holds is being released.
      */
     void revoke(Message.Revoke r) {
         RemoteSegment.State s = remote.get(r.leaseId());
-        if (s != null) s.revoke(EndReason.of(r.reason())).thenRun(() -> release(s.leaseId, false));
+        if (s != null) s.revoke(EndReason.of(r.reason())).thenRun(() -> release(s, true));
     }
 
-    /** The session ended: every waiting call fails, every segment is unusable. */
+    /** The session ended: every waiting call fails, every segment is unusable, and its lease ended with the session. */
     void linkLost(String reason) {
         pending.values().forEach(f -> f.completeExceptionally(new SessionLostException(reason)));
-        remote.values().forEach(s -> s.revoke(EndReason.SESSION_LOST));
-        remote.clear();
+        for (Long id : remote.keySet()) {
+            RemoteSegment.State s = remote.remove(id);
+            if (s == null) continue; // its RELEASE went out meanwhile: its answer fails with the session
+            s.revoke(EndReason.SESSION_LOST);
+            s.released.complete(null);
+        }
     }
 
     /** Requests of this side's still waiting for the peer's answer (tests). */

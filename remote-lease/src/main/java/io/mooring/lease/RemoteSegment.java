@@ -40,10 +40,17 @@ public final class RemoteSegment implements AutoCloseable {
         private final AtomicInteger inFlight = new AtomicInteger();
         private volatile boolean stopping;
         private final CompletableFuture<Void> drained = new CompletableFuture<>();
+        /**
+         * Completes once the lease is released — the owner acknowledged the RELEASE (it no longer counts the lease
+         * against this host's limits), or nothing is to be waited for (the session ended, the RELEASE went out unasked)
+         * — whoever sent the RELEASE: a REVOKE's answer or {@link #closeAsync()}.
+         */
+        final CompletableFuture<Void> released;
 
-        State(long leaseId, long deadlineNanos) {
+        State(long leaseId, long deadlineNanos, CompletableFuture<Void> released) {
             this.leaseId = leaseId;
             this.deadlineNanos = deadlineNanos;
+            this.released = released;
         }
 
         /** The owner asked to end the lease, or the session ended: no new accesses; completes once none is in flight. */
@@ -88,7 +95,7 @@ public final class RemoteSegment implements AutoCloseable {
             client.leaked();
             state.stop().thenRun(() -> { // an async access may still be in flight
                 try {
-                    client.release(state.leaseId, false);
+                    client.release(state, false);
                 } catch (RuntimeException e) {
                     // the session is gone: its end revoked the lease already
                 }
@@ -355,8 +362,11 @@ public final class RemoteSegment implements AutoCloseable {
 
     /**
      * Refuses new accesses, waits for those in flight, then releases the lease and waits for the owner's acknowledgement
-     * (access is revoked then) — unless {@value LeaseClient#MAX_PENDING} requests of the session already wait for the
-     * owner's answer: then the RELEASE goes out without waiting, as a dropped segment's does. Idempotent.
+     * (access is revoked then, and the lease no longer counts against this host's limits with the owner) — unless
+     * {@value LeaseClient#MAX_PENDING} requests of the session already wait for the owner's answer: then the RELEASE
+     * goes out without waiting, as a dropped segment's does. A segment the owner revoked released itself once its
+     * accesses were done: this waits for that release's acknowledgement, so a lease asked for next is not refused for
+     * one the owner still counts. Idempotent.
      */
     @Override
     public void close() {
@@ -365,9 +375,9 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** {@link #close()} without waiting: completes when the owner acknowledged the release. */
     public CompletableFuture<Void> closeAsync() {
-        if (state.closed.getAndSet(true)) return CompletableFuture.completedFuture(null);
+        if (state.closed.getAndSet(true)) return state.released.copy();
         try {
-            return state.stop().thenCompose(drained -> client.release(state.leaseId, true));
+            return state.stop().thenCompose(drained -> client.release(state, true));
         } finally {
             resource.close(); // the action finds the state closed and does nothing
         }
@@ -380,7 +390,7 @@ public final class RemoteSegment implements AutoCloseable {
     void discard() {
         if (state.closed.getAndSet(true)) return;
         try {
-            client.release(state.leaseId, false);
+            client.release(state, false);
         } finally {
             resource.close();
         }

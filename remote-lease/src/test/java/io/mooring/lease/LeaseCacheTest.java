@@ -228,6 +228,68 @@ class LeaseCacheTest {
         }
     }
 
+    /**
+     * The owner replaces every value of a peer at its bound at once; the holder's releases that answer the revocations
+     * are acknowledged once the owner no longer counts those leases, so tasks loading other keys right after get their
+     * leases at once and none is refused. The cache is told a grace of 30 s: had it to wait that out (twice) for want
+     * of an acknowledgement, as it did, the loads would find no lease come free within their wait and fail.
+     */
+    @Test
+    void leasesRevokedAtTheBoundAreLeasedAgainAtOnce() throws Exception {
+        int bound = LIMITS.maxLeases();
+        LeaseLimits slowGrace = LIMITS.toBuilder().grace(Duration.ofSeconds(30)).build();
+        try (LeaseCache<String> cache = LeaseCache.<String>builder(requester).limits(slowGrace).build(this::load)) {
+            for (int round = 0; round < 3; round++) {
+                String generation = "round-" + round + "-key-";
+                List<BorrowedLease> held = concurrently(bound, i -> cache.acquire(generation + i));
+                assertEquals(bound, ownerCount(), "the peer is at its bound");
+                concurrently(bound, i -> {
+                    offered.remove(generation + i).close(); // the owner replaces the value: its lease is revoked
+                    return null;
+                });
+                concurrently(bound, i -> {
+                    BorrowedLease b = held.get(i);
+                    assertEquals(EndReason.OWNER_CLOSED, b.segment().revoked().get(10, TimeUnit.SECONDS));
+                    b.close();
+                    return null;
+                });
+            }
+            concurrently(bound, i -> { // the last round's keys, leased again
+                try (BorrowedLease b = cache.acquire("round-2-key-" + i)) {
+                    assertTrue(b.segment().isUsable());
+                }
+                return null;
+            });
+            assertEquals(0, owner.leases().stats().refused(), "no lease refused");
+        }
+    }
+
+    /** Runs {@code task} for 0 to {@code n - 1} on a virtual thread each, all at once; their results in that order. */
+    private static <T> List<T> concurrently(int n, IntTask<T> task) throws Exception {
+        var start = new CountDownLatch(1);
+        List<CompletableFuture<T>> results = new ArrayList<>();
+        try (var threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            for (int i = 0; i < n; i++) {
+                int index = i;
+                results.add(CompletableFuture.supplyAsync(() -> {
+                    try {
+                        start.await();
+                        return task.run(index);
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }, threads));
+            }
+            start.countDown();
+            CompletableFuture.allOf(results.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
+        }
+        return results.stream().map(CompletableFuture::join).toList();
+    }
+
+    private interface IntTask<T> {
+        T run(int index) throws Exception;
+    }
+
     /** A miss asks the loader on the thread that missed: no hand-off to a thread of the cache's and back. */
     @Test
     void aMissAsksTheLoaderOnTheThreadThatMissed() throws Exception {

@@ -24,6 +24,7 @@ import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterEach;
@@ -155,6 +156,49 @@ class RevocationTest {
                 assertEquals(null, honestOwner.lostReason());
                 honest.close();
             }
+        }
+    }
+
+    /**
+     * A peer at its bound whose leases the owner revokes all at once leases again as soon as each of its tasks closed
+     * its revoked segment: the close waits for the owner's acknowledgement of the RELEASE that answered the REVOKE,
+     * sent once the owner no longer counts the lease. Before, the close returned at once, and the REQUEST right after
+     * it found the lease still counted and was refused (LIMIT_EXCEEDED).
+     */
+    @Test
+    void aPeerAtItsBoundWhoseLeasesAreRevokedLeasesAgainAtOnce() throws Exception {
+        int bound = 16;
+        try (RdmaEndpoint bounded = RdmaEndpoint.builder(pds.get(0), ownerArena)
+                .limits(LeaseLimits.builder().maxLeases(bound).build()).build();
+             var listener = bounded.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+             var tasks = Executors.newVirtualThreadPerTaskExecutor()) {
+            var accepted = listener.acceptAsync();
+            RdmaSession session = holderEndpoint.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
+            RdmaSession ownerSide = accepted.get(10, TimeUnit.SECONDS);
+            List<RemoteSegment> held = new ArrayList<>();
+            for (int i = 0; i < bound; i++) held.add(session.requestRemote(SMALL, Duration.ofSeconds(30), READ));
+            assertThrows(LeaseRefusedException.class, () -> session.requestRemote(SMALL, Duration.ofSeconds(30), READ),
+                    "the peer is at its bound");
+            for (int round = 0; round < 20; round++) {
+                List<CompletableFuture<RemoteSegment>> again = new ArrayList<>();
+                for (RemoteSegment segment : held) {
+                    again.add(CompletableFuture.supplyAsync(() -> {
+                        segment.revoked().join();
+                        segment.close();
+                        return session.requestRemote(SMALL, Duration.ofSeconds(30), READ);
+                    }, tasks));
+                }
+                for (RemoteSegment segment : held) {
+                    ownerSide.leases().endAsync(ownerSide.leases().lease(segment.leaseId()), EndReason.OWNER_CLOSED);
+                }
+                held.clear();
+                for (var leased : again) held.add(leased.get(30, TimeUnit.SECONDS));
+            }
+            assertEquals(1, ownerSide.leases().stats().refused(), "only the request past the bound was refused");
+            held.forEach(RemoteSegment::close);
+            assertEquals(null, session.lostReason());
+            session.close();
+            ownerSide.close();
         }
     }
 

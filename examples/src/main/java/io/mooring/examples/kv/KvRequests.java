@@ -7,38 +7,43 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A client's requests to a {@link KvServer} ({@link Kv}'s protocol), each a call from one block of the server's
- * message size: one request at a time, the next encoded once the last one's reply came.
+ * A client's requests to a {@link KvServer} ({@link Kv}'s protocol), each a call from a block of the server's message
+ * size, taken for the call until its reply came. Many may be in flight, from any threads: blocks come back to a pool
+ * of {@code inFlight}, so as many calls at once reuse theirs and more allocate their own.
  */
 final class KvRequests implements AutoCloseable {
     /** How long a reply, or the offer after it, may take. */
     static final Duration WAIT = Duration.ofSeconds(10);
 
     private final RdmaSession session;
-    private final Block request;
+    private final int pooled;
+    private final ArrayDeque<Block> free = new ArrayDeque<>(); // guarded by itself
+    private boolean closed;                                      // guarded by free
 
-    KvRequests(RdmaSession session) {
+    KvRequests(RdmaSession session, int inFlight) {
         this.session = session;
-        // Shared: a lease cache may load on its own thread (see LeaseCache.Builder.build), one request at a time.
-        this.request = session.endpoint().arena().allocateShared(session.peerMaxMessageSize(), Long.BYTES);
+        this.pooled = inFlight;
     }
 
     /** PUTs {@code value} under {@code key} and returns the reply's status. */
     byte put(String key, byte[] value) throws Exception {
-        int keyLength = encode(Kv.PUT, key);
+        Block request = take();
+        int keyLength = encode(request, Kv.PUT, key);
         int room = (int) request.size() - 2 - keyLength;
         if (value.length == 0 || value.length > room) {
+            giveBack(request);
             throw new IllegalArgumentException("a value of key " + key + " has 1 to " + room
                     + " bytes (the server's message size), not " + value.length);
         }
         MemorySegment.copy(value, 0, request.segment(), ValueLayout.JAVA_BYTE, 2 + keyLength, value.length);
         try {
-            return call(2 + keyLength + value.length).get();
+            return call(request, 2 + keyLength + value.length).get();
         } catch (ExecutionException e) {
             throw e.getCause() instanceof Exception cause ? cause : e;
         }
@@ -46,7 +51,16 @@ final class KvRequests implements AutoCloseable {
 
     /** GETs {@code key}: a future of the reply's status, an OK followed by the server's offer of the value. */
     CompletableFuture<Byte> get(String key) {
-        return call(2 + encode(Kv.GET, key));
+        Block request = take();
+        return call(request, 2 + encode(request, Kv.GET, key));
+    }
+
+    /** {@link #get(String)}, asking the server to tag its offer with {@code tag}. */
+    CompletableFuture<Byte> get(String key, long tag) {
+        Block request = take();
+        int length = 2 + encode(request, Kv.GET, key);
+        request.segment().set(Kv.TAG, length, tag);
+        return call(request, length + Long.BYTES);
     }
 
     /** The UTF-8 bytes of {@code key}, refused if past the 255 its length byte counts. */
@@ -58,7 +72,7 @@ final class KvRequests implements AutoCloseable {
         return k;
     }
 
-    private int encode(byte op, String key) {
+    private static int encode(Block request, byte op, String key) {
         byte[] k = keyBytes(key);
         MemorySegment m = request.segment();
         m.set(ValueLayout.JAVA_BYTE, 0, op);
@@ -68,16 +82,48 @@ final class KvRequests implements AutoCloseable {
     }
 
     /** Calls with the request's first {@code length} bytes: the reply's status; a late reply is freed. */
-    private CompletableFuture<Byte> call(int length) {
-        return session.callAsync(request, length).orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).thenApply(reply -> {
-            try (InboundMessage status = reply) {
-                return status.data().get(ValueLayout.JAVA_BYTE, 0);
+    private CompletableFuture<Byte> call(Block request, int length) {
+        CompletableFuture<InboundMessage> reply;
+        try {
+            reply = session.callAsync(request, length);
+        } catch (RuntimeException e) {
+            giveBack(request);
+            throw e;
+        }
+        return reply.orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).whenComplete((r, e) -> giveBack(request))
+                .thenApply(r -> {
+                    try (InboundMessage status = r) {
+                        return status.data().get(ValueLayout.JAVA_BYTE, 0);
+                    }
+                });
+    }
+
+    /** A request block: a pooled one, or a new one (shared: the call may complete on another thread). */
+    private Block take() {
+        synchronized (free) {
+            if (closed) throw new IllegalStateException("the client is closed");
+            Block b = free.poll();
+            if (b != null) return b;
+        }
+        return session.endpoint().arena().allocateShared(session.peerMaxMessageSize(), Long.BYTES);
+    }
+
+    private void giveBack(Block request) {
+        synchronized (free) {
+            if (!closed && free.size() < pooled) {
+                free.push(request);
+                return;
             }
-        });
+        }
+        request.close();
     }
 
     @Override
     public void close() {
-        request.close();
+        synchronized (free) {
+            closed = true;
+            free.forEach(Block::close);
+            free.clear();
+        }
     }
 }

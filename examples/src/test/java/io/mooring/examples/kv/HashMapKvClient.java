@@ -24,7 +24,7 @@ final class HashMapKvClient implements KvWorkload.Client {
 
     HashMapKvClient(RdmaSession session) {
         this.session = session;
-        this.requests = new KvRequests(session);
+        this.requests = new KvRequests(session, 1);
     }
 
     @Override
