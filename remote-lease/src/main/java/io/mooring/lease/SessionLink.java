@@ -28,9 +28,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * over the first, the liveness signal — the bootstrap connection stays open, its end or a QP in ERROR loses the
  * session — the goodbye a closing side writes on it, and whether the session still works.
  *
- * <p>The session is a node of the lifecycle graph, under the protection domain; whatever the setup makes hangs under it
- * as a child whose destroy undoes it ({@link #own}), made in the order that makes the reverse order right: control
- * buffers, QPs, the socket, then what the session adds. A failed setup and the session's end both close that subtree.
+ * <p>The session is a node of the lifecycle graph, under the protection domain, whose destroy undoes whatever the setup
+ * made ({@link #own}), in reverse of the order made — control buffers, QPs, the socket, then what the session adds —
+ * after its children (the remote segments the peer leased it). A failed setup and the session's end both close that
+ * subtree. The parts are undo steps of the one node, not nodes of their own: eight nodes per session cost ~3 KiB.
  */
 final class SessionLink {
     private static final System.Logger LOG = System.getLogger(RdmaSession.class.getName());
@@ -89,8 +90,9 @@ final class SessionLink {
     private final Bootstrap bootstrap;
     /** The session in the lifecycle graph: the parent of what it made and of the remote segments the peer leased it. */
     private final Resource node;
-    /** The handles of {@link #node}'s children, kept reachable: a dropped handle would be reaped as a leak. */
-    private final List<Resource> parts = new ArrayList<>();
+    /** What the setup made, each with its undo, in the order made; guarded by itself. */
+    private final List<Part> parts = new ArrayList<>(8);
+    private boolean partsUndone; // guarded by parts: the session's node was destroyed, nothing more is owned
     private final QueuePair controlQp;
     private final QueuePair dataQp;
     private final ControlChannel channel;
@@ -127,7 +129,7 @@ final class SessionLink {
         this.peerAddress = socket.getRemoteSocketAddress();
         this.peer = peer;
         var pd = endpoint.pd();
-        this.node = pd.resource().graph().create("session", "to " + peerAddress, () -> {}, pd.resource());
+        this.node = pd.resource().graph().create("session", "to " + peerAddress, this::undoParts, pd.resource());
         boolean done = false;
         try {
             this.bootstrap = Bootstrap.of(socket);
@@ -179,22 +181,44 @@ final class SessionLink {
         if (channel != null) channel.close();
     }
 
+    /** A part of the session and how to undo it. */
+    private record Part(String what, DestroyAction undo) {}
+
     /**
-     * Hangs {@code undo} under the session: it runs when the session's subtree is closed — at its end, or when its
-     * setup fails — before whatever was hung there earlier.
+     * Makes {@code undo} a step of the session's destroy: it runs when the session's subtree is closed — at its end, or
+     * when its setup fails — before the steps owned earlier.
      *
      * @throws SessionLostException if the session has ended
      */
-    Resource own(String what, DestroyAction undo) {
-        try {
-            Resource part = node.createChild(what, "of the session to " + peerAddress, undo);
-            synchronized (parts) {
-                parts.add(part);
+    void own(String what, DestroyAction undo) {
+        synchronized (parts) {
+            if (partsUndone || !node.isOpen()) {
+                throw new SessionLostException("the session to " + peerAddress + " has ended");
             }
-            return part;
-        } catch (ResourceClosedException e) {
-            throw new SessionLostException("the session to " + peerAddress + " has ended");
+            parts.add(new Part(what, undo));
         }
+    }
+
+    /** The session node's destroy: every part undone, newest first, whatever fails; the failures thrown together. */
+    private void undoParts() throws Exception {
+        List<Part> undo;
+        synchronized (parts) {
+            partsUndone = true;
+            undo = List.copyOf(parts).reversed();
+            parts.clear();
+        }
+        Exception failed = null;
+        for (Part p : undo) {
+            try {
+                p.undo().destroy();
+            } catch (Exception e) {
+                var failure = new IllegalStateException("undoing the " + p.what() + " of the session to " + peerAddress
+                        + " failed: " + e, e);
+                if (failed == null) failed = failure;
+                else failed.addSuppressed(failure);
+            }
+        }
+        if (failed != null) throw failed;
     }
 
     /** A child of the session that its holder keeps (a remote segment): closed by its holder, or with the session. */
@@ -213,20 +237,9 @@ final class SessionLink {
         closeSubtree();
     }
 
-    /**
-     * Closes the session's subtree, then the parts' handles: closing a subtree leaves each child's handle armed with
-     * the graph's leak detector, whose Cleaner then keeps the handle, its undo and all the undo reaches — the QPs,
-     * their in-flight tables, the session — for good (issue 26, finding 7: ~200 KiB per session that ended).
-     */
+    /** Closes the session's subtree: the remote segments, then the parts, newest first. */
     private void closeSubtree() {
-        try {
-            node.closeTree();
-        } finally {
-            synchronized (parts) {
-                parts.forEach(Resource::close); // closed already: this only disarms the leak detector
-                parts.clear();
-            }
-        }
+        node.closeTree();
     }
 
     /**

@@ -53,8 +53,7 @@ final class InFlight extends RequestSlots {
         final long[] state; // per slot: FREE, RETIRING or the sequence posted in it
         final long[] userWrId;
         final WcOpcode[] opcode;
-        final MemoryRegion[][] holds; // per slot: see room()
-        final int[] holdCount;
+        final RegionPins pins;
         final CompletableFuture<?>[] futures;
         final Outcome[] outcome;
 
@@ -65,8 +64,7 @@ final class InFlight extends RequestSlots {
             Arrays.fill(state, FREE);
             userWrId = new long[size];
             opcode = new WcOpcode[size];
-            holds = new MemoryRegion[size][];
-            holdCount = new int[size];
+            pins = new RegionPins(size);
             futures = new CompletableFuture<?>[size];
             outcome = new Outcome[size];
         }
@@ -116,8 +114,7 @@ final class InFlight extends RequestSlots {
             r = grow(now, r);
             slot = r.slot(tail);
         }
-        r.holds[slot] = room(r.holds[slot], sgl, extra);
-        r.holdCount[slot] = hold(sgl, extra, r.holds[slot]);
+        r.pins.pin(slot, sgl, extra);
         r.userWrId[slot] = wrId;
         r.opcode[slot] = op;
         r.futures[slot] = future;
@@ -231,8 +228,7 @@ final class InFlight extends RequestSlots {
     private static void empty(Ring r, int slot, boolean success) {
         Outcome o = r.outcome[slot];
         if (o != null) o.completed(success);
-        release(r.holds[slot], r.holdCount[slot]);
-        r.holdCount[slot] = 0;
+        r.pins.unpin(slot);
         r.futures[slot] = null;
         r.outcome[slot] = null;
         r.opcode[slot] = null;

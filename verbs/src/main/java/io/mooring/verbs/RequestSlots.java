@@ -90,48 +90,6 @@ abstract sealed class RequestSlots permits InFlight, SrqInFlight {
         return (id & RECEIVE_BIT) != 0;
     }
 
-    /**
-     * {@code held} if it has room for the regions of {@code sgl} plus {@code extra} (may be null), else a larger array:
-     * a slot's array is made by its first request and grows to the most regions one of its requests named (most name
-     * one), never again after that.
-     */
-    static MemoryRegion[] room(MemoryRegion[] held, ScatterGatherList sgl, MemoryRegion extra) {
-        int n = sgl.count() + (extra == null ? 0 : 1);
-        return held != null && held.length >= n ? held : new MemoryRegion[n];
-    }
-
-    /**
-     * Pins every region of {@code sgl} plus {@code extra} (may be null) into {@code held}; returns how many. On a
-     * closed region nothing stays pinned and {@link io.mooring.lifecycle.ResourceClosedException} is thrown.
-     */
-    static int hold(ScatterGatherList sgl, MemoryRegion extra, MemoryRegion[] held) {
-        int n = 0;
-        try {
-            for (int i = 0; i < sgl.count(); i++) {
-                MemoryRegion mr = sgl.region(i);
-                if (mr != null) {
-                    mr.resource().addPin();
-                    held[n++] = mr;
-                }
-            }
-            if (extra != null) {
-                extra.resource().addPin();
-                held[n++] = extra;
-            }
-        } catch (RuntimeException e) {
-            release(held, n);
-            throw e;
-        }
-        return n;
-    }
-
-    static void release(MemoryRegion[] held, int n) {
-        for (int i = 0; i < n; i++) {
-            held[i].resource().removePin();
-            held[i] = null;
-        }
-    }
-
     static void fail(CompletableFuture<?> future, String reason) {
         if (future != null) future.completeExceptionally(new IllegalStateException(reason));
     }

@@ -37,8 +37,7 @@ final class SrqInFlight extends RequestSlots {
     private final int depth;
     private final int[] state;
     private final long[] userWrId;
-    private final MemoryRegion[][] holds;
-    private final int[] holdCount;
+    private final RegionPins pins;
     private final CompletableFuture<?>[] futures;
     private final int[] free; // the posters' stack of free slots; guarded by lock
     private int freeCount;
@@ -60,8 +59,7 @@ final class SrqInFlight extends RequestSlots {
         this.depth = depth;
         this.state = new int[depth];
         this.userWrId = new long[depth];
-        this.holds = new MemoryRegion[depth][];
-        this.holdCount = new int[depth];
+        this.pins = new RegionPins(depth);
         this.futures = new CompletableFuture<?>[depth];
         this.free = new int[depth];
         this.next = new int[depth];
@@ -89,8 +87,7 @@ final class SrqInFlight extends RequestSlots {
         if (freeCount == 0) collectReturned();
         if (freeCount == 0) throw new QueueFullException("ibv_post_srq_recv", name, "shared receive", depth);
         int slot = free[freeCount - 1];
-        holds[slot] = room(holds[slot], sgl, null);
-        holdCount[slot] = hold(sgl, null, holds[slot]);
+        pins.pin(slot, sgl, null);
         freeCount--;
         userWrId[slot] = wrId;
         futures[slot] = future;
@@ -145,8 +142,7 @@ final class SrqInFlight extends RequestSlots {
 
     /** Releases the slot's regions and starts its next generation, free (caller took it or just claimed it). */
     private void empty(int slot) {
-        release(holds[slot], holdCount[slot]);
-        holdCount[slot] = 0;
+        pins.unpin(slot);
         futures[slot] = null;
         int gen = ((int) STATE.getAcquire(state, slot) >>> 2) + 1 & GENERATION_MASK;
         STATE.setRelease(state, slot, gen << 2 | FREE);
