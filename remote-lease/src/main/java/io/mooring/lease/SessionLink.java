@@ -338,10 +338,12 @@ final class SessionLink {
     /**
      * Completes when the session ends, closed or lost, with the reason. Dependents added before the end run on a
      * virtual thread of their own, never on the dispatcher or inside a close: so {@code closed().thenRun(session::close)}
-     * may wait. A copy: a caller completing it changes nothing for the others.
+     * may wait. Done for every caller from the moment the session ended; a copy, so a caller completing it changes
+     * nothing for the others.
      */
     CompletableFuture<SessionEnd> closed() {
-        return closed.copy();
+        SessionEnd end = ended.getNow(null);
+        return end != null ? CompletableFuture.completedFuture(end) : closed.copy();
     }
 
     /** Loses the session if one of its QPs went to ERROR (the endpoint's periodic check). */

@@ -33,8 +33,13 @@ final class InFlight extends RequestSlots {
 
     private static final long FREE = -1;
     private static final long RETIRING = -2;
-    /** The slots a queue starts with. */
+    /** The slots a send queue starts with. */
     private static final int FIRST = 2;
+    /**
+     * The most slots a receive queue starts with: receives are posted in a burst, a window of them, and an outgrown
+     * ring stays until its receives complete — a window of 16 grown from 2 kept 30 slots.
+     */
+    private static final int FIRST_RECEIVES = 16;
     private static final VarHandle STATE = MethodHandles.arrayElementVarHandle(long[].class);
     private static final VarHandle HEAD;
 
@@ -88,7 +93,7 @@ final class InFlight extends RequestSlots {
         this.queue = queue;
         this.receive = receive;
         this.depth = depth;
-        this.rings = new Ring[] {new Ring(0, Math.max(1, Math.min(depth, FIRST)))};
+        this.rings = new Ring[] {new Ring(0, Math.max(1, Math.min(depth, receive ? FIRST_RECEIVES : FIRST)))};
     }
 
     /**
@@ -104,6 +109,7 @@ final class InFlight extends RequestSlots {
         // qp is named only when refused: building its name on every post would allocate
         if (closedReason != null) throw new IllegalStateException(qp + ": " + closedReason);
         Ring[] now = rings;
+        if (now.length > 1) now = dropRetired(now, 0);
         Ring r = now[now.length - 1];
         int slot = r.slot(tail);
         // The slot of sequence tail - size is free once that one retired: not free means size are outstanding in
@@ -144,13 +150,25 @@ final class InFlight extends RequestSlots {
      */
     private Ring grow(Ring[] now, Ring newest) {
         Ring bigger = new Ring(tail, Math.min(depth, 2 * newest.size));
-        long retired = Math.max((long) HEAD.getAcquire(this), discardedBelow);
-        int live = 0;
-        while (live < now.length - 1 && now[live + 1].from <= retired) live++; // now[live] still holds some
-        Ring[] next = Arrays.copyOfRange(now, live, now.length + 1);
+        Ring[] next = dropRetired(now, 1);
         next[next.length - 1] = bigger;
         rings = next;
         return bigger;
+    }
+
+    /**
+     * {@code now} without the rings whose sequences all retired, with {@code room} more places at the end; published
+     * when it changed (caller holds {@link #lock}). Run at every post while an older ring is kept, so that a grown
+     * queue does not keep the smaller rings it outgrew.
+     */
+    private Ring[] dropRetired(Ring[] now, int room) {
+        long retired = Math.max((long) HEAD.getAcquire(this), discardedBelow);
+        int live = 0;
+        while (live < now.length - 1 && now[live + 1].from <= retired) live++; // now[live] still holds some
+        if (live == 0 && room == 0) return now;
+        Ring[] next = Arrays.copyOfRange(now, live, now.length + room);
+        if (room == 0) rings = next;
+        return next;
     }
 
     /** Gives back the slot just claimed when the provider refused the post (caller holds {@link #lock}). */

@@ -5,8 +5,8 @@ import java.util.function.Supplier;
 /**
  * A queue of work requests as a NIC keeps one: a ring of entries, filled in place at post time and copied out by
  * whoever executes them. The ring grows, up to the queue's depth, to the most requests that were queued at once — a
- * QP made with a deep queue that keeps a few requests in it holds a few entries (an endpoint's sessions are many) —
- * and then neither posting nor executing allocates. Not thread-safe: its owner guards it. Full never happens in
+ * QP made with a deep queue that keeps a few requests in it holds a few entries (an endpoint's sessions are many),
+ * each made when first used — and then neither posting nor executing allocates. Not thread-safe: its owner guards it. Full never happens in
  * practice — the public layer posts at most the queue's depth, and an entry leaves the ring when it is taken, before
  * its completion can free a slot there.
  */
@@ -29,7 +29,6 @@ final class WorkRing<W extends WorkRing.Entry<W>> {
         this.depth = depth;
         this.make = make;
         entries = new Object[Math.min(depth, FIRST)];
-        for (int i = 0; i < entries.length; i++) entries[i] = make.get();
     }
 
     /** The entry after the newest, to fill in place: it is queued from now on. */
@@ -40,14 +39,13 @@ final class WorkRing<W extends WorkRing.Entry<W>> {
             }
             grow();
         }
-        return at(head + count++);
+        return filled(head + count++);
     }
 
     /** Doubles the ring (at most to the depth), the queued entries first, in order. */
     private void grow() {
         Object[] bigger = new Object[Math.min(depth, 2 * entries.length)];
         for (int i = 0; i < count; i++) bigger[i] = entries[(head + i) % entries.length];
-        for (int i = count; i < bigger.length; i++) bigger[i] = make.get();
         entries = bigger;
         head = 0;
     }
@@ -65,7 +63,7 @@ final class WorkRing<W extends WorkRing.Entry<W>> {
     void putBack(W from) {
         head = (head - 1 + entries.length) % entries.length;
         count++;
-        at(head).copyFrom(from);
+        filled(head).copyFrom(from);
     }
 
     boolean isEmpty() {
@@ -84,5 +82,12 @@ final class WorkRing<W extends WorkRing.Entry<W>> {
     @SuppressWarnings("unchecked")
     private W at(int index) {
         return (W) entries[index % entries.length];
+    }
+
+    /** The entry at {@code index}, made the first time it is used: a QP that never sends holds none. */
+    private W filled(int index) {
+        int i = index % entries.length;
+        if (entries[i] == null) entries[i] = make.get();
+        return at(i);
     }
 }
