@@ -57,9 +57,7 @@ class ArchitectureTest {
     /** Issue #29: what does not follow the rules yet (docs/api-style.md's table says what each becomes). */
     static final Set<String> PENDING_ASYNC = Set.of();
     static final Set<String> PENDING_TIMEOUT = Set.of();
-    static final Set<String> PENDING_EXCEPTIONS = Set.of(
-            // an IOException today, as the handshake's other failures are: unchecked with them (#29)
-            "io.mooring.lease.SessionRefusedException");
+    static final Set<String> PENDING_EXCEPTIONS = Set.of();
     static final Set<String> PENDING_ORDINAL = Set.of();
     static final Set<String> PENDING_LONG = Set.of();
     /** Threads that move onto the Housekeeper once the verbs and remote-lease branches are merged. */
