@@ -59,6 +59,17 @@ class ArchitectureTest {
     static final Set<String> PENDING_TIMEOUT = Set.of();
     static final Set<String> PENDING_EXCEPTIONS = Set.of();
     static final Set<String> PENDING_ORDINAL = Set.of();
+    static final Set<String> PENDING_CONFIGURATION = Set.of(
+            "io.mooring.lease.LeaseStats (a positional record)",
+            "io.mooring.lease.LeaseStats (stats, not an interface)",
+            "io.mooring.regcache.RegistrationCacheStats (a positional record)",
+            "io.mooring.regcache.RegistrationCacheStats (stats, not an interface)");
+    /**
+     * What a device or peer reports in the verbs' own fields, read by a user and never given: the configuration rule
+     * does not hold for them ({@code QpAttributes} is also what a provider fills, its timers the verbs' 5-bit codes).
+     */
+    static final Set<String> REPORTED = Set.of("io.mooring.verbs.QpInfo", "io.mooring.verbs.values.PortAttributes",
+            "io.mooring.verbs.values.QpAttributes");
     static final Set<String> PENDING_LONG = Set.of();
     /** Threads that move onto the Housekeeper once the verbs and remote-lease branches are merged. */
     static final Set<String> PENDING_DAEMONS = Set.of(
@@ -76,6 +87,9 @@ class ArchitectureTest {
     private static final Pattern PAGE_CONSTANT =
             Pattern.compile("(?i)\\b\\w*page\\w*\\s*=\\s*(4096|0x1000|1\\s*<<\\s*12|4\\s*<<\\s*10)L?\\b");
     private static final Pattern PAGE_LITERAL = Pattern.compile("(?i)\\b4096\\b.*//.*\\bpage");
+    /** A method named for a time a user gives or reads; {@code …Nanos} (a loop's clock, no object per call) is not. */
+    private static final Pattern TIME_NAME = Pattern.compile(
+            "(?i)(timeout|timer|delay|period|interval|linger|backoff|lifetime|duration|ttl)$");
     private static final Pattern ORDINAL = Pattern.compile("\\.ordinal\\(\\)|\\bordinal\\(\\)");
     /** Wire code: what encodes or decodes bytes for a peer, by its tools or its name. */
     private static final Pattern WIRE = Pattern.compile(
@@ -198,6 +212,37 @@ class ArchitectureTest {
         } catch (ClassNotFoundException e) {
             return null;
         }
+    }
+
+    /**
+     * Configuration by name: no public record of three or more numbers of one type (a builder names each, as
+     * {@code QpCapabilities}); stats an interface; a time a user gives or reads a {@code Duration}, never a number
+     * (a method named for a time that takes or returns an {@code int} or {@code long}).
+     */
+    @Test
+    void configurationIsByNameStatsAreInterfacesTimesAreDurations() {
+        Set<String> found = new TreeSet<>();
+        for (ClassModel c : api.values()) {
+            String type = binaryName(c);
+            if (REPORTED.contains(type)) continue;
+            var record = c.findAttribute(Attributes.record());
+            if (record.isPresent()) {
+                Map<String, Long> numbers = record.get().components().stream()
+                        .map(r -> r.descriptorSymbol().descriptorString()).filter(d -> d.matches("[IJD]"))
+                        .collect(Collectors.groupingBy(d -> d, Collectors.counting()));
+                if (numbers.values().stream().anyMatch(n -> n >= 3)) found.add(type + " (a positional record)");
+            }
+            if (type.endsWith("Stats") && !c.flags().has(AccessFlag.INTERFACE)) found.add(type + " (stats, not an interface)");
+            for (MethodModel m : c.methods()) {
+                if (!isApi(m) || !TIME_NAME.matcher(m.methodName().stringValue()).find()) continue;
+                var t = m.methodTypeSymbol();
+                boolean number = t.returnType().descriptorString().matches("[IJ]")
+                        || t.parameterList().stream().anyMatch(p -> p.descriptorString().matches("[IJ]"));
+                if (number) found.add(type + "#" + m.methodName().stringValue() + " (a time as a number)");
+            }
+        }
+        assertEquals(List.of(), SourceTree.unexpected(found, PENDING_CONFIGURATION),
+                "configuration by builders, stats as interfaces, Duration for time (docs/api-style.md)");
     }
 
     @Test

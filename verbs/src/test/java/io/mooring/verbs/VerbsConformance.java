@@ -44,7 +44,8 @@ import org.junit.jupiter.api.Test;
  */
 abstract class VerbsConformance {
     /** Short transport timeouts so that "no answer" cases finish quickly. */
-    static final ConnectOptions FAST = ConnectOptions.builder().timeout(10).retryCount(2).minRnrTimer(1).build();
+    static final ConnectOptions FAST = ConnectOptions.builder().ackTimeout(Duration.ofMillis(4)).retryCount(2)
+            .minRnrTimer(Duration.ofNanos(10_000)).build();
 
     ResourceGraph graph;
     Arena arena;
@@ -1070,7 +1071,8 @@ abstract class VerbsConformance {
         b.qp.reset();
         // READ/atomic depths are powers of 2: rxe and mlx5 round them up
         ConnectOptions options = FAST.toBuilder().access(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE))
-                .timeout(12).retryCount(3).rnrRetry(5).minRnrTimer(2).maxRdAtomic(4).maxDestRdAtomic(8)
+                .ackTimeout(Duration.ofMillis(16)).retryCount(3).rnrRetry(5).minRnrTimer(Duration.ofNanos(20_000))
+                .maxRdAtomic(4).maxDestRdAtomic(8)
                 .trafficClass(32).serviceLevel(3).hopLimit(17).build();
         QpInfo ia = a.qp.info(options);
         QpInfo ib = b.qp.info(options);
@@ -1088,8 +1090,8 @@ abstract class VerbsConformance {
         assertEquals(ia.psn(), q.sendPsn());
         assertEquals(4, q.maxRdAtomic());
         assertEquals(8, q.maxDestRdAtomic());
-        assertEquals(2, q.minRnrTimer());
-        assertEquals(12, q.timeout());
+        assertEquals(2, q.minRnrTimer(), "20 µs is RNR code 2");
+        assertEquals(12, q.timeout(), "16 ms rounds up to 4.096 µs × 2^12");
         assertEquals(3, q.retryCount());
         assertEquals(5, q.rnrRetry());
         assertEquals(ib.gid(), q.destGid());
@@ -1156,7 +1158,7 @@ abstract class VerbsConformance {
         assertThrows(IllegalArgumentException.class,
                 () -> a.pd.createQueuePair(a.cq, b.cq, QpCapabilities.DEFAULT), "CQ of another device context");
         assertThrows(IllegalArgumentException.class,
-                () -> a.pd.createQueuePair(a.cq, a.cq, new QpCapabilities(1 << 30, 1, 1, 1, 0)));
+                () -> a.pd.createQueuePair(a.cq, a.cq, QpCapabilities.builder().maxSendWr(1 << 30).build()));
         assertThrows(IllegalArgumentException.class, () -> a.context.createCompletionQueue(0));
         assertEquals(Set.of(), Set.copyOf(graph.failures()));
     }
