@@ -421,7 +421,7 @@ public final class LeaseManager implements AutoCloseable {
         synchronized (this) {
             bytes = leasedBytes;
         }
-        return new LeaseStats(isolation, leases.size(), bytes, granted.get(), released.get(), expired.get(),
+        return new LeaseStatsSnapshot(isolation, leases.size(), bytes, granted.get(), released.get(), expired.get(),
                 revoked.get(), refused.get(), windows.pooled());
     }
 
