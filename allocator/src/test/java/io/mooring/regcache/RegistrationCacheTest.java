@@ -615,7 +615,7 @@ class RegistrationCacheTest {
             assertTrue(e.getMessage().contains("already closed"), e.getMessage());
             assertThrows(IllegalStateException.class, a::region);
             assertEquals(1, cache.stats().inUseCount(), "b still holds the region");
-            assertEquals(1, b.region().resource().info().pins(), "one pin while the region has users");
+            assertEquals(1, b.region().resource().info().pins(), "one pin of the MR while registrations pin the region");
             b.close();
             assertEquals(0, cache.stats().inUseCount());
             assertEquals(1, cache.stats().cachedCount());
