@@ -241,6 +241,26 @@ class ArchitectureTest {
                 "configuration by builders, stats as interfaces, Duration for time (docs/api-style.md)");
     }
 
+    /** Words design.md's glossary replaced, by the glossary's word: a public name uses the glossary's (api-style.md). */
+    static final Map<String, String> SYNONYMS = Map.of("expose", "grant", "hold", "pin", "tryhold", "tryPin",
+            "unhold", "release (a pin)", "users", "pins", "unpin", "release (a pin)");
+
+    @Test
+    void publicNamesUseTheGlossary() {
+        Set<String> found = new TreeSet<>();
+        for (ClassModel c : api.values()) {
+            String type = binaryName(c);
+            String simple = type.substring(Math.max(type.lastIndexOf('.'), type.lastIndexOf('$')) + 1);
+            String word = SYNONYMS.get(simple.toLowerCase(java.util.Locale.ROOT));
+            if (word != null) found.add(type + " (the glossary says " + word + ")");
+            for (MethodModel m : c.methods()) {
+                word = SYNONYMS.get(m.methodName().stringValue().toLowerCase(java.util.Locale.ROOT));
+                if (isApi(m) && word != null) found.add(type + "#" + m.methodName() + " (the glossary says " + word + ")");
+            }
+        }
+        assertEquals(List.of(), List.copyOf(found), "public names use design.md's glossary");
+    }
+
     @Test
     void theKernelPageHasOneHome() {
         Set<String> found = new TreeSet<>();

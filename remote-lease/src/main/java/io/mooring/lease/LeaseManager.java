@@ -251,10 +251,10 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * Like {@link #grant}, and the exposure also ends when {@code done} completes (async-rdma's
-     * {@code reserve(timeout, future)}): whichever comes first.
+     * {@link #grant(Block, Duration, Set)}, and the lease also ends ({@link EndReason#DONE}) when {@code done}
+     * completes (async-rdma's {@code reserve(timeout, future)}): whichever comes first.
      */
-    public Lease expose(Block block, Duration duration, Set<Access> access, CompletionStage<?> done) {
+    public Lease grant(Block block, Duration duration, Set<Access> access, CompletionStage<?> done) {
         Lease lease = grant(block, duration, access);
         done.whenComplete((value, error) -> endAsync(lease, EndReason.DONE));
         return lease;
