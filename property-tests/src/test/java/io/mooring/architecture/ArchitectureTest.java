@@ -86,6 +86,15 @@ class ArchitectureTest {
     /** A method named for a time a user gives or reads; {@code …Nanos} (a loop's clock, no object per call) is not. */
     private static final Pattern TIME_NAME = Pattern.compile(
             "(?i)(timeout|timer|delay|period|interval|linger|backoff|lifetime|duration|ttl)$");
+    /** A public method's declaration: whether it overrides (a JDK signature), its name and its parameters. */
+    private static final Pattern PUBLIC_METHOD = Pattern.compile(
+            "(@Override\\s+)?public\\s+(?:static\\s+|final\\s+|synchronized\\s+|default\\s+)*[\\w<>\\[\\]?, .]+?\\s(\\w+)\\(([^)]*)\\)");
+    /** A parameter that is a time as a number, by its name. */
+    private static final Pattern TIME_PARAMETER = Pattern.compile(
+            "\\b(long|int)\\s+\\w*(?i:nanos|micros|millis|seconds|timeout|delay|period)\\b");
+    /** A callback called on every pass of a loop may take nanoseconds: no object per call (api-style.md). */
+    static final Set<String> LOOP_CLOCKS = Set.of("lifecycle/src/main/java/io/mooring/lifecycle/IdleStrategy.java",
+            "lifecycle/src/main/java/io/mooring/lifecycle/BackoffIdleStrategy.java");
     private static final Pattern ORDINAL = Pattern.compile("\\.ordinal\\(\\)|\\bordinal\\(\\)");
     /** Wire code: what encodes or decodes bytes for a peer, by its tools or its name. */
     private static final Pattern WIRE = Pattern.compile(
@@ -237,8 +246,26 @@ class ArchitectureTest {
                 if (number) found.add(type + "#" + m.methodName().stringValue() + " (a time as a number)");
             }
         }
+        for (Source s : tree.sources) { // parameter names are in the sources only
+            if (!exported(s) || LOOP_CLOCKS.contains(relative(s))) continue;
+            for (var m = PUBLIC_METHOD.matcher(s.code()); m.find(); ) {
+                if (m.group(1) == null && TIME_PARAMETER.matcher(m.group(3)).find()) {
+                    found.add(relative(s) + " " + m.group(2) + "(" + m.group(3).strip() + ") (a time as a number)");
+                }
+            }
+        }
         assertEquals(List.of(), SourceTree.unexpected(found, PENDING_CONFIGURATION),
                 "configuration by builders, stats as interfaces, Duration for time (docs/api-style.md)");
+    }
+
+    /** Whether {@code s} is in an exported package of a library module. */
+    private static boolean exported(Source s) {
+        for (var m : tree.modules) {
+            if (!LIBRARIES.contains(m.name()) || !s.path().startsWith(m.sources())) continue;
+            String pkg = m.sources().relativize(s.path().getParent()).toString().replace('/', '.');
+            return m.exports().contains(pkg);
+        }
+        return false;
     }
 
     /** Words design.md's glossary replaced, by the glossary's word: a public name uses the glossary's (api-style.md). */

@@ -789,7 +789,7 @@ abstract class VerbsConformance {
         a.cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {
             if (wc.wrId() == 79) { // where completions are delivered, a wait is refused
                 try {
-                    a.cq.await(never, 1_000_000);
+                    a.cq.await(never, Duration.ofMillis(1));
                     refusal.complete(null);
                 } catch (Throwable t) {
                     refusal.complete(t);
@@ -799,7 +799,7 @@ abstract class VerbsConformance {
         });
         int rounds = 200;
         int deliveredHere = IntStream.of(writesDeliveredToTheirWaiter(rounds, (i, write) -> {
-            a.cq.await(write, Duration.ofSeconds(10).toNanos());
+            a.cq.await(write, Duration.ofSeconds(10));
             return write.join();
         })).sum();
         // Only calls that find the dispatcher asleep in the CQ (the first; any after a descheduling) are served by it:
@@ -810,7 +810,7 @@ abstract class VerbsConformance {
         assertTrue(deliveredHere > atLeast, deliveredHere + " of " + rounds + " completions woke their own waiter");
         assertFalse(CompletionDispatcher.isDispatcherThread(), "delivering ends with the wait");
 
-        assertFalse(a.cq.await(never, 5_000_000), "a wait that runs out says the future is not done");
+        assertFalse(a.cq.await(never, Duration.ofMillis(5)), "a wait that runs out says the future is not done");
 
         // What nobody waits for goes to the handler, also while the dispatcher stands aside for a waiter.
         MemoryRegion src = a.open(64, 0x31);
@@ -850,11 +850,11 @@ abstract class VerbsConformance {
                 b.qp.post(WorkRequest.send(out, 0, 64));
             });
             var receivedHere = deliveredToItsWaiter(received);
-            a.cq.await(received, Duration.ofSeconds(10).toNanos());
+            a.cq.await(received, Duration.ofSeconds(10));
             boolean wasServed = !receivedHere.join(); // unless the dispatcher had not gone to sleep yet
             var write = a.qp.postAsync(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()));
             var writtenHere = deliveredToItsWaiter(write);
-            a.cq.await(write, Duration.ofSeconds(10).toNanos());
+            a.cq.await(write, Duration.ofSeconds(10));
             assertEquals(WcStatus.SUCCESS, write.join().status());
             if (wasServed) served++;
             if (wasServed && writtenHere.join()) nextPolledHere++;
@@ -892,7 +892,7 @@ abstract class VerbsConformance {
             case 5 -> write.get(10, java.util.concurrent.TimeUnit.SECONDS);
             case 7 -> write.thenApply(w -> w).join(); // a derived stage waits the same way
             default -> {
-                a.cq.await(write, Duration.ofSeconds(10).toNanos());
+                a.cq.await(write, Duration.ofSeconds(10));
                 yield write.join();
             }
         });
