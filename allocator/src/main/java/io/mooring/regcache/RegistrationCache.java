@@ -4,7 +4,9 @@ import io.mooring.allocator.internal.NativeAccess;
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.DestroyFailedException;
 import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceBusyException;
 import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.lifecycle.ResourceInfo;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.VerbsException;
@@ -403,7 +405,7 @@ public final class RegistrationCache implements AutoCloseable {
      * this throw the graph's {@link io.mooring.lifecycle.ResourceBusyException} once the cache is closed for
      * acquiring, and a later call completes the close after the request. Idempotent.
      *
-     * @throws IllegalStateException  under STRICT while registrations are open
+     * @throws ResourceBusyException  under STRICT while registrations are open (their regions its live children)
      * @throws DestroyFailedException if a deregistration failed
      */
     @Override
@@ -416,8 +418,11 @@ public final class RegistrationCache implements AutoCloseable {
             if (!closed) {
                 long inUse = counts.inUse();
                 if (resource.graph().policy() == ClosePolicy.STRICT && (inUse > 0 || !pending.isEmpty())) {
-                    throw new IllegalStateException("cannot close " + name + " (policy STRICT): " + inUse
-                            + " regions have open registrations; close them first");
+                    List<ResourceInfo> regions = new ArrayList<>();
+                    for (CachedRegion r : index.all()) if (r.inUse()) regions.add(r.region.resource().info());
+                    for (CachedRegion r : superseded) regions.add(r.region.resource().info());
+                    throw new ResourceBusyException(resource.info(), regions, "cannot close " + name
+                            + " (policy STRICT): " + inUse + " regions have open registrations; close them first");
                 }
                 closed = true;
                 withdraw(index.all(), drop, true);

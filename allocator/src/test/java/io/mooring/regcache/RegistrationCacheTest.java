@@ -563,8 +563,11 @@ class RegistrationCacheTest {
         try (var strict = new PdFixture(ClosePolicy.STRICT)) {
             RegistrationCache cache = RegistrationCache.builder(strict.pd).build();
             Registration reg = cache.acquire(pages(1));
-            var e = assertThrows(IllegalStateException.class, cache::close);
+            var e = assertThrows(ResourceBusyException.class, cache::close);
             assertTrue(e.getMessage().contains("STRICT"), e.getMessage());
+            assertEquals(cache.resource().info().name(), e.resource().name());
+            assertEquals(List.of(reg.region().resource().info().name()),
+                    e.liveChildren().stream().map(ResourceInfo::name).toList(), "the region of the open registration");
             assertEquals(ResourceState.OPEN, reg.region().resource().state());
             reg.close();
             cache.close();
