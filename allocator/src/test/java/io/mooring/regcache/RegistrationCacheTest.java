@@ -618,7 +618,7 @@ class RegistrationCacheTest {
             assertTrue(e.getMessage().contains("already closed"), e.getMessage());
             assertThrows(IllegalStateException.class, a::region);
             assertEquals(1, cache.stats().inUseCount(), "b still holds the region");
-            assertEquals(1, b.region().resource().info().pins(), "one pin of the MR while registrations pin the region");
+            assertEquals(1, b.region().resource().info().pins(), "one pin of the MR while the region is pinned");
             b.close();
             assertEquals(0, cache.stats().inUseCount());
             assertEquals(1, cache.stats().cachedCount());

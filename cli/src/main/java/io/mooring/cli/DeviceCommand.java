@@ -10,8 +10,8 @@ import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 
 /**
- * A command that opens a device: its {@code --provider} (see {@link io.mooring.verbs.RdmaDevices#choose}) and {@code --help}, the output
- * streams of {@link Main}, and its own model, for the usage errors it finds in its options ({@link Usage}).
+ * A command that opens a device: its {@code --provider} (see {@link RdmaDevices#choose}) and {@code --help}, the
+ * output streams of {@link Main}, and its own model, for the usage errors it finds in its options ({@link Usage}).
  */
 abstract class DeviceCommand implements Callable<Integer> {
     /** The names {@code --provider} takes. */

@@ -88,7 +88,8 @@ class ArchitectureTest {
             "(?i)(timeout|timer|delay|period|interval|linger|backoff|lifetime|duration|ttl)$");
     /** A public method's declaration: whether it overrides (a JDK signature), its name and its parameters. */
     private static final Pattern PUBLIC_METHOD = Pattern.compile(
-            "(@Override\\s+)?public\\s+(?:static\\s+|final\\s+|synchronized\\s+|default\\s+)*[\\w<>\\[\\]?, .]+?\\s(\\w+)\\(([^)]*)\\)");
+            "(@Override\\s+)?public\\s+(?:static\\s+|final\\s+|synchronized\\s+|default\\s+)*"
+                    + "[\\w<>\\[\\]?, .]+?\\s(\\w+)\\(([^)]*)\\)");
     /** A parameter that is a time as a number, by its name. */
     private static final Pattern TIME_PARAMETER = Pattern.compile(
             "\\b(long|int)\\s+\\w*(?i:nanos|micros|millis|seconds|timeout|delay|period)\\b");
@@ -237,7 +238,9 @@ class ArchitectureTest {
                         .collect(Collectors.groupingBy(d -> d, Collectors.counting()));
                 if (numbers.values().stream().anyMatch(n -> n >= 3)) found.add(type + " (a positional record)");
             }
-            if (type.endsWith("Stats") && !c.flags().has(AccessFlag.INTERFACE)) found.add(type + " (stats, not an interface)");
+            if (type.endsWith("Stats") && !c.flags().has(AccessFlag.INTERFACE)) {
+                found.add(type + " (stats, not an interface)");
+            }
             for (MethodModel m : c.methods()) {
                 if (!isApi(m) || !TIME_NAME.matcher(m.methodName().stringValue()).find()) continue;
                 var t = m.methodTypeSymbol();
@@ -268,7 +271,7 @@ class ArchitectureTest {
         return false;
     }
 
-    /** Words design.md's glossary replaced, by the glossary's word: a public name uses the glossary's (api-style.md). */
+    /** Words design.md's glossary replaced, by the glossary's word: a public name uses the glossary's. */
     static final Map<String, String> SYNONYMS = Map.of("expose", "grant", "hold", "pin", "tryhold", "tryPin",
             "unhold", "release (a pin)", "users", "pins", "unpin", "release (a pin)");
 
@@ -282,7 +285,9 @@ class ArchitectureTest {
             if (word != null) found.add(type + " (the glossary says " + word + ")");
             for (MethodModel m : c.methods()) {
                 word = SYNONYMS.get(m.methodName().stringValue().toLowerCase(java.util.Locale.ROOT));
-                if (isApi(m) && word != null) found.add(type + "#" + m.methodName() + " (the glossary says " + word + ")");
+                if (isApi(m) && word != null) {
+                    found.add(type + "#" + m.methodName() + " (the glossary says " + word + ")");
+                }
             }
         }
         assertEquals(List.of(), List.copyOf(found), "public names use design.md's glossary");

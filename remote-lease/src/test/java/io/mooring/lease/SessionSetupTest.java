@@ -264,7 +264,8 @@ class SessionSetupTest {
     }
 
     private MooringException connectFailure(InetSocketAddress peer) {
-        var failed = assertThrows(ExecutionException.class, () -> endpoint.connectAsync(peer).get(30, TimeUnit.SECONDS));
+        var failed = assertThrows(ExecutionException.class,
+                () -> endpoint.connectAsync(peer).get(30, TimeUnit.SECONDS));
         return assertInstanceOf(MooringException.class, failed.getCause());
     }
 

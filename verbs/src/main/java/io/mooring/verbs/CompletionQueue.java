@@ -119,8 +119,9 @@ public final class CompletionQueue extends VerbsObject {
 
     /**
      * Waits until {@code f} — the future of a request on a QP of this CQ — is done, or {@code timeout} has passed
-     * ({@link #FOREVER}: without bound). With a dispatcher in EVENTS mode a platform thread polls for its own completion while it waits
-     * ({@link CompletionDispatcher#await}); otherwise it parks until the completion is delivered.
+     * ({@link #FOREVER}: without bound). With a dispatcher in EVENTS mode a platform thread polls for its own
+     * completion while it waits ({@link CompletionDispatcher#await}); otherwise it parks until the completion is
+     * delivered.
      *
      * @return whether {@code f} is done: false if the time ran out first
      * @throws WrongThreadException where completions are delivered ({@link CompletionDispatcher#checkMayWait()})

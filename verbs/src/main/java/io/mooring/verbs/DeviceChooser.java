@@ -59,8 +59,10 @@ final class DeviceChooser {
             case "auto" -> {
                 if (device != null) yield named(device);
                 RdmaDevices.Listing ibv = list("ibv");
-                yield ibv.devices().isEmpty() ? new RdmaDevices.Choice("soft", "soft0", source + ": " + ibv.whyNone())
-                        : new RdmaDevices.Choice("ibv", ibv.devices().getFirst().name(), source + ": the first ibv device");
+                if (ibv.devices().isEmpty()) {
+                    yield new RdmaDevices.Choice("soft", "soft0", source + ": " + ibv.whyNone());
+                }
+                yield new RdmaDevices.Choice("ibv", ibv.devices().getFirst().name(), source + ": the first ibv device");
             }
             default -> throw new IllegalArgumentException(source + " names no provider choice; use "
                     + String.join(", ", RdmaDevices.PROVIDER_CHOICES));

@@ -10,9 +10,9 @@ import java.time.Duration;
 final class IbTimers {
     /** The local ACK timeout of code {@code n} (1–31): 4.096 µs × 2^n. Code 0 (wait forever) is not offered. */
     private static final long ACK_UNIT_NANOS = 4096;
-    /** The RNR delays of codes 0–31 in units of 10 µs (InfiniBand's table 45): code 0 is the longest, 655.36 ms. */
-    private static final int[] RNR_UNITS = {65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512,
-            768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+    /** The RNR delays of codes 0–31 in units of 10 µs, as InfiniBand encodes them: code 0 is the longest. */
+    private static final int[] RNR_UNITS = {65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384,
+            512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
     private static final long RNR_UNIT_NANOS = 10_000;
 
     private IbTimers() {}

@@ -50,14 +50,16 @@ class ConnectOptionsTest {
     /** A time becomes the verbs' code of the shortest timer at least as long: a connection never gives up sooner. */
     @Test
     void timesRoundUpToWhatTheVerbsCanSay() {
-        var options = ConnectOptions.builder().ackTimeout(Duration.ofMillis(4)).minRnrTimer(Duration.ofMillis(80)).build();
+        var options = ConnectOptions.builder().ackTimeout(Duration.ofMillis(4)).minRnrTimer(Duration.ofMillis(80))
+                .build();
         assertEquals(Duration.ofNanos(4096L << 10), options.ackTimeout(), "4 ms: 4.194304 ms, code 10");
         assertEquals(10, options.ackTimeoutCode());
         assertEquals(Duration.ofNanos(81_920_000), options.minRnrTimer(), "80 ms: 81.92 ms, code 26");
         assertEquals(26, options.minRnrTimerCode());
         var exact = ConnectOptions.builder().ackTimeout(Duration.ofNanos(4096L << 10)).build();
         assertEquals(10, exact.ackTimeoutCode(), "an exact one stays");
-        var shortest = ConnectOptions.builder().ackTimeout(Duration.ofNanos(1)).minRnrTimer(Duration.ofNanos(1)).build();
+        var shortest = ConnectOptions.builder().ackTimeout(Duration.ofNanos(1)).minRnrTimer(Duration.ofNanos(1))
+                .build();
         assertEquals(1, shortest.ackTimeoutCode());
         assertEquals(1, shortest.minRnrTimerCode(), "10 µs");
         var longest = ConnectOptions.builder().minRnrTimer(Duration.ofMillis(600)).build();
@@ -67,7 +69,8 @@ class ConnectOptionsTest {
         var tooLong = assertThrows(IllegalArgumentException.class,
                 () -> ConnectOptions.builder().minRnrTimer(Duration.ofMillis(656)));
         assertTrue(tooLong.getMessage().startsWith("minRnrTimer PT0.656S exceeds the longest"), tooLong::getMessage);
-        var zero = assertThrows(IllegalArgumentException.class, () -> ConnectOptions.builder().ackTimeout(Duration.ZERO));
+        var zero = assertThrows(IllegalArgumentException.class,
+                () -> ConnectOptions.builder().ackTimeout(Duration.ZERO));
         assertEquals("ackTimeout must be positive, was PT0S", zero.getMessage());
     }
 

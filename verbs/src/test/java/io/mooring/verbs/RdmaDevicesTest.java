@@ -46,7 +46,8 @@ class RdmaDevicesTest {
         DeviceChooser chooser = withIbv(() -> List.of(rxe));
         assertEquals(new RdmaDevices.Choice("ibv", "rxe0", "provider auto: the first ibv device"),
                 chooser.choose("auto", null));
-        assertEquals(new RdmaDevices.Choice("ibv", "rxe0", "provider ibv: its first device"), chooser.choose("ibv", null));
+        assertEquals(new RdmaDevices.Choice("ibv", "rxe0", "provider ibv: its first device"),
+                chooser.choose("ibv", null));
         assertEquals("ibv:rxe1", chooser.choose("ibv", "rxe1").name(), "a named ibv device is not looked up");
         assertEquals("soft:soft0", chooser.choose("auto", "soft0").name(), "auto finds a named device where it is");
         assertEquals("ibv:rxe0", chooser.choose("auto", "rxe0").name());

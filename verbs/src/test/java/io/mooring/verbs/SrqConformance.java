@@ -225,7 +225,8 @@ abstract class SrqConformance {
         var over = assertThrows(IllegalArgumentException.class, () -> srq.arm(DEPTH + 1));
         assertTrue(over.getMessage().contains(String.valueOf(DEPTH)), over::getMessage);
         assertThrows(IllegalArgumentException.class, () -> srq.arm(-1));
-        assertEquals(2, serverPd.createSharedReceiveQueue(SrqAttributes.builder().maxWr(8).limit(2).build()).limit(), "armed at creation");
+        assertEquals(2, serverPd.createSharedReceiveQueue(SrqAttributes.builder().maxWr(8).limit(2).build()).limit(),
+                "armed at creation");
     }
 
     @Test
@@ -295,7 +296,8 @@ abstract class SrqConformance {
         assertTrue(sge.getMessage().contains("max_srq_sge of " + device.maxSrqSge()), sge::getMessage);
         var empty = assertThrows(IllegalArgumentException.class, () -> SrqAttributes.builder().maxWr(0).build());
         assertTrue(empty.getMessage().contains("maxWr >= 1"), empty::getMessage);
-        var limit = assertThrows(IllegalArgumentException.class, () -> SrqAttributes.builder().maxWr(4).limit(5).build());
+        var limit = assertThrows(IllegalArgumentException.class,
+                () -> SrqAttributes.builder().maxWr(4).limit(5).build());
         assertTrue(limit.getMessage().contains("limit 5"), limit::getMessage);
     }
 }

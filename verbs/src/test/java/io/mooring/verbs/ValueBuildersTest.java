@@ -42,7 +42,7 @@ class ValueBuildersTest {
         assertEquals(16, armed.maxWr());
         assertEquals(4, armed.limit());
         assertEquals(1, armed.maxSge());
-        assertEquals(armed, SrqAttributes.builder().limit(4).maxWr(16).build(), "the order of the settings is no matter");
+        assertEquals(armed, SrqAttributes.builder().limit(4).maxWr(16).build(), "in whatever order they are set");
 
         var limit = assertThrows(IllegalArgumentException.class, () -> armed.toBuilder().maxWr(2).build());
         assertEquals("SRQ limit 4 is outside [0, maxWr 2]", limit.getMessage());

@@ -22,7 +22,9 @@ public final class QpCapabilities {
         this.maxRecvWr = positive(b.maxRecvWr, "maxRecvWr");
         this.maxSendSge = positive(b.maxSendSge, "maxSendSge");
         this.maxRecvSge = positive(b.maxRecvSge, "maxRecvSge");
-        if (b.maxInlineData < 0) throw new IllegalArgumentException("maxInlineData must be >= 0, was " + b.maxInlineData);
+        if (b.maxInlineData < 0) {
+            throw new IllegalArgumentException("maxInlineData must be >= 0, was " + b.maxInlineData);
+        }
         this.maxInlineData = b.maxInlineData;
     }
 
