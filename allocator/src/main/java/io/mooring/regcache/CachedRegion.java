@@ -11,10 +11,10 @@ import java.util.List;
  * One memory region a {@link RegistrationCache} registered: whole pages with some rights, shared by every
  * {@link Registration} it serves.
  *
- * <p>Its {@link #state} word is the only thing a hit writes: the count of open registrations, plus {@link #RETIRED}
- * once the cache hands it out no more. A hit takes a user by CAS and fails once the region is retired, so no
- * registration is ever given a region on its way out. While it has users it holds one pin on its MR (taken by the
- * first user, dropped by the last), so the graph defers the deregistration of a region in use whoever closes it.
+ * <p>Its {@link #state} word is the only thing a hit writes: its pins, one per open registration, plus {@link #RETIRED}
+ * once the cache hands it out no more. A hit takes a pin by CAS and fails once the region is retired, so no
+ * registration is ever given a region on its way out. While pinned it pins its MR once (the first pin takes that,
+ * the last releases it), so the graph defers the deregistration of a region in use whoever closes it.
  */
 final class CachedRegion {
     private static final VarHandle STATE;
@@ -30,16 +30,16 @@ final class CachedRegion {
         }
     }
 
-    /** The state bit of a retired region; the other bits count its users. */
+    /** The state bit of a retired region; the other bits count its pins. */
     static final int RETIRED = Integer.MIN_VALUE;
-    private static final int USERS = ~RETIRED;
+    private static final int PINS = ~RETIRED;
 
     final long start;
     final long end;
     /** The {@code IBV_ACCESS_*} mask it was registered with. */
     final int access;
     final MemoryRegion region;
-    // Captured at registration: they stay readable while a holder keeps the region alive after its handle closed.
+    // Captured at registration: they stay readable while a pin keeps the region alive after its handle closed.
     final int lkey;
     final int rkey;
 
@@ -56,7 +56,7 @@ final class CachedRegion {
     @SuppressWarnings("unused") // through LAST_USED
     private long lastUsed;
 
-    /** A new region with one user, its creator; the caller has pinned its MR for that user. */
+    /** A new region with one pin, its creator's; the caller has pinned its MR for it. */
     CachedRegion(MemoryRegion region, int access) {
         this.start = region.address();
         this.end = start + region.length();
@@ -81,16 +81,16 @@ final class CachedRegion {
     }
 
     /**
-     * Takes a user, unless the region is retired or its MR was closed under the cache (its PD's tree closed).
+     * Takes a pin, unless the region is retired or its MR was closed under the cache (its PD's tree closed).
      *
-     * @return the users it had before (0: it was unused), or -1 if it cannot be used
+     * @return the pins it had before (0: it was unused), or -1 if it cannot be used
      */
-    int tryAcquire() {
+    int tryPin() {
         for (;;) {
             int s = state;
             if (s < 0) return -1;
             if (s == 0) {
-                // Pin before the CAS publishes the user, so that a region with users always holds a pin.
+                // Pin the MR before the CAS publishes the pin, so that a pinned region always pins its MR.
                 try {
                     region.resource().addPin();
                 } catch (ResourceClosedException closed) {
@@ -105,14 +105,14 @@ final class CachedRegion {
     }
 
     /**
-     * Gives a user back. The last user of a retired region closes its handle and drops the pin, which deregisters
-     * it.
+     * Releases a pin. The last pin of a retired region closes its handle and releases the MR's pin, which
+     * deregisters it.
      *
      * @return the state after: 0 if it became unused, {@link #RETIRED} if it was retired and is now gone
      */
     int release(long tick) {
         int after = (int) STATE.getAndAdd(this, -1) - 1;
-        if ((after & USERS) == 0) {
+        if ((after & PINS) == 0) {
             if (after == 0) LAST_USED.setOpaque(this, tick);
             else region.close(); // retired while in use (a merge leaves the handle open until now)
             region.resource().removePin();
@@ -123,7 +123,7 @@ final class CachedRegion {
     /**
      * Marks the region retired: no hit gets it any more.
      *
-     * @return the users it had (0: the caller deregisters it now), or -1 if it was already retired
+     * @return the pins it had (0: the caller deregisters it now), or -1 if it was already retired
      */
     int retire() {
         for (;;) {
@@ -133,7 +133,7 @@ final class CachedRegion {
         }
     }
 
-    /** Retires it only if it has no users: what eviction does. */
+    /** Retires it only if it has no pins: what eviction does. */
     boolean retireIfUnused() {
         return STATE.compareAndSet(this, 0, RETIRED);
     }
@@ -143,9 +143,9 @@ final class CachedRegion {
         return state == 0;
     }
 
-    /** Whether registrations still use it, retired or not. */
+    /** Whether registrations still pin it, retired or not. */
     boolean inUse() {
-        return (state & USERS) != 0;
+        return (state & PINS) != 0;
     }
 
     boolean isRetired() {

@@ -8,7 +8,7 @@ interface Eviction extends AutoCloseable {
     /** A miss registered {@code r} and put it in the index. */
     void added(CachedRegion r);
 
-    /** The last user of {@code r} released it: it is unused, and subject to eviction, from now on. */
+    /** The last pin of {@code r} was released: it is unused, and subject to eviction, from now on. */
     void unused(CachedRegion r);
 
     /** {@code r} was retired (evicted, invalidated, merged, closed): the policy forgets it. */

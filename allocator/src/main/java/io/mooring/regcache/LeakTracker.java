@@ -7,7 +7,7 @@ import java.lang.ref.ReferenceQueue;
 /**
  * Finds registrations that became unreachable unclosed and gives their regions back, so pages are not pinned
  * forever by a forgotten {@code close()}. A {@link java.lang.ref.Cleaner} would do it, but its list of cleanables
- * is one {@code synchronized} list per Cleaner: a global lock on every hit. Here each thread tracks its holds in one
+ * is one {@code synchronized} list per Cleaner: a global lock on every hit. Here each thread tracks its pins in one
  * of several stripes (by thread id), so threads meet on a monitor only when they share a stripe; the {@link Housekeeper}
  * drains the reference queue.
  */
@@ -30,23 +30,23 @@ final class LeakTracker {
     }
 
     abstract static class StripeHead extends StripeHeadPad {
-        Hold head;
+        RegionPin head;
     }
 
     /**
-     * A doubly-linked list of the holds that the threads of one stripe made; its monitor and head are padded
+     * A doubly-linked list of the pins that the threads of one stripe made; its monitor and head are padded
      * (Agrona-style) away from the neighbouring stripes', which other threads write.
      */
     static final class Stripe extends StripeHead {
         @SuppressWarnings("unused") private long q0, q1, q2, q3, q4, q5, q6, q7;
 
-        synchronized void add(Hold h) {
+        synchronized void add(RegionPin h) {
             h.next = head;
             if (head != null) head.prev = h;
             head = h;
         }
 
-        synchronized void remove(Hold h) {
+        synchronized void remove(RegionPin h) {
             if (h.prev != null) h.prev.next = h.next;
             else if (head == h) head = h.next;
             else return; // already removed
@@ -61,16 +61,16 @@ final class LeakTracker {
     }
 
     /** Keeps {@code h} reachable until it is closed or found leaked. */
-    static void track(Hold h) {
+    static void track(RegionPin h) {
         h.stripe.add(h);
     }
 
-    static void untrack(Hold h) {
+    static void untrack(RegionPin h) {
         h.stripe.remove(h);
     }
 
     private static void release(Reference<?> leaked) {
-        Hold h = (Hold) leaked;
+        RegionPin h = (RegionPin) leaked;
         untrack(h);
         if (!h.markClosed()) return;
         h.cache.releaseLeaked(h);

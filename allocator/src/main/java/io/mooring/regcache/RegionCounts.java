@@ -51,7 +51,7 @@ final class RegionCounts {
     RegistrationCacheStats snapshot() {
         long count = unusedCount.sum();
         long bytes = unusedBytes.sum();
-        return new RegistrationCacheStats(hits.sum(), misses, merges, evictions, invalidations, leaks.sum(),
+        return new CacheStatsSnapshot(hits.sum(), misses, merges, evictions, invalidations, leaks.sum(),
                 count, bytes, liveCount.sum() - count, liveBytes.sum() - bytes);
     }
 }

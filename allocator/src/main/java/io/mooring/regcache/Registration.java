@@ -20,13 +20,13 @@ import java.lang.foreign.MemorySegment;
  * it.
  */
 public final class Registration implements AutoCloseable {
-    private final Hold hold;
+    private final RegionPin pin;
     private final MemorySegment segment;
 
     Registration(RegistrationCache cache, CachedRegion cached, MemorySegment segment) {
-        this.hold = new Hold(this, cache, cached, segment.address(), segment.byteSize(), LeakTracker.stripe());
+        this.pin = new RegionPin(this, cache, cached, segment.address(), segment.byteSize(), LeakTracker.stripe());
         this.segment = segment;
-        LeakTracker.track(hold);
+        LeakTracker.track(pin);
     }
 
     /** The caller's memory, as given to {@link RegistrationCache#acquire}. */
@@ -38,33 +38,33 @@ public final class Registration implements AutoCloseable {
     /** The registered region: the whole pages around the segment, or a larger cached region containing them. */
     public MemoryRegion region() {
         checkOpen();
-        return hold.cached.region;
+        return pin.cached.region;
     }
 
     /** Where the segment starts inside {@link #region()}: the offset work requests name. */
     public long offset() {
         checkOpen();
-        return segment.address() - hold.cached.start;
+        return segment.address() - pin.cached.start;
     }
 
     /** The key local work requests name the region by. */
     public int lkey() {
         checkOpen();
-        return hold.cached.lkey;
+        return pin.cached.lkey;
     }
 
     /** The key peers name the region by; useful only for the remote rights it was acquired with. */
     public int rkey() {
         checkOpen();
-        return hold.cached.rkey;
+        return pin.cached.rkey;
     }
 
     public boolean isOpen() {
-        return !hold.isClosed();
+        return !pin.isClosed();
     }
 
     private void checkOpen() {
-        if (hold.isClosed()) throw new IllegalStateException(this + " is closed");
+        if (pin.isClosed()) throw new IllegalStateException(this + " is closed");
     }
 
     /**
@@ -74,13 +74,13 @@ public final class Registration implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!hold.markClosed()) throw new IllegalStateException(this + " is already closed");
-        LeakTracker.untrack(hold);
-        hold.cache.release(hold.cached);
+        if (!pin.markClosed()) throw new IllegalStateException(this + " is already closed");
+        LeakTracker.untrack(pin);
+        pin.cache.release(pin.cached);
     }
 
     @Override
     public String toString() {
-        return "Registration[" + hold + " in " + hold.cached + (hold.isClosed() ? ", closed" : "") + "]";
+        return "Registration[" + pin + " in " + pin.cached + (pin.isClosed() ? ", closed" : "") + "]";
     }
 }

@@ -4,7 +4,9 @@ import io.mooring.allocator.internal.NativeAccess;
 import io.mooring.lifecycle.ClosePolicy;
 import io.mooring.lifecycle.DestroyFailedException;
 import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceBusyException;
 import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.lifecycle.ResourceInfo;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.VerbsException;
@@ -32,7 +34,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * cache.invalidate(buffer);   // before the buffer's memory is freed
  * }</pre>
  *
- * <p><b>A hit</b> takes no lock: it reads the immutable {@link RegionIndex}, takes a user of the covering region by
+ * <p><b>A hit</b> takes no lock: it reads the immutable {@link RegionIndex}, takes a pin of the covering region by
  * CAS and counts itself in a striped counter. <b>A miss</b> registers the whole pages around the segment, joined
  * with every overlapping region of the same local-only rights (UCX's merge), outside the lock; concurrent misses
  * on those pages wait for that one registration instead of making their own. Regions in use are never
@@ -124,15 +126,15 @@ public final class RegistrationCache implements AutoCloseable {
         // The hit path: no lock. A region retired since the index was read refuses the CAS; the slow path looks again.
         CachedRegion r = index.covering(from, to, mask);
         if (r != null) {
-            int users = r.tryAcquire();
-            if (users >= 0) return hit(r, users, segment);
+            int pins = r.tryPin();
+            if (pins >= 0) return hit(r, pins, segment);
         }
         return acquireSlow(from, to, mask, rights, segment);
     }
 
-    private Registration hit(CachedRegion r, int usersBefore, MemorySegment segment) {
+    private Registration hit(CachedRegion r, int pinsBefore, MemorySegment segment) {
         counts.hits.increment();
-        if (usersBefore == 0) counts.unused(r, -1);
+        if (pinsBefore == 0) counts.unused(r, -1);
         return new Registration(this, r, segment);
     }
 
@@ -146,8 +148,8 @@ public final class RegistrationCache implements AutoCloseable {
             try {
                 if (closed) throw closedError();
                 for (CachedRegion r; (r = index.covering(from, to, mask)) != null; ) {
-                    int users = r.tryAcquire();
-                    if (users >= 0) return hit(r, users, segment);
+                    int pins = r.tryPin();
+                    if (pins >= 0) return hit(r, pins, segment);
                     // Retirements happen under this lock, so this one's MR was closed under the cache (its PD's
                     // tree closed): it can never serve again.
                     withdraw(List.of(r), drop, true);
@@ -176,7 +178,7 @@ public final class RegistrationCache implements AutoCloseable {
         boolean open;
         try {
             MemoryRegion mr = register(mine, from, to, rights);
-            mr.resource().addPin(); // the creator's user
+            mr.resource().addPin(); // for the creator's pin
             r = new CachedRegion(mr, mine.access);
             lock.lock();
             try {
@@ -237,14 +239,14 @@ public final class RegistrationCache implements AutoCloseable {
         }
     }
 
-    /** A registration became unreachable unclosed: the tracker gives its user back (and logs the leak). */
-    void releaseLeaked(Hold hold) {
+    /** A registration became unreachable unclosed: the tracker releases its pin (and logs the leak). */
+    void releaseLeaked(RegionPin pin) {
         counts.leaks.increment();
-        RegistrationEvents.record(name, "leak", hold.cached);
-        release(hold.cached);
+        RegistrationEvents.record(name, "leak", pin.cached);
+        release(pin.cached);
     }
 
-    /** Gives a user of {@code r} back: by {@link Registration#close()} or by the leak tracker. */
+    /** Releases a pin of {@code r}: by {@link Registration#close()} or by the leak tracker. */
     void release(CachedRegion r) {
         int after = r.release(tick);
         if (after == CachedRegion.RETIRED) {
@@ -347,10 +349,10 @@ public final class RegistrationCache implements AutoCloseable {
         int inUse = 0;
         List<CachedRegion> out = new ArrayList<>();
         for (CachedRegion r : regions) {
-            int users = r.retire();
-            if (users < 0) continue;
+            int pins = r.retire();
+            if (pins < 0) continue;
             out.add(r);
-            if (users == 0) {
+            if (pins == 0) {
                 counts.unused(r, -1);
                 counts.live(r, -1); // deregistered as soon as its handle closes
                 drop.add(r);
@@ -403,7 +405,7 @@ public final class RegistrationCache implements AutoCloseable {
      * this throw the graph's {@link io.mooring.lifecycle.ResourceBusyException} once the cache is closed for
      * acquiring, and a later call completes the close after the request. Idempotent.
      *
-     * @throws IllegalStateException  under STRICT while registrations are open
+     * @throws ResourceBusyException  under STRICT while registrations are open (their regions its live children)
      * @throws DestroyFailedException if a deregistration failed
      */
     @Override
@@ -416,8 +418,11 @@ public final class RegistrationCache implements AutoCloseable {
             if (!closed) {
                 long inUse = counts.inUse();
                 if (resource.graph().policy() == ClosePolicy.STRICT && (inUse > 0 || !pending.isEmpty())) {
-                    throw new IllegalStateException("cannot close " + name + " (policy STRICT): " + inUse
-                            + " regions have open registrations; close them first");
+                    List<ResourceInfo> regions = new ArrayList<>();
+                    for (CachedRegion r : index.all()) if (r.inUse()) regions.add(r.region.resource().info());
+                    for (CachedRegion r : superseded) regions.add(r.region.resource().info());
+                    throw new ResourceBusyException(resource.info(), regions, "cannot close " + name
+                            + " (policy STRICT): " + inUse + " regions have open registrations; close them first");
                 }
                 closed = true;
                 withdraw(index.all(), drop, true);

@@ -178,7 +178,7 @@ class RegistrationCacheTest {
             assertEquals(4 * PAGE, merged.length());
             assertEquals(2 * PAGE, beyond.offset());
             assertEquals(ResourceState.OPEN, state(old), "its holders go on using it, handle and all");
-            assertEquals(new RegistrationCacheStats(1, 2, 1, 0, 0, 0, 0, 0, 2, 7 * PAGE), cache.stats());
+            assertEquals(new CacheStatsSnapshot(1, 2, 1, 0, 0, 0, 0, 0, 2, 7 * PAGE), cache.stats());
 
             try (Registration again = cache.acquire(buf.asSlice(10, 10))) {
                 assertSame(merged, again.region(), "the old region is handed out no more");
@@ -188,7 +188,7 @@ class RegistrationCacheTest {
             inside.close();
             assertEquals(ResourceState.DESTROYED, state(old), "deregistered with its last registration");
             beyond.close();
-            assertEquals(new RegistrationCacheStats(2, 2, 1, 0, 0, 0, 1, 4 * PAGE, 0, 0), cache.stats());
+            assertEquals(new CacheStatsSnapshot(2, 2, 1, 0, 0, 0, 1, 4 * PAGE, 0, 0), cache.stats());
         }
     }
 
@@ -232,7 +232,7 @@ class RegistrationCacheTest {
             beyond.close();
             assertEquals(ResourceState.DESTROYED, state(old));
             assertEquals(ResourceState.DESTROYED, state(merged));
-            assertEquals(new RegistrationCacheStats(0, 2, 1, 0, 2, 0, 0, 0, 0, 0), cache.stats());
+            assertEquals(new CacheStatsSnapshot(0, 2, 1, 0, 2, 0, 0, 0, 0, 0), cache.stats());
         }
     }
 
@@ -295,7 +295,7 @@ class RegistrationCacheTest {
             assertEquals(ResourceState.OPEN, state(held.region()), "in use: never evicted");
             assertEquals(List.of(ResourceState.DESTROYED, ResourceState.DESTROYED, ResourceState.OPEN,
                     ResourceState.OPEN), released.stream().map(RegistrationCacheTest::state).toList(), "oldest first");
-            assertEquals(new RegistrationCacheStats(0, 5, 0, 2, 0, 0, 2, 2 * PAGE, 1, 3 * PAGE), cache.stats());
+            assertEquals(new CacheStatsSnapshot(0, 5, 0, 2, 0, 0, 2, 2 * PAGE, 1, 3 * PAGE), cache.stats());
 
             MemoryRegion big = held.region();
             held.close();
@@ -380,7 +380,7 @@ class RegistrationCacheTest {
             assertEquals(ResourceState.OPEN, state(held.region()));
             assertEquals(List.of(ResourceState.DESTROYED, ResourceState.DESTROYED, ResourceState.DESTROYED,
                     ResourceState.OPEN, ResourceState.OPEN), released.stream().map(RegistrationCacheTest::state).toList());
-            assertEquals(new RegistrationCacheStats(1, 6, 0, 3, 0, 0, 2, 2 * PAGE, 1, PAGE), cache.stats());
+            assertEquals(new CacheStatsSnapshot(1, 6, 0, 3, 0, 0, 2, 2 * PAGE, 1, PAGE), cache.stats());
             MemoryRegion recent = held.region();
             held.close();
             assertEquals(ResourceState.DESTROYED, state(released.get(3)), "the least recently used goes");
@@ -407,7 +407,7 @@ class RegistrationCacheTest {
             try (Registration again = cache.acquire(buf.asSlice(0, PAGE))) {
                 assertNotSame(first, again.region());
             }
-            assertEquals(new RegistrationCacheStats(0, 3, 0, 0, 1, 0, 2, 2 * PAGE, 0, 0), cache.stats());
+            assertEquals(new CacheStatsSnapshot(0, 3, 0, 0, 1, 0, 2, 2 * PAGE, 0, 0), cache.stats());
         }
     }
 
@@ -431,7 +431,7 @@ class RegistrationCacheTest {
             assertEquals(ResourceState.CLOSING, state(region), "b still uses it");
             b.close();
             assertEquals(ResourceState.DESTROYED, state(region));
-            assertEquals(new RegistrationCacheStats(1, 2, 0, 0, 1, 0, 1, 2 * PAGE, 0, 0), cache.stats());
+            assertEquals(new CacheStatsSnapshot(1, 2, 0, 0, 1, 0, 1, 2 * PAGE, 0, 0), cache.stats());
         }
     }
 
@@ -563,8 +563,11 @@ class RegistrationCacheTest {
         try (var strict = new PdFixture(ClosePolicy.STRICT)) {
             RegistrationCache cache = RegistrationCache.builder(strict.pd).build();
             Registration reg = cache.acquire(pages(1));
-            var e = assertThrows(IllegalStateException.class, cache::close);
+            var e = assertThrows(ResourceBusyException.class, cache::close);
             assertTrue(e.getMessage().contains("STRICT"), e.getMessage());
+            assertEquals(cache.resource().info().name(), e.resource().name());
+            assertEquals(List.of(reg.region().resource().info().name()),
+                    e.liveChildren().stream().map(ResourceInfo::name).toList(), "the region of the open registration");
             assertEquals(ResourceState.OPEN, reg.region().resource().state());
             reg.close();
             cache.close();
@@ -615,7 +618,7 @@ class RegistrationCacheTest {
             assertTrue(e.getMessage().contains("already closed"), e.getMessage());
             assertThrows(IllegalStateException.class, a::region);
             assertEquals(1, cache.stats().inUseCount(), "b still holds the region");
-            assertEquals(1, b.region().resource().info().pins(), "one pin while the region has users");
+            assertEquals(1, b.region().resource().info().pins(), "one pin of the MR while the region is pinned");
             b.close();
             assertEquals(0, cache.stats().inUseCount());
             assertEquals(1, cache.stats().cachedCount());

@@ -75,7 +75,7 @@ final class ChaosRun implements AutoCloseable {
             .maxDuration(LONG).maxLifetime(Duration.ofMinutes(10))
             .maxAccess(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC)).grace(GRACE).build();
     /** A lost injected packet is retransmitted after about 4 ms (4.096 µs × 2^10), not 67 ms. */
-    private static final ConnectOptions OPTIONS = ConnectOptions.builder().timeout(10).build();
+    private static final ConnectOptions OPTIONS = ConnectOptions.builder().ackTimeout(Duration.ofMillis(4)).build();
     private static final int HONEST = 3;
 
     final long seed;

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lease.ConnectFailedException;
 import io.mooring.lease.FlowControlException;
 import io.mooring.lease.InboundMessage;
 import io.mooring.lease.LeaseRefusedException;
@@ -19,7 +20,6 @@ import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.WorkRequest;
-import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -137,7 +137,7 @@ class ExhaustionTest {
                 opened.add(hostile.connectAsync(listener.address()).get(30, TimeUnit.SECONDS));
                 accepted.get(30, TimeUnit.SECONDS);
             } catch (ExecutionException e) {
-                assertInstanceOf(IOException.class, e.getCause(), e.toString());
+                assertInstanceOf(ConnectFailedException.class, e.getCause(), e.toString());
                 refused++;
                 accepted.cancel(false);
             }

@@ -50,7 +50,7 @@ class LeaseVolumeTest {
     private static final int LIFETIMES = Integer.getInteger("mooring.chaos.lifetimes", 2_000);
     private static final int PEERS = 4;
     private static final int LATE_EVERY = 250;
-    private static final ConnectOptions OPTIONS = ConnectOptions.builder().timeout(10).build();
+    private static final ConnectOptions OPTIONS = ConnectOptions.builder().ackTimeout(Duration.ofMillis(4)).build();
 
     @Test
     void everyLeaseLivesOnceAndItsKeyDiesWithIt() throws Exception {

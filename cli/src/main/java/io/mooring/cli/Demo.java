@@ -3,6 +3,7 @@ package io.mooring.cli;
 import io.mooring.allocator.ArenaStats;
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lease.ConnectFailedException;
 import io.mooring.lease.LeaseEndedException;
 import io.mooring.lease.LeaseStats;
 import io.mooring.lease.RdmaEndpoint;
@@ -11,6 +12,7 @@ import io.mooring.lease.RemoteSegment;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
+import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.WcStatus;
 import io.mooring.verbs.WorkCompletionException;
 import io.mooring.verbs.WorkRequest;
@@ -51,9 +53,9 @@ final class Demo extends DeviceCommand {
 
     @Override
     public Integer call() throws Exception {
-        DeviceChoice.Choice device;
+        RdmaDevices.Choice device;
         try {
-            device = DeviceChoice.installed().choose(provider(), null);
+            device = RdmaDevices.choose(provider(), null);
         } catch (IllegalArgumentException e) {
             err().println("mooring demo: " + e.getMessage());
             return 1;
@@ -63,7 +65,7 @@ final class Demo extends DeviceCommand {
 
     /** A device, PD and arena of this process, in a graph of its own (so the end can show it is empty). */
     private record Side(ResourceGraph graph, DeviceContext context, ProtectionDomain pd, RdmaArena arena) {
-        static Side open(DeviceChoice.Choice device) {
+        static Side open(RdmaDevices.Choice device) {
             var graph = ResourceGraph.builder().name("demo").build();
             DeviceContext context = device.open(graph);
             ProtectionDomain pd = context.allocateProtectionDomain();
@@ -81,7 +83,7 @@ final class Demo extends DeviceCommand {
 
     // ---- the owner (second process) ----------------------------------------------------------------------------
 
-    private static int owner(DeviceChoice.Choice device, PrintStream out) throws Exception {
+    private static int owner(RdmaDevices.Choice device, PrintStream out) throws Exception {
         Side side = Side.open(device);
         // Step 7 shows a leased block reused: message buffers of 1 KiB keep out of the 4 KiB class, and one session
         // at a time makes the second wait until the first one's leases are revoked and their blocks back.
@@ -120,7 +122,7 @@ final class Demo extends DeviceCommand {
             try {
                 return endpoint.connectAsync(at).get();
             } catch (java.util.concurrent.ExecutionException e) {
-                if (!(e.getCause() instanceof java.io.IOException) || attempt == 20) throw e;
+                if (!(e.getCause() instanceof ConnectFailedException) || attempt == 20) throw e;
                 out().println("  (the owner does not take the new session yet: its first one is still ending, or it"
                         + " bars a peer for a while after a lost session; trying again)");
                 Thread.sleep(100);
@@ -128,7 +130,7 @@ final class Demo extends DeviceCommand {
         }
     }
 
-    private int requester(DeviceChoice.Choice device, PrintStream err) throws Exception {
+    private int requester(RdmaDevices.Choice device, PrintStream err) throws Exception {
         try (var owner = ListeningProcess.start("owner", out(), "demo", "--role", "owner", "--provider",
                 device.provider())) {
             Side side = Side.open(device);

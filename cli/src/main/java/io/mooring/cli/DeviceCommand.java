@@ -1,5 +1,6 @@
 package io.mooring.cli;
 
+import io.mooring.verbs.RdmaDevices;
 import java.io.PrintStream;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Mixin;
@@ -9,14 +10,14 @@ import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 
 /**
- * A command that opens a device: its {@code --provider} (see {@link DeviceChoice}) and {@code --help}, the output
- * streams of {@link Main}, and its own model, for the usage errors it finds in its options ({@link Usage}).
+ * A command that opens a device: its {@code --provider} (see {@link RdmaDevices#choose}) and {@code --help}, the
+ * output streams of {@link Main}, and its own model, for the usage errors it finds in its options ({@link Usage}).
  */
 abstract class DeviceCommand implements Callable<Integer> {
     /** The names {@code --provider} takes. */
     static final class Providers extends OneOf<String> {
         Providers() {
-            super(DeviceChoice.PROVIDERS);
+            super(RdmaDevices.PROVIDER_CHOICES);
         }
     }
 

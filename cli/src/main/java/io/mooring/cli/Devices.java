@@ -5,6 +5,7 @@ import io.mooring.verbs.values.DeviceAttributes;
 import io.mooring.verbs.values.DeviceInfo;
 import io.mooring.verbs.values.PortAttributes;
 import java.io.PrintStream;
+import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
@@ -16,16 +17,20 @@ import java.util.stream.Collectors;
 final class Devices {
     private Devices() {}
 
-    static void print(DeviceChoice choice, PrintStream out) {
+    /** The installed providers' devices. */
+    static void print(PrintStream out) {
         Set<String> names = new TreeSet<>(Set.of("ibv", "soft")); // both always show, installed or not
-        names.addAll(choice.providers());
-        for (String provider : names) {
-            DeviceChoice.Listing listing = choice.list(provider);
-            if (listing.devices().isEmpty()) out.println(provider + ": no devices: " + listing.whyNone());
+        names.addAll(RdmaDevices.providers());
+        print(names.stream().map(RdmaDevices::listing).toList(), RdmaDevices.choose("auto", null), out);
+    }
+
+    /** {@code listings}, then what {@code auto} chooses. */
+    static void print(List<RdmaDevices.Listing> listings, RdmaDevices.Choice auto, PrintStream out) {
+        for (RdmaDevices.Listing listing : listings) {
+            if (listing.devices().isEmpty()) out.println(listing.provider() + ": no devices: " + listing.whyNone());
             for (DeviceInfo d : listing.devices()) device(d, out);
         }
-        DeviceChoice.Choice auto = choice.auto();
-        out.println("mooring.provider=auto would choose " + auto.name() + " (" + auto.why() + ")");
+        out.println("auto would choose " + auto.name() + " (" + auto.why() + ")");
         String configured = RdmaDevices.configuredProvider();
         if (!configured.equals("auto")) {
             out.println(RdmaDevices.PROVIDER_PROPERTY + " is set to " + configured + ": commands use that by default");

@@ -3,6 +3,7 @@ package io.mooring.cli;
 import io.mooring.examples.kv.KvClient;
 import io.mooring.examples.kv.KvServer;
 import io.mooring.lifecycle.MooringException;
+import io.mooring.verbs.RdmaDevices;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.BindException;
@@ -79,9 +80,9 @@ final class KvCommand extends DeviceCommand {
         if (role == Role.CLIENT && connect == null) throw Usage.error(spec, "--role client needs --connect HOST:PORT");
         PrintStream out = out();
         PrintStream err = err();
-        DeviceChoice.Choice device;
+        RdmaDevices.Choice device;
         try {
-            device = DeviceChoice.installed().choose(provider(), null);
+            device = RdmaDevices.choose(provider(), null);
         } catch (IllegalArgumentException e) {
             err.println("mooring kv: " + e.getMessage());
             return 1;

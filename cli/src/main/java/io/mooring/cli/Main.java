@@ -99,7 +99,7 @@ public final class Main implements Callable<Integer> {
     @Command(name = "devices", description = {"the RDMA devices of every provider, like ibv_devinfo -v; last, what"
             + " the mooring.provider property (or MOORING_PROVIDER) chooses by default"})
     int devices(@Mixin HelpOption help) {
-        Devices.print(DeviceChoice.installed(), out);
+        Devices.print(out);
         return 0;
     }
 

@@ -4,6 +4,7 @@ import io.mooring.examples.pagestore.PageClient;
 import io.mooring.examples.pagestore.PageServer;
 import io.mooring.examples.pagestore.PageStore;
 import io.mooring.examples.pagestore.Pages;
+import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.VerbsException;
 import java.io.IOException;
 import java.net.BindException;
@@ -59,7 +60,7 @@ final class PageStoreCommand extends DeviceCommand {
         }
         String device;
         try {
-            device = DeviceChoice.installed().choose(provider(), null).name();
+            device = RdmaDevices.choose(provider(), null).name();
         } catch (IllegalArgumentException e) {
             err().println("mooring pagestore: " + e.getMessage());
             return 1;

@@ -3,6 +3,7 @@ package io.mooring.cli;
 import io.mooring.lifecycle.DestroyFailedException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.DeviceContext;
+import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.VerbsException;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -163,7 +164,7 @@ final class PingPong extends DeviceCommand {
     }
 
     private static void run(Settings settings, PrintStream out) throws IOException, InterruptedException {
-        DeviceChoice.Choice choice = DeviceChoice.installed().choose(settings.provider(), settings.device());
+        RdmaDevices.Choice choice = RdmaDevices.choose(settings.provider(), settings.device());
         // Every handle is closed explicitly: one left to the graph's close could be found unreachable first and
         // reported as a leak by the Cleaner.
         try (Arena arena = Arena.ofShared(); ResourceGraph graph = ResourceGraph.builder().name("pingpong").build();

@@ -76,11 +76,9 @@ final class PingPongSide implements AutoCloseable {
         this.mode = settings.mode();
         this.size = settings.size();
         this.slots = settings.concurrency();
-        QpCapabilities base = QpCapabilities.DEFAULT;
-        this.sendDepth = Math.max(base.maxSendWr(), 2 * slots);
+        this.sendDepth = Math.max(QpCapabilities.DEFAULT.maxSendWr(), 2 * slots);
         int receiveDepth = slots;
-        var capabilities = new QpCapabilities(sendDepth, receiveDepth, base.maxSendSge(), base.maxRecvSge(),
-                base.maxInlineData());
+        var capabilities = QpCapabilities.builder().maxSendWr(sendDepth).maxRecvWr(receiveDepth).build();
         this.pd = context.allocateProtectionDomain();
         this.cq = context.createCompletionQueue(sendDepth + receiveDepth);
         this.qp = pd.createQueuePair(cq, cq, capabilities);

@@ -3,6 +3,7 @@ package io.mooring.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.verbs.RdmaDevices;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -73,7 +74,7 @@ class PingPongTest {
                 + " pair, 300 round trips after 30 warm-up, " + (poll.equals("busy")
                 ? "busy polling (spinning on the completion queue)" : "event polling (sleeping on completion events)"),
                 lines.get(0));
-        assertEquals("device soft:soft0 (--provider soft), both queue pairs in this process", lines.get(1));
+        assertEquals("device soft:soft0 (provider soft), both queue pairs in this process", lines.get(1));
         if (read) assertReadDepth(run, concurrency); // 200 is more than soft allows: it is capped
         assertTrue(lines.get(read ? 3 : 2).startsWith("latency (round trip, µs)"), run::toString);
     }
@@ -137,12 +138,12 @@ class PingPongTest {
 
     @Test
     void aDeviceThatCannotBeHadIsAClearFailure() throws Exception {
-        var listing = DeviceChoice.installed().list("ibv");
+        var listing = RdmaDevices.listing("ibv");
         org.junit.jupiter.api.Assumptions.assumeTrue(listing.devices().isEmpty(), "this host has RDMA devices");
         Run ibv = Run.of("pingpong", "--provider", "ibv");
         assertEquals(1, ibv.status(), ibv::toString);
-        assertEquals("mooring pingpong: --provider ibv, but ibv shows no devices: " + listing.whyNone()
-                + "; use --provider soft\n", ibv.err());
+        assertEquals("mooring pingpong: provider ibv, but ibv shows no devices: " + listing.whyNone()
+                + "; choose provider soft\n", ibv.err());
 
         Run missing = Run.of("pingpong", "--device", "soft7");
         assertEquals(1, missing.status(), missing::toString);

@@ -12,4 +12,8 @@ public class MooringTimeoutException extends MooringException {
     public MooringTimeoutException(String message) {
         super(message);
     }
+
+    public MooringTimeoutException(String message, Throwable cause) {
+        super(message, cause);
+    }
 }

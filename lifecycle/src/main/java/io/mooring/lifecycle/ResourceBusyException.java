@@ -15,10 +15,18 @@ public final class ResourceBusyException extends MooringException {
     private final transient List<ResourceInfo> liveChildren;
 
     ResourceBusyException(ResourceInfo resource, List<ResourceInfo> liveChildren) {
-        super("cannot close " + resource.name() + " (policy STRICT): " + liveChildren.size() + " live "
-                + (liveChildren.size() == 1 ? "child: " : "children: ")
+        this(resource, liveChildren, "cannot close " + resource.name() + " (policy STRICT): " + liveChildren.size()
+                + " live " + (liveChildren.size() == 1 ? "child: " : "children: ")
                 + liveChildren.stream().map(ResourceInfo::toString).collect(Collectors.joining(", "))
                 + "; close them first or use closeTree()");
+    }
+
+    /**
+     * For an object that keeps its children alive for handles of its own (a registration cache's regions for its
+     * registrations): {@code message} says which handles to close.
+     */
+    public ResourceBusyException(ResourceInfo resource, List<ResourceInfo> liveChildren, String message) {
+        super(message);
         this.resource = resource;
         this.liveChildren = List.copyOf(liveChildren);
     }

@@ -1,5 +1,6 @@
 package io.mooring.netty;
 
+import io.mooring.lease.ConnectFailedException;
 import io.mooring.lease.InboundMessage;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.SessionLostException;
@@ -481,8 +482,10 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
             }
         }
 
+        /** A channel's connect fails with the socket's own exception, as NIO's does: a ConnectException, say. */
         Throwable annotate(Throwable cause, SocketAddress peer) {
-            return annotateConnectException(cause, peer);
+            boolean io = cause instanceof ConnectFailedException && cause.getCause() instanceof IOException;
+            return annotateConnectException(io ? cause.getCause() : cause, peer);
         }
 
         @Override

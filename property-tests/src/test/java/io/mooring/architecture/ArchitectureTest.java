@@ -57,10 +57,15 @@ class ArchitectureTest {
     /** Issue #29: what does not follow the rules yet (docs/api-style.md's table says what each becomes). */
     static final Set<String> PENDING_ASYNC = Set.of();
     static final Set<String> PENDING_TIMEOUT = Set.of();
-    static final Set<String> PENDING_EXCEPTIONS = Set.of(
-            // an IOException today, as the handshake's other failures are: unchecked with them (#29)
-            "io.mooring.lease.SessionRefusedException");
+    static final Set<String> PENDING_EXCEPTIONS = Set.of();
     static final Set<String> PENDING_ORDINAL = Set.of();
+    static final Set<String> PENDING_CONFIGURATION = Set.of();
+    /**
+     * What a device or peer reports in the verbs' own fields, read by a user and never given: the configuration rule
+     * does not hold for them ({@code QpAttributes} is also what a provider fills, its timers the verbs' 5-bit codes).
+     */
+    static final Set<String> REPORTED = Set.of("io.mooring.verbs.QpInfo", "io.mooring.verbs.values.PortAttributes",
+            "io.mooring.verbs.values.QpAttributes");
     static final Set<String> PENDING_LONG = Set.of();
     /** Threads that move onto the Housekeeper once the verbs and remote-lease branches are merged. */
     static final Set<String> PENDING_DAEMONS = Set.of(
@@ -78,6 +83,19 @@ class ArchitectureTest {
     private static final Pattern PAGE_CONSTANT =
             Pattern.compile("(?i)\\b\\w*page\\w*\\s*=\\s*(4096|0x1000|1\\s*<<\\s*12|4\\s*<<\\s*10)L?\\b");
     private static final Pattern PAGE_LITERAL = Pattern.compile("(?i)\\b4096\\b.*//.*\\bpage");
+    /** A method named for a time a user gives or reads; {@code …Nanos} (a loop's clock, no object per call) is not. */
+    private static final Pattern TIME_NAME = Pattern.compile(
+            "(?i)(timeout|timer|delay|period|interval|linger|backoff|lifetime|duration|ttl)$");
+    /** A public method's declaration: whether it overrides (a JDK signature), its name and its parameters. */
+    private static final Pattern PUBLIC_METHOD = Pattern.compile(
+            "(@Override\\s+)?public\\s+(?:static\\s+|final\\s+|synchronized\\s+|default\\s+)*"
+                    + "[\\w<>\\[\\]?, .]+?\\s(\\w+)\\(([^)]*)\\)");
+    /** A parameter that is a time as a number, by its name. */
+    private static final Pattern TIME_PARAMETER = Pattern.compile(
+            "\\b(long|int)\\s+\\w*(?i:nanos|micros|millis|seconds|timeout|delay|period)\\b");
+    /** A callback called on every pass of a loop may take nanoseconds: no object per call (api-style.md). */
+    static final Set<String> LOOP_CLOCKS = Set.of("lifecycle/src/main/java/io/mooring/lifecycle/IdleStrategy.java",
+            "lifecycle/src/main/java/io/mooring/lifecycle/BackoffIdleStrategy.java");
     private static final Pattern ORDINAL = Pattern.compile("\\.ordinal\\(\\)|\\bordinal\\(\\)");
     /** Wire code: what encodes or decodes bytes for a peer, by its tools or its name. */
     private static final Pattern WIRE = Pattern.compile(
@@ -200,6 +218,79 @@ class ArchitectureTest {
         } catch (ClassNotFoundException e) {
             return null;
         }
+    }
+
+    /**
+     * Configuration by name: no public record of three or more numbers of one type (a builder names each, as
+     * {@code QpCapabilities}); stats an interface; a time a user gives or reads a {@code Duration}, never a number
+     * (a method named for a time that takes or returns an {@code int} or {@code long}).
+     */
+    @Test
+    void configurationIsByNameStatsAreInterfacesTimesAreDurations() {
+        Set<String> found = new TreeSet<>();
+        for (ClassModel c : api.values()) {
+            String type = binaryName(c);
+            if (REPORTED.contains(type)) continue;
+            var record = c.findAttribute(Attributes.record());
+            if (record.isPresent()) {
+                Map<String, Long> numbers = record.get().components().stream()
+                        .map(r -> r.descriptorSymbol().descriptorString()).filter(d -> d.matches("[IJD]"))
+                        .collect(Collectors.groupingBy(d -> d, Collectors.counting()));
+                if (numbers.values().stream().anyMatch(n -> n >= 3)) found.add(type + " (a positional record)");
+            }
+            if (type.endsWith("Stats") && !c.flags().has(AccessFlag.INTERFACE)) {
+                found.add(type + " (stats, not an interface)");
+            }
+            for (MethodModel m : c.methods()) {
+                if (!isApi(m) || !TIME_NAME.matcher(m.methodName().stringValue()).find()) continue;
+                var t = m.methodTypeSymbol();
+                boolean number = t.returnType().descriptorString().matches("[IJ]")
+                        || t.parameterList().stream().anyMatch(p -> p.descriptorString().matches("[IJ]"));
+                if (number) found.add(type + "#" + m.methodName().stringValue() + " (a time as a number)");
+            }
+        }
+        for (Source s : tree.sources) { // parameter names are in the sources only
+            if (!exported(s) || LOOP_CLOCKS.contains(relative(s))) continue;
+            for (var m = PUBLIC_METHOD.matcher(s.code()); m.find(); ) {
+                if (m.group(1) == null && TIME_PARAMETER.matcher(m.group(3)).find()) {
+                    found.add(relative(s) + " " + m.group(2) + "(" + m.group(3).strip() + ") (a time as a number)");
+                }
+            }
+        }
+        assertEquals(List.of(), SourceTree.unexpected(found, PENDING_CONFIGURATION),
+                "configuration by builders, stats as interfaces, Duration for time (docs/api-style.md)");
+    }
+
+    /** Whether {@code s} is in an exported package of a library module. */
+    private static boolean exported(Source s) {
+        for (var m : tree.modules) {
+            if (!LIBRARIES.contains(m.name()) || !s.path().startsWith(m.sources())) continue;
+            String pkg = m.sources().relativize(s.path().getParent()).toString().replace('/', '.');
+            return m.exports().contains(pkg);
+        }
+        return false;
+    }
+
+    /** Words design.md's glossary replaced, by the glossary's word: a public name uses the glossary's. */
+    static final Map<String, String> SYNONYMS = Map.of("expose", "grant", "hold", "pin", "tryhold", "tryPin",
+            "unhold", "release (a pin)", "users", "pins", "unpin", "release (a pin)");
+
+    @Test
+    void publicNamesUseTheGlossary() {
+        Set<String> found = new TreeSet<>();
+        for (ClassModel c : api.values()) {
+            String type = binaryName(c);
+            String simple = type.substring(Math.max(type.lastIndexOf('.'), type.lastIndexOf('$')) + 1);
+            String word = SYNONYMS.get(simple.toLowerCase(java.util.Locale.ROOT));
+            if (word != null) found.add(type + " (the glossary says " + word + ")");
+            for (MethodModel m : c.methods()) {
+                word = SYNONYMS.get(m.methodName().stringValue().toLowerCase(java.util.Locale.ROOT));
+                if (isApi(m) && word != null) {
+                    found.add(type + "#" + m.methodName() + " (the glossary says " + word + ")");
+                }
+            }
+        }
+        assertEquals(List.of(), List.copyOf(found), "public names use design.md's glossary");
     }
 
     @Test

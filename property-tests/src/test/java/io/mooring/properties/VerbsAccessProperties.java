@@ -63,7 +63,8 @@ class VerbsAccessProperties {
      * Short ACK timeouts, as in the conformance suite, but more retries: no step here loses an answer, and a
      * loaded host's scheduler must not turn a late one into RETRY_EXC_ERR.
      */
-    private static final ConnectOptions OPTIONS = ConnectOptions.builder().timeout(10).minRnrTimer(1).build();
+    private static final ConnectOptions OPTIONS = ConnectOptions.builder().ackTimeout(Duration.ofMillis(4))
+            .minRnrTimer(Duration.ofNanos(10_000)).build();
     /** A completion takes milliseconds (under 40 ms with the host's load average at 10): a lost one fails soon. */
     private static final Duration WAIT = Duration.ofSeconds(5);
 

@@ -1,10 +1,12 @@
 package io.mooring.lease;
 
+import io.mooring.lifecycle.MooringException;
+import io.mooring.lifecycle.MooringTimeoutException;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.channels.SocketChannel;
 import java.time.Duration;
 import java.util.Map;
@@ -76,24 +78,27 @@ final class Admission {
         var session = new CompletableFuture<RdmaSession>();
         Thread.ofVirtual().name("mooring-connect-" + peer).start(() -> {
             if (!startHandshake()) {
-                session.completeExceptionally(new InterruptedIOException("the endpoint is closed, or the connect was"
-                        + " interrupted waiting for a handshake slot"));
+                session.completeExceptionally(new ConnectFailedException("the endpoint is closed, or the connect to "
+                        + peer + " was interrupted waiting for a handshake slot", null));
                 return;
             }
             Socket socket;
             try {
                 socket = SocketChannel.open().socket(); // a channel's: its session's end is watched by a selector
             } catch (IOException e) {
-                session.completeExceptionally(e);
+                session.completeExceptionally(new ConnectFailedException("cannot open a socket to connect to " + peer, e));
                 return;
             }
             handshaking.add(socket); // close() breaks off a connect too
             PeerAccount account = null;
             boolean slot = false;
             try {
-                if (closed) throw new IOException("the endpoint is closed");
+                if (closed) throw new ConnectFailedException("the endpoint is closed", null);
                 slot = takeSessionSlot();
-                if (!slot) throw new IOException("this endpoint already serves " + limits.maxSessions() + " sessions");
+                if (!slot) {
+                    throw new ConnectFailedException("this endpoint already serves " + limits.maxSessions()
+                            + " sessions", null);
+                }
                 if (local != null) socket.bind(local);
                 int timeout = millis(limits.handshakeTimeout());
                 socket.connect(peer, timeout);
@@ -106,13 +111,22 @@ final class Admission {
                 SessionLink.closeQuietly(socket);
                 if (account != null) account.leave();
                 if (slot) sessionSlots.decrementAndGet();
-                session.completeExceptionally(e);
+                session.completeExceptionally(e instanceof IOException io ? connectFailed(peer, io) : e);
             } finally {
                 handshaking.remove(socket);
                 handshakeDone();
             }
         });
         return session;
+    }
+
+    /** What a connect's future fails with for an {@link IOException}: a {@link MooringException} as every failure. */
+    private MooringException connectFailed(InetSocketAddress peer, IOException e) {
+        if (e instanceof SocketTimeoutException) {
+            return new MooringTimeoutException("connecting to " + peer + " took longer than the handshake timeout ("
+                    + limits.handshakeTimeout() + ")", e);
+        }
+        return new ConnectFailedException("connecting to " + peer + " failed: " + e.getMessage(), e);
     }
 
     /**
@@ -301,22 +315,23 @@ final class Admission {
             var session = new RdmaSession(endpoint, socket, peer, listener);
             if (!watchdog.cancel(false)) { // the watchdog fired just as the handshake finished: too late all the same
                 session.close();
-                throw new IOException("the handshake with " + socket.getRemoteSocketAddress() + " took longer than "
-                        + limits.handshakeTimeout());
+                throw tookTooLong(socket, null);
             }
             endpoint.registry().list(session);
             if (closed) session.close();
             return session;
         } catch (IOException e) {
-            if (watchdog.isDone() && !watchdog.isCancelled()) {
-                throw new IOException("the handshake with " + socket.getRemoteSocketAddress() + " took longer than "
-                        + limits.handshakeTimeout(), e);
-            }
+            if (watchdog.isDone() && !watchdog.isCancelled()) throw tookTooLong(socket, e);
             throw e;
         } finally {
             handshaking.remove(socket);
             watchdog.cancel(false);
         }
+    }
+
+    private MooringTimeoutException tookTooLong(Socket socket, IOException cause) {
+        return new MooringTimeoutException("the handshake with " + socket.getRemoteSocketAddress() + " took longer"
+                + " than " + limits.handshakeTimeout(), cause);
     }
 
     private static int millis(Duration d) {

@@ -27,7 +27,7 @@ final class Await {
     <T> T join(CompletableFuture<T> f) {
         if (!f.isDone()) {
             try {
-                cq.await(f, Long.MAX_VALUE);
+                cq.await(f, CompletionQueue.FOREVER);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -60,7 +60,7 @@ final class Await {
     <T> T within(CompletableFuture<T> f, Duration timeout, String what, BooleanSupplier withdraw) {
         if (!f.isDone()) {
             try {
-                if (!cq.await(f, timeout.toNanos()) && withdraw.getAsBoolean() && f.cancel(false)) {
+                if (!cq.await(f, timeout) && withdraw.getAsBoolean() && f.cancel(false)) {
                     throw new MooringTimeoutException(what + " did not come within " + timeout);
                 }
             } catch (InterruptedException e) {

@@ -6,7 +6,7 @@ public enum EndReason {
     RELEASED(0),
     /** Its duration (plus the owner's grace margin) passed without a renewal. */
     EXPIRED(1),
-    /** The completion stage given to {@code expose} completed. */
+    /** The completion stage given to {@code grant} completed. */
     DONE(2),
     /** The session to the peer broke (process gone, TCP or QP failure). */
     SESSION_LOST(3),

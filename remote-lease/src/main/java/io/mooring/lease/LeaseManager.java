@@ -251,10 +251,10 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     /**
-     * Like {@link #grant}, and the exposure also ends when {@code done} completes (async-rdma's
-     * {@code reserve(timeout, future)}): whichever comes first.
+     * {@link #grant(Block, Duration, Set)}, and the lease also ends ({@link EndReason#DONE}) when {@code done}
+     * completes (async-rdma's {@code reserve(timeout, future)}): whichever comes first.
      */
-    public Lease expose(Block block, Duration duration, Set<Access> access, CompletionStage<?> done) {
+    public Lease grant(Block block, Duration duration, Set<Access> access, CompletionStage<?> done) {
         Lease lease = grant(block, duration, access);
         done.whenComplete((value, error) -> endAsync(lease, EndReason.DONE));
         return lease;
@@ -421,7 +421,7 @@ public final class LeaseManager implements AutoCloseable {
         synchronized (this) {
             bytes = leasedBytes;
         }
-        return new LeaseStats(isolation, leases.size(), bytes, granted.get(), released.get(), expired.get(),
+        return new LeaseStatsSnapshot(isolation, leases.size(), bytes, granted.get(), released.get(), expired.get(),
                 revoked.get(), refused.get(), windows.pooled());
     }
 

@@ -7,6 +7,7 @@ import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.ReceiveRequest;
 import io.mooring.verbs.SharedReceiveQueue;
 import io.mooring.verbs.WorkCompletion;
+import io.mooring.verbs.values.SrqAttributes;
 
 /**
  * The endpoint's receives for application messages: one shared receive queue that every session's data QP takes
@@ -24,7 +25,7 @@ final class MessageReceives implements AutoCloseable {
     private int posted;           // slots in use, guarded by this
 
     MessageReceives(ProtectionDomain pd, RdmaArena arena, int messageSize, int capacity) {
-        this.srq = pd.createSharedReceiveQueue(capacity, 1, 0);
+        this.srq = pd.createSharedReceiveQueue(SrqAttributes.builder().maxWr(capacity).build());
         this.arena = arena;
         this.messageSize = messageSize;
         this.blocks = new Block[capacity];

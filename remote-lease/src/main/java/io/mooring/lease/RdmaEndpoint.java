@@ -162,9 +162,9 @@ public final class RdmaEndpoint implements AutoCloseable {
     }
 
     /**
-     * Connects to a peer's {@link #listen listener}. The future fails with an {@link IOException} if the peer cannot
-     * be reached or does not finish the handshake within the handshake timeout, and with a
-     * {@link SessionRefusedException} naming the reason if the peer refuses.
+     * Connects to a peer's {@link #listen listener}. The future fails with a {@link SessionRefusedException} naming
+     * the reason if the peer refuses, a {@link ConnectFailedException} if it cannot be reached or breaks the handshake
+     * off, and a {@link io.mooring.lifecycle.MooringTimeoutException} if the handshake takes longer than its timeout.
      */
     public CompletableFuture<RdmaSession> connectAsync(InetSocketAddress peer) {
         checkOpen();

@@ -37,7 +37,8 @@ final class SessionLink {
     private static final System.Logger LOG = System.getLogger(RdmaSession.class.getName());
     private static final int PROTOCOL_VERSION = MessageCodec.VERSION;
     /** Sends and receives of the control QP; the agent answers each received message with at most one. */
-    static final QpCapabilities CONTROL_QP = new QpCapabilities(ControlChannel.SENDS, ControlChannel.RECEIVES, 1, 1, 0);
+    static final QpCapabilities CONTROL_QP = QpCapabilities.builder().maxSendWr(ControlChannel.SENDS)
+            .maxRecvWr(ControlChannel.RECEIVES).maxSendSge(1).maxRecvSge(1).maxInlineData(0).build();
     /**
      * READs and atomics a data QP has outstanding at most, each way, however many more the devices allow: the depth a
      * session negotiates is the largest both devices take, capped here (a NIC gains little past 16 on one QP, and every
@@ -51,14 +52,17 @@ final class SessionLink {
     static final int DATA_SENDS = 16 * MAX_READ_DEPTH;
     /** Scatter entries of a data QP's send: a message, and the trailer of one with an immediate ({@link MessageFrame}). */
     private static final int DATA_SEND_SGES = 2;
+    /** The data QP receives from the endpoint's shared queue: its own receive queue is the least one can be. */
+    private static final QpCapabilities DATA_QP = QpCapabilities.builder().maxSendWr(DATA_SENDS).maxRecvWr(1)
+            .maxSendSge(DATA_SEND_SGES).maxRecvSge(1).maxInlineData(0).build();
     /** RNR retries before a peer that posts no receives is declared lost (7 would retry forever). */
     static final int RNR_RETRY = 6;
     /**
-     * How long a peer waits before it sends again into our empty receive queue: code 26, 81.92 ms. With {@link #RNR_RETRY}
+     * How long a peer waits before it sends again into our empty receive queue: 81.92 ms. With {@link #RNR_RETRY}
      * retries a stall of about half a second (a GC pause, a starved core, a slow callback on the dispatcher) costs an
      * honest session nothing; the verbs default (0.64 ms) ended it after 4 ms.
      */
-    static final int MIN_RNR_TIMER = 26;
+    static final Duration MIN_RNR_TIMER = Duration.ofNanos(81_920_000);
     /**
      * How long a closing or lost session waits for its QPs' requests to complete before destroying them, and how long
      * a peer's goodbye waits for the messages it counts.
@@ -137,7 +141,7 @@ final class SessionLink {
             this.controlQp = pd.createQueuePair(endpoint.cq(), endpoint.cq(), CONTROL_QP);
             own("control QP", controlQp::close);
             this.dataQp = pd.createQueuePair(endpoint.cq(), endpoint.cq(),
-                    new QpCapabilities(DATA_SENDS, 1, DATA_SEND_SGES, 1, 0), endpoint.receives().queue());
+                    DATA_QP, endpoint.receives().queue());
             own("data QP", dataQp::close);
             own("socket", () -> closeQuietly(socket)); // closed before the QPs: the peer learns of the end first
             var record = ByteBuffer.allocate(RECORD_BYTES).putInt(PROTOCOL_VERSION);

@@ -1,13 +1,13 @@
 package io.mooring.lease;
 
-import java.io.IOException;
 import java.time.Duration;
 
 /**
  * The peer's endpoint refused this session at its handshake, and said why (instead of hanging up): the connecting
- * side's {@link RdmaEndpoint#connectAsync} future fails with this.
+ * side's {@link RdmaEndpoint#connectAsync} future fails with this. Its {@link #reason()} tells a caller what to do:
+ * wait {@link #retryAfter()} after {@link Reason#BARRED}, back off after the others, which are limits of the peer's.
  */
-public final class SessionRefusedException extends IOException {
+public final class SessionRefusedException extends ConnectFailedException {
     private static final long serialVersionUID = 1L;
 
     /** Why an endpoint refuses a session; each has a fixed wire code. */
@@ -39,11 +39,12 @@ public final class SessionRefusedException extends IOException {
     private final Duration retryAfter;
 
     SessionRefusedException(Reason reason, Duration retryAfter, String message) {
-        super(message);
+        super(message, null);
         this.reason = reason;
         this.retryAfter = retryAfter;
     }
 
+    /** Why the peer refused. */
     public Reason reason() {
         return reason;
     }

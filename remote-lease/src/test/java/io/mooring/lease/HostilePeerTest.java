@@ -228,7 +228,8 @@ class HostilePeerTest extends EndpointPeers {
         }
         var barred = assertThrows(java.util.concurrent.ExecutionException.class,
                 () -> peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS));
-        assertInstanceOf(java.io.IOException.class, barred.getCause(), "refused at once: " + barred.getCause());
+        var refusal = assertInstanceOf(SessionRefusedException.class, barred.getCause(), "refused at once");
+        assertEquals(SessionRefusedException.Reason.BARRED, refusal.reason(), refusal.getMessage());
         Thread.sleep(900);
         var again = listener.acceptAsync();
         peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS).close();
@@ -258,7 +259,8 @@ class HostilePeerTest extends EndpointPeers {
         awaitTrue(() -> ownerEndpoint.sessions().isEmpty(), "the honest session to end at the owner");
         var barred = assertThrows(java.util.concurrent.ExecutionException.class,
                 () -> peer.connectAsync(listener.address()).get(10, TimeUnit.SECONDS), "the bar still holds");
-        assertInstanceOf(java.io.IOException.class, barred.getCause(), "refused at once: " + barred.getCause());
+        var refusal = assertInstanceOf(SessionRefusedException.class, barred.getCause(), "refused at once");
+        assertEquals(SessionRefusedException.Reason.BARRED, refusal.reason(), refusal.getMessage());
         lease.close();
     }
 

@@ -207,7 +207,7 @@ class LeaseManagerTest extends LeasePeers {
     void anExposureEndsWhenItsStageCompletes() {
         try (LeaseManager leases = LeaseManager.create(ownerQp, LeaseLimits.DEFAULT)) {
             var done = new CompletableFuture<Void>();
-            Lease lease = leases.expose(arena.allocate(64), Duration.ofMinutes(1), WRITE, done);
+            Lease lease = leases.grant(arena.allocate(64), Duration.ofMinutes(1), WRITE, done);
             assertEquals(WcStatus.SUCCESS, peerWrite(lease.address(), lease.rkey(), 8));
             done.complete(null);
             assertEquals(EndReason.DONE, lease.ended().orTimeout(10, TimeUnit.SECONDS).join());

@@ -631,7 +631,7 @@ class RdmaSessionTest {
         int rounds = 50;
         var cq = requester.queuePair().recvCq(); // the endpoint's, as the blocking forms wait through it
         int blocking = echoesDeliveredToTheirWaiter(rounds, answer -> {
-            cq.await(answer, TimeUnit.SECONDS.toNanos(10));
+            cq.await(answer, Duration.ofSeconds(10));
             return answer.join();
         });
         int plain = echoesDeliveredToTheirWaiter(rounds, answer -> answer.get());

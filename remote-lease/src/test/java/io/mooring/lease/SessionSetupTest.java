@@ -1,10 +1,13 @@
 package io.mooring.lease;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.MooringException;
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
 import io.mooring.verbs.Bootstrap;
@@ -15,15 +18,19 @@ import io.mooring.verbs.RdmaDevices;
 import io.mooring.verbs.values.Access;
 import io.mooring.verbs.values.Gid;
 import io.mooring.verbs.values.Mtu;
+import java.io.EOFException;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.ConnectException;
 import java.net.InetSocketAddress;
+import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumSet;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -218,6 +225,48 @@ class SessionSetupTest {
                 }
             }
         }
+    }
+
+    /**
+     * A connect that fails says why with a type a caller can branch on, each a {@code MooringException}: nobody
+     * listening and a peer that is no Mooring endpoint are {@link ConnectFailedException}s carrying the I/O error, a
+     * peer that says nothing is a timeout after the handshake timeout; none is a refusal, which needs the peer's word.
+     */
+    @Test
+    void aFailedConnectIsTypedByWhatWentWrong() throws Exception {
+        int nobody;
+        try (var probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            nobody = probe.getLocalPort(); // free once closed: nobody listens there
+        }
+        var unreachable = connectFailure(new InetSocketAddress(InetAddress.getLoopbackAddress(), nobody));
+        assertEquals(ConnectFailedException.class, unreachable.getClass(), unreachable::toString);
+        assertInstanceOf(ConnectException.class, unreachable.getCause());
+
+        try (var stranger = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Thread.ofVirtual().start(() -> { // reads the HELLO and hangs up, as a server of another protocol may
+                try (Socket s = stranger.accept()) {
+                    s.getInputStream().readNBytes(Greeting.HELLO_BYTES);
+                } catch (IOException e) {
+                    // the test fails on the connect's side
+                }
+            });
+            var hungUp = connectFailure((InetSocketAddress) stranger.getLocalSocketAddress());
+            assertEquals(ConnectFailedException.class, hungUp.getClass(), hungUp::toString);
+            assertInstanceOf(EOFException.class, hungUp.getCause());
+        }
+
+        try (var silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) { // accepted by the kernel, mute
+            long start = System.nanoTime();
+            var timedOut = connectFailure((InetSocketAddress) silent.getLocalSocketAddress());
+            assertInstanceOf(MooringTimeoutException.class, timedOut, timedOut::toString);
+            assertTrue(System.nanoTime() - start >= TimeUnit.MILLISECONDS.toNanos(250), "after the handshake timeout");
+        }
+    }
+
+    private MooringException connectFailure(InetSocketAddress peer) {
+        var failed = assertThrows(ExecutionException.class,
+                () -> endpoint.connectAsync(peer).get(30, TimeUnit.SECONDS));
+        return assertInstanceOf(MooringException.class, failed.getCause());
     }
 
     /**

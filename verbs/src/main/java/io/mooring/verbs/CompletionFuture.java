@@ -32,7 +32,9 @@ final class CompletionFuture<T> extends CompletableFuture<T> {
 
     @Override
     public T get(long timeout, TimeUnit unit) throws InterruptedException, ExecutionException, TimeoutException {
-        if (!cq.await(this, unit.toNanos(timeout))) throw new TimeoutException("not done within " + timeout + " " + unit);
+        if (!cq.awaitNanos(this, unit.toNanos(timeout))) {
+            throw new TimeoutException("not done within " + timeout + " " + unit);
+        }
         return super.get();
     }
 
@@ -52,6 +54,6 @@ final class CompletionFuture<T> extends CompletableFuture<T> {
     }
 
     private void awaitDone(long timeoutNanos) throws InterruptedException {
-        if (!isDone()) cq.await(this, timeoutNanos);
+        if (!isDone()) cq.awaitNanos(this, timeoutNanos);
     }
 }

@@ -14,6 +14,8 @@ import java.util.function.Consumer;
  * returned.
  */
 public final class CompletionQueue extends VerbsObject {
+    /** A timeout for {@link #await} that never runs out ({@code Long.MAX_VALUE} nanoseconds, or longer). */
+    public static final Duration FOREVER = Duration.ofNanos(Long.MAX_VALUE);
     private final DeviceContext context;
     private final CompletionRouter router;
     private final int capacity;
@@ -116,14 +118,20 @@ public final class CompletionQueue extends VerbsObject {
     }
 
     /**
-     * Waits until {@code f} — the future of a request on a QP of this CQ — is done, or {@code timeoutNanos} have
-     * passed. With a dispatcher in EVENTS mode a platform thread polls for its own completion while it waits
-     * ({@link CompletionDispatcher#await}); otherwise it parks until the completion is delivered.
+     * Waits until {@code f} — the future of a request on a QP of this CQ — is done, or {@code timeout} has passed
+     * ({@link #FOREVER}: without bound). With a dispatcher in EVENTS mode a platform thread polls for its own
+     * completion while it waits ({@link CompletionDispatcher#await}); otherwise it parks until the completion is
+     * delivered.
      *
      * @return whether {@code f} is done: false if the time ran out first
      * @throws WrongThreadException where completions are delivered ({@link CompletionDispatcher#checkMayWait()})
      */
-    public boolean await(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException {
+    public boolean await(CompletableFuture<?> f, Duration timeout) throws InterruptedException {
+        return awaitNanos(f, timeout.compareTo(FOREVER) >= 0 ? Long.MAX_VALUE : Math.max(0, timeout.toNanos()));
+    }
+
+    /** {@link #await} in nanoseconds, for the futures' own waits: no object per call. */
+    boolean awaitNanos(CompletableFuture<?> f, long timeoutNanos) throws InterruptedException {
         if (f.isDone()) return true;
         CompletionDispatcher.checkMayWait();
         CompletionDispatcher d = dispatcher.running;

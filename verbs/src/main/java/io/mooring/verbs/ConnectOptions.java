@@ -6,6 +6,7 @@ import io.mooring.verbs.values.PortAttributes;
 import io.mooring.verbs.values.QpAttribute;
 import io.mooring.verbs.values.QpAttributes;
 import io.mooring.verbs.values.QpCapabilities;
+import java.time.Duration;
 import java.util.OptionalInt;
 import java.util.Set;
 
@@ -74,15 +75,28 @@ public final class ConnectOptions {
     }
 
     /**
-     * How long the peer is told to wait before retrying a SEND that found no receive, as the 5-bit IB code (RTR).
-     * Default 12 (≈ 0.64 ms).
+     * How long the peer is told to wait before retrying a SEND that found no receive (RTR). One of the 32 delays the
+     * verbs can say, from 10 µs to 655.36 ms: the shortest at least as long as the one set. Default 0.64 ms.
      */
-    public int minRnrTimer() {
+    public Duration minRnrTimer() {
+        return IbTimers.rnrTimer(values.minRnrTimer());
+    }
+
+    /**
+     * How long a send waits for the peer's ACK before it retries (RTS). A power of two times 4.096 µs, from 8.192 µs
+     * to about 2.4 hours: the shortest at least as long as the one set. Default 67.108864 ms (4.096 µs × 2^14).
+     */
+    public Duration ackTimeout() {
+        return IbTimers.ackTimeout(values.timeout());
+    }
+
+    /** {@link #minRnrTimer()} as the verbs say it. */
+    int minRnrTimerCode() {
         return values.minRnrTimer();
     }
 
-    /** The local ACK timeout, 4.096 µs × 2^timeout (RTS). Default 14 (≈ 67 ms). */
-    public int timeout() {
+    /** {@link #ackTimeout()} as the verbs say it. */
+    int ackTimeoutCode() {
         return values.timeout();
     }
 
@@ -193,15 +207,23 @@ public final class ConnectOptions {
             return this;
         }
 
-        /** See {@link ConnectOptions#minRnrTimer()}. */
-        public Builder minRnrTimer(int code) {
-            values.minRnrTimer(code);
+        /**
+         * See {@link ConnectOptions#minRnrTimer()}: rounded up to a delay the verbs can say.
+         *
+         * @throws IllegalArgumentException if it is not positive or longer than 655.36 ms
+         */
+        public Builder minRnrTimer(Duration delay) {
+            values.minRnrTimer(IbTimers.rnrTimerCode(delay));
             return this;
         }
 
-        /** See {@link ConnectOptions#timeout()}. */
-        public Builder timeout(int code) {
-            values.timeout(code);
+        /**
+         * See {@link ConnectOptions#ackTimeout()}: rounded up to a power of two times 4.096 µs.
+         *
+         * @throws IllegalArgumentException if it is not positive or longer than 4.096 µs × 2^31
+         */
+        public Builder ackTimeout(Duration timeout) {
+            values.timeout(IbTimers.ackTimeoutCode(timeout));
             return this;
         }
 

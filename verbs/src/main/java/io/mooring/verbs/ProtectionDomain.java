@@ -6,6 +6,7 @@ import io.mooring.verbs.spi.SrqOps;
 import io.mooring.verbs.values.Access;
 import io.mooring.verbs.values.MwType;
 import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.SrqAttributes;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 
@@ -144,15 +145,18 @@ public final class ProtectionDomain extends VerbsObject {
     }
 
     /**
-     * Creates a shared receive queue ({@code ibv_create_srq}) for up to {@code maxWr} receives of {@code maxSge}
-     * entries each, armed at {@code limit} ({@link SharedReceiveQueue#arm}; 0: not armed).
+     * Creates a shared receive queue ({@code ibv_create_srq}) for up to {@link SrqAttributes#maxWr()} receives of
+     * {@link SrqAttributes#maxSge()} entries each, armed at its {@link SrqAttributes#limit()}
+     * ({@link SharedReceiveQueue#arm}; 0: not armed).
      *
-     * @throws IllegalArgumentException if a size exceeds the device's ({@code max_srq_wr}, {@code max_srq_sge}) or
-     *                                  {@code limit} is outside [0, maxWr]
+     * @throws IllegalArgumentException if a size exceeds the device's ({@code max_srq_wr}, {@code max_srq_sge})
      */
-    public SharedReceiveQueue createSharedReceiveQueue(int maxWr, int maxSge, int limit) {
+    public SharedReceiveQueue createSharedReceiveQueue(SrqAttributes attributes) {
         resource.checkOpen();
-        SharedReceiveQueue.requireWithin(context.device().attributes(), maxWr, maxSge, limit);
+        SharedReceiveQueue.requireWithin(context.device().attributes(), attributes);
+        int maxWr = attributes.maxWr();
+        int maxSge = attributes.maxSge();
+        int limit = attributes.limit();
         var slots = new SrqInFlight("srq", maxWr, context.sharedQueues);
         var events = new SharedReceiveQueue.LimitEvents("srq on " + this);
         Attach.Made<SrqOps> made;

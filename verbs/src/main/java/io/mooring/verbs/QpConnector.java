@@ -54,7 +54,8 @@ final class QpConnector {
         Gid source = context.gid(options.port(), options.gidIndex());
         int gidIndex = options.gidIndex() >= 0 ? options.gidIndex() : port.gids().indexOf(source);
         modify(new QpAttributes().state(QpState.RTR).pathMtu(path).destQpNumber(remote.qpn())
-                .receivePsn(remote.psn()).maxDestRdAtomic(options.maxDestRdAtomic()).minRnrTimer(options.minRnrTimer())
+                .receivePsn(remote.psn()).maxDestRdAtomic(options.maxDestRdAtomic())
+                .minRnrTimer(options.minRnrTimerCode())
                 // RoCE v2 needs a global route: the peer's GID as destination, ours by table index as source
                 .destGid(remote.gid()).destLid(remote.lid()).destToken(remote.token())
                 .sourceGidIndex(Math.max(gidIndex, 0)).hopLimit(options.hopLimit())
@@ -65,7 +66,7 @@ final class QpConnector {
     void readyToSend(ConnectOptions options) {
         options.requireSupportedBy(context);
         var toRts = new QpAttributes().state(QpState.RTS);
-        modify(now -> now != QpState.RTR ? toRts : toRts.sendPsn(sendPsn(options)).timeout(options.timeout())
+        modify(now -> now != QpState.RTR ? toRts : toRts.sendPsn(sendPsn(options)).timeout(options.ackTimeoutCode())
                 .retryCount(options.retryCount()).rnrRetry(options.rnrRetry()).maxRdAtomic(options.maxRdAtomic()));
     }
 

@@ -7,6 +7,7 @@ import io.mooring.verbs.values.DeviceInfo;
 import java.lang.System.Logger.Level;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
@@ -15,21 +16,40 @@ import java.util.ServiceLoader;
 import java.util.SortedSet;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Supplier;
 
 /**
  * Where RDMA devices are found and opened. Two providers stand behind one API: {@code ibv} (rdma-core's
  * libibverbs through FFM: real NICs and Soft-RoCE) and {@code soft} (pure Java, runs anywhere).
  *
- * <p>{@link #openDefault()} picks by {@value #PROVIDER_PROPERTY} (or the environment variable
- * {@code MOORING_PROVIDER}): {@code ibv}, {@code soft}, or {@code auto} (the default), which takes the first
- * {@code ibv} device when one exists and {@code soft0} otherwise, and logs which and why.
+ * <p>{@link #choose} is the one rule by which a device is chosen, and says why; {@link #openDefault()} opens its
+ * choice by {@value #PROVIDER_PROPERTY} (or the environment variable {@code MOORING_PROVIDER}): {@code ibv},
+ * {@code soft}, or {@code auto} (the default), which takes the first {@code ibv} device when one exists and
+ * {@code soft0} otherwise, and logs which and why.
  */
 public final class RdmaDevices {
     public static final String PROVIDER_PROPERTY = "mooring.provider";
+    /** What {@value #PROVIDER_PROPERTY} and {@link #choose}'s provider take. */
+    public static final List<String> PROVIDER_CHOICES = List.of("soft", "ibv", "auto");
     private static final System.Logger LOG = System.getLogger(RdmaDevices.class.getName());
     private static final ResourceGraph GRAPH = ResourceGraph.builder().name("verbs").build();
 
     private RdmaDevices() {}
+
+    /** The device to open ({@code provider:device}), and why it was chosen. */
+    public record Choice(String provider, String device, String why) {
+        /** The name {@link RdmaDevices#open(String, ResourceGraph)} takes: {@code provider:device}. */
+        public String name() {
+            return provider + ":" + device;
+        }
+
+        public DeviceContext open(ResourceGraph graph) {
+            return RdmaDevices.open(name(), graph);
+        }
+    }
+
+    /** A provider's devices, or why it shows none (empty if it shows some). */
+    public record Listing(String provider, List<DeviceInfo> devices, String whyNone) {}
 
     /** The graph that every device opened without an explicit graph joins (see {@link ResourceGraph#dump()}). */
     public static ResourceGraph graph() {
@@ -49,6 +69,28 @@ public final class RdmaDevices {
      */
     public static List<DeviceInfo> devices(String provider) {
         return provider(provider).devices();
+    }
+
+    /** What {@code provider} lists; a provider that is not installed or cannot look lists nothing and says why. */
+    public static Listing listing(String provider) {
+        return chooser().list(provider);
+    }
+
+    /**
+     * The device to open for {@code provider} (one of {@link #PROVIDER_CHOICES}; null: the configured one, see
+     * {@link #configuredProvider()}) and {@code device} (null: the provider's default; with {@code auto}, whichever
+     * provider has it), and why — decided before anything is opened, so a caller can say what it chose.
+     *
+     * @throws IllegalArgumentException if the choice names no provider choice or no device there is
+     */
+    public static Choice choose(String provider, String device) {
+        return chooser().choose(provider, device);
+    }
+
+    private static DeviceChooser chooser() {
+        Map<String, Supplier<List<DeviceInfo>>> listers = new HashMap<>();
+        installed().forEach((name, p) -> listers.put(name, p::devices));
+        return new DeviceChooser(listers);
     }
 
     /** Every device of every provider; a provider that cannot look (no RDMA in this kernel) lists none. */
@@ -91,44 +133,15 @@ public final class RdmaDevices {
         return openDefault(GRAPH);
     }
 
-    /** Opens the default device in {@code graph}. */
+    /**
+     * Opens the configured device ({@link #choose choose(null, null)}) in {@code graph}, and logs which and why.
+     *
+     * @throws IllegalArgumentException if the configuration names no provider choice, or {@code ibv} with no device
+     */
     public static DeviceContext openDefault(ResourceGraph graph) {
-        String choice = configuredProvider();
-        return switch (choice) {
-            case "soft" -> open(provider("soft"), "soft0", graph);
-            case "ibv" -> {
-                List<DeviceInfo> devices = provider("ibv").devices();
-                if (devices.isEmpty()) {
-                    throw new VerbsException("ibv_get_device_list", 0, "provider ibv", "no RDMA device found:"
-                            + " load rdma_rxe (Soft-RoCE) or use -D" + PROVIDER_PROPERTY + "=soft");
-                }
-                yield open(provider("ibv"), devices.getFirst().name(), graph);
-            }
-            case "auto" -> openAuto(graph);
-            default -> throw new IllegalArgumentException(PROVIDER_PROPERTY + "=" + choice
-                    + " names no provider choice; use auto, ibv or soft");
-        };
-    }
-
-    private static DeviceContext openAuto(ResourceGraph graph) {
-        VerbsProvider ibv = installed().get("ibv");
-        String why;
-        if (ibv == null) {
-            why = "the ibv provider is not installed";
-        } else {
-            try {
-                List<DeviceInfo> devices = ibv.devices();
-                if (!devices.isEmpty()) {
-                    LOG.log(Level.INFO, "mooring.provider=auto: using ibv device " + devices.getFirst().name());
-                    return open(ibv, devices.getFirst().name(), graph);
-                }
-                why = "ibv found no RDMA device";
-            } catch (VerbsException e) {
-                why = e.getMessage();
-            }
-        }
-        LOG.log(Level.INFO, "mooring.provider=auto: using soft0 (" + why + ")");
-        return open(provider("soft"), "soft0", graph);
+        Choice choice = choose(null, null);
+        LOG.log(Level.INFO, "using " + choice.name() + " (" + choice.why() + ")");
+        return choice.open(graph);
     }
 
     /**
@@ -169,12 +182,8 @@ public final class RdmaDevices {
     public static DeviceContext open(String name, ResourceGraph graph) {
         int colon = name.indexOf(':');
         if (colon >= 0) return open(provider(name.substring(0, colon)), name.substring(colon + 1), graph);
-        for (VerbsProvider p : installed().values()) {
-            for (DeviceInfo d : devicesOrNone(p)) {
-                if (d.name().equals(name)) return open(p, name, graph);
-            }
-        }
-        throw new IllegalArgumentException("no RDMA device named '" + name + "'; devices: " + list());
+        Choice named = chooser().named(name);
+        return open(provider(named.provider()), name, graph);
     }
 
     private static DeviceContext open(VerbsProvider provider, String device, ResourceGraph graph) {

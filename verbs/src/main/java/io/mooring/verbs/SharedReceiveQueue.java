@@ -5,6 +5,7 @@ import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.spi.SrqOps;
 import io.mooring.verbs.values.DeviceAttributes;
 import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.SrqAttributes;
 import java.lang.System.Logger.Level;
 import java.util.concurrent.CompletableFuture;
 
@@ -177,16 +178,10 @@ public final class SharedReceiveQueue extends VerbsObject {
         return slots;
     }
 
-    /** Refuses a size the device cannot make or a limit outside the queue, naming the value and the limit. */
-    static void requireWithin(DeviceAttributes device, int maxWr, int maxSge, int limit) {
-        if (maxWr < 1 || maxSge < 1) {
-            throw new IllegalArgumentException("a shared receive queue needs maxWr >= 1 and maxSge >= 1, was "
-                    + maxWr + " and " + maxSge);
-        }
-        QpCapabilities.within(maxWr, Math.min(device.maxSrqWr(), SrqInFlight.MAX_DEPTH - 1), "maxWr", "max_srq_wr");
-        QpCapabilities.within(maxSge, device.maxSrqSge(), "maxSge", "max_srq_sge");
-        if (limit < 0 || limit > maxWr) {
-            throw new IllegalArgumentException("SRQ limit " + limit + " is outside [0, maxWr " + maxWr + "]");
-        }
+    /** Refuses a size the device cannot make, naming the value and the limit. */
+    static void requireWithin(DeviceAttributes device, SrqAttributes attributes) {
+        QpCapabilities.within(attributes.maxWr(), Math.min(device.maxSrqWr(), SrqInFlight.MAX_DEPTH - 1), "maxWr",
+                "max_srq_wr");
+        QpCapabilities.within(attributes.maxSge(), device.maxSrqSge(), "maxSge", "max_srq_sge");
     }
 }

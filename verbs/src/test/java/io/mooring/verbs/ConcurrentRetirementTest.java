@@ -8,6 +8,7 @@ import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.lifecycle.ResourceState;
 import io.mooring.verbs.values.Access;
 import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.SrqAttributes;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
@@ -35,7 +36,8 @@ import org.junit.jupiter.params.provider.ValueSource;
 @Timeout(120)
 class ConcurrentRetirementTest {
     private static final int DEPTH = 8;
-    private static final QpCapabilities CAPS = new QpCapabilities(DEPTH, DEPTH, 1, 1, 0);
+    private static final QpCapabilities CAPS = QpCapabilities.builder().maxSendWr(DEPTH).maxRecvWr(DEPTH).maxSendSge(1)
+            .maxRecvSge(1).maxInlineData(0).build();
     private static final long WAIT_SECONDS = Endpoint.WAIT.toSeconds();
 
     private ResourceGraph graph;
@@ -180,7 +182,7 @@ class ConcurrentRetirementTest {
         int each = 500;
         int maxWr = 16;
         var options = VerbsConformance.FAST.toBuilder().rnrRetry(7).build(); // a momentarily empty queue: RNR, retried
-        SharedReceiveQueue srq = b.pd.createSharedReceiveQueue(maxWr, 1, 0);
+        SharedReceiveQueue srq = b.pd.createSharedReceiveQueue(SrqAttributes.builder().maxWr(maxWr).build());
         MemoryRegion inbox = b.pd.register(arena.allocate(8L * maxWr, 64), Set.of(Access.LOCAL_WRITE));
         MemoryRegion outbox = a.open(8, 1);
         var seen = new AtomicIntegerArray(maxWr + peers * each);

@@ -37,7 +37,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class SoftFaultInjectionTest {
     /** ACK timeout 4.2 ms, retry_cnt 2, rnr_retry 7. */
     private static final ConnectOptions FAST = VerbsConformance.FAST;
-    private static final long ACK_TIMEOUT_NANOS = 4096L << FAST.timeout();
+    private static final long ACK_TIMEOUT_NANOS = FAST.ackTimeout().toNanos();
     private static final int SIZE = 4096;
 
     private ResourceGraph graph;

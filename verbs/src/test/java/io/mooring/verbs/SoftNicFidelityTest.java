@@ -246,7 +246,7 @@ class SoftNicFidelityTest {
     @ValueSource(strings = {"soft0", "soft1"})
     void aSendRetriedOnRnrIsDiscardedByAResetNotSentOnTheNextConnection(String device) throws Exception {
         // Transport retries (7 of 67 ms) that outlast the reconnect: a send kept past the reset would reach it.
-        ConnectOptions patient = FAST.toBuilder().timeout(14).retryCount(7).rnrRetry(7).build();
+        ConnectOptions patient = FAST.toBuilder().ackTimeout(Duration.ofMillis(67)).retryCount(7).rnrRetry(7).build();
         open(device, patient);
         MemoryRegion discarded = a.open(16, 0x51);
         MemoryRegion sent = a.open(16, 0x52);

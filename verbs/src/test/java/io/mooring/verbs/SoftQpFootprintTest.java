@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(120)
 class SoftQpFootprintTest {
-    private static final QpCapabilities DEEP = new QpCapabilities(256, 256, 1, 1, 0);
+    private static final QpCapabilities DEEP = QpCapabilities.builder().maxSendWr(256).maxRecvWr(256).maxSendSge(1)
+            .maxRecvSge(1).maxInlineData(0).build();
 
     private final ResourceGraph graph = ResourceGraph.builder().name("footprint").build();
     private final Arena memory = Arena.ofShared();
@@ -100,7 +101,7 @@ class SoftQpFootprintTest {
     /** Requests nobody polled hold their slots: the queue, grown from a few slots to its depth, refuses the next. */
     @Test
     void aQueueGrownUnderLoadStillRefusesPastItsDepth() {
-        QueuePair a = pair(new QpCapabilities(8, 1, 1, 1, 0))[0];
+        QueuePair a = pair(DEEP.toBuilder().maxSendWr(8).maxRecvWr(1).build())[0];
         for (int round = 0; round < 3; round++) {
             for (int i = 0; i < 8; i++) a.post(write);
             assertThrows(QueueFullException.class, () -> a.post(write));

@@ -33,6 +33,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -68,7 +69,7 @@ final class SoftTwoProcessTest {
      * ACK timeout ≈ 0.27 s, 7 retries: a fabric connection still coming up on a loaded host gets seconds, and a
      * vanished peer is reported within seconds too.
      */
-    private static final ConnectOptions OPTIONS = ConnectOptions.builder().timeout(16).build();
+    private static final ConnectOptions OPTIONS = ConnectOptions.builder().ackTimeout(Duration.ofMillis(250)).build();
 
     private ResourceGraph graph;
     private Arena arena;

@@ -12,6 +12,7 @@ import io.mooring.lifecycle.ResourceState;
 import io.mooring.verbs.values.Access;
 import io.mooring.verbs.values.DeviceAttributes;
 import io.mooring.verbs.values.QpCapabilities;
+import io.mooring.verbs.values.SrqAttributes;
 import io.mooring.verbs.values.WcOpcode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.ValueLayout;
@@ -37,7 +38,8 @@ abstract class SrqConformance {
     static final int PEERS = 3;
     static final int DEPTH = 16;
     static final Duration WAIT = Endpoint.WAIT;
-    private static final QpCapabilities CAPS = new QpCapabilities(16, 16, 1, 1, 0);
+    private static final QpCapabilities CAPS = QpCapabilities.builder().maxSendWr(16).maxRecvWr(16).maxSendSge(1)
+            .maxRecvSge(1).maxInlineData(0).build();
 
     ResourceGraph graph;
     Arena arena;
@@ -69,7 +71,7 @@ abstract class SrqConformance {
         clientPd = clientContext.allocateProtectionDomain();
         serverCq = serverContext.createCompletionQueue(256);
         clientCq = clientContext.createCompletionQueue(256);
-        srq = serverPd.createSharedReceiveQueue(DEPTH, 1, 0);
+        srq = serverPd.createSharedReceiveQueue(SrqAttributes.builder().maxWr(DEPTH).build());
         inbox = serverPd.register(arena.allocate(8L * DEPTH, 64), Set.of(Access.LOCAL_WRITE));
         outbox = clientPd.register(arena.allocate(8L * DEPTH, 64), Set.of(Access.LOCAL_WRITE));
         for (int i = 0; i < PEERS; i++) {
@@ -192,7 +194,7 @@ abstract class SrqConformance {
 
     @Test
     void postingPastMaxWrIsRefusedWithoutBlocking() {
-        SharedReceiveQueue small = serverPd.createSharedReceiveQueue(4, 1, 0);
+        SharedReceiveQueue small = serverPd.createSharedReceiveQueue(SrqAttributes.builder().maxWr(4).build());
         assertEquals(4, small.maxWr());
         for (int i = 0; i < 4; i++) small.post(receive(i));
         var full = assertThrows(QueueFullException.class, () -> small.post(receive(4)));
@@ -223,7 +225,8 @@ abstract class SrqConformance {
         var over = assertThrows(IllegalArgumentException.class, () -> srq.arm(DEPTH + 1));
         assertTrue(over.getMessage().contains(String.valueOf(DEPTH)), over::getMessage);
         assertThrows(IllegalArgumentException.class, () -> srq.arm(-1));
-        assertEquals(2, serverPd.createSharedReceiveQueue(8, 1, 2).limit(), "armed at creation");
+        assertEquals(2, serverPd.createSharedReceiveQueue(SrqAttributes.builder().maxWr(8).limit(2).build()).limit(),
+                "armed at creation");
     }
 
     @Test
@@ -285,14 +288,16 @@ abstract class SrqConformance {
     @Test
     void sizesTheDeviceCannotMakeAreRefused() {
         DeviceAttributes device = serverContext.device().attributes();
-        var wr = assertThrows(IllegalArgumentException.class,
-                () -> serverPd.createSharedReceiveQueue(device.maxSrqWr() + 1, 1, 0));
+        var wr = assertThrows(IllegalArgumentException.class, () -> serverPd.createSharedReceiveQueue(
+                SrqAttributes.builder().maxWr(device.maxSrqWr() + 1).build()));
         assertTrue(wr.getMessage().contains("max_srq_wr of " + device.maxSrqWr()), wr::getMessage);
-        var sge = assertThrows(IllegalArgumentException.class,
-                () -> serverPd.createSharedReceiveQueue(4, device.maxSrqSge() + 1, 0));
+        var sge = assertThrows(IllegalArgumentException.class, () -> serverPd.createSharedReceiveQueue(
+                SrqAttributes.builder().maxSge(device.maxSrqSge() + 1).build()));
         assertTrue(sge.getMessage().contains("max_srq_sge of " + device.maxSrqSge()), sge::getMessage);
-        assertThrows(IllegalArgumentException.class, () -> serverPd.createSharedReceiveQueue(0, 1, 0));
-        var limit = assertThrows(IllegalArgumentException.class, () -> serverPd.createSharedReceiveQueue(4, 1, 5));
-        assertTrue(limit.getMessage().contains("5"), limit::getMessage);
+        var empty = assertThrows(IllegalArgumentException.class, () -> SrqAttributes.builder().maxWr(0).build());
+        assertTrue(empty.getMessage().contains("maxWr >= 1"), empty::getMessage);
+        var limit = assertThrows(IllegalArgumentException.class,
+                () -> SrqAttributes.builder().maxWr(4).limit(5).build());
+        assertTrue(limit.getMessage().contains("limit 5"), limit::getMessage);
     }
 }

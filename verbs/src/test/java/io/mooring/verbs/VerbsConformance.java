@@ -44,7 +44,8 @@ import org.junit.jupiter.api.Test;
  */
 abstract class VerbsConformance {
     /** Short transport timeouts so that "no answer" cases finish quickly. */
-    static final ConnectOptions FAST = ConnectOptions.builder().timeout(10).retryCount(2).minRnrTimer(1).build();
+    static final ConnectOptions FAST = ConnectOptions.builder().ackTimeout(Duration.ofMillis(4)).retryCount(2)
+            .minRnrTimer(Duration.ofNanos(10_000)).build();
 
     ResourceGraph graph;
     Arena arena;
@@ -788,7 +789,7 @@ abstract class VerbsConformance {
         a.cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {
             if (wc.wrId() == 79) { // where completions are delivered, a wait is refused
                 try {
-                    a.cq.await(never, 1_000_000);
+                    a.cq.await(never, Duration.ofMillis(1));
                     refusal.complete(null);
                 } catch (Throwable t) {
                     refusal.complete(t);
@@ -798,7 +799,7 @@ abstract class VerbsConformance {
         });
         int rounds = 200;
         int deliveredHere = IntStream.of(writesDeliveredToTheirWaiter(rounds, (i, write) -> {
-            a.cq.await(write, Duration.ofSeconds(10).toNanos());
+            a.cq.await(write, Duration.ofSeconds(10));
             return write.join();
         })).sum();
         // Only calls that find the dispatcher asleep in the CQ (the first; any after a descheduling) are served by it:
@@ -809,7 +810,7 @@ abstract class VerbsConformance {
         assertTrue(deliveredHere > atLeast, deliveredHere + " of " + rounds + " completions woke their own waiter");
         assertFalse(CompletionDispatcher.isDispatcherThread(), "delivering ends with the wait");
 
-        assertFalse(a.cq.await(never, 5_000_000), "a wait that runs out says the future is not done");
+        assertFalse(a.cq.await(never, Duration.ofMillis(5)), "a wait that runs out says the future is not done");
 
         // What nobody waits for goes to the handler, also while the dispatcher stands aside for a waiter.
         MemoryRegion src = a.open(64, 0x31);
@@ -849,11 +850,11 @@ abstract class VerbsConformance {
                 b.qp.post(WorkRequest.send(out, 0, 64));
             });
             var receivedHere = deliveredToItsWaiter(received);
-            a.cq.await(received, Duration.ofSeconds(10).toNanos());
+            a.cq.await(received, Duration.ofSeconds(10));
             boolean wasServed = !receivedHere.join(); // unless the dispatcher had not gone to sleep yet
             var write = a.qp.postAsync(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()));
             var writtenHere = deliveredToItsWaiter(write);
-            a.cq.await(write, Duration.ofSeconds(10).toNanos());
+            a.cq.await(write, Duration.ofSeconds(10));
             assertEquals(WcStatus.SUCCESS, write.join().status());
             if (wasServed) served++;
             if (wasServed && writtenHere.join()) nextPolledHere++;
@@ -891,7 +892,7 @@ abstract class VerbsConformance {
             case 5 -> write.get(10, java.util.concurrent.TimeUnit.SECONDS);
             case 7 -> write.thenApply(w -> w).join(); // a derived stage waits the same way
             default -> {
-                a.cq.await(write, Duration.ofSeconds(10).toNanos());
+                a.cq.await(write, Duration.ofSeconds(10));
                 yield write.join();
             }
         });
@@ -1070,7 +1071,8 @@ abstract class VerbsConformance {
         b.qp.reset();
         // READ/atomic depths are powers of 2: rxe and mlx5 round them up
         ConnectOptions options = FAST.toBuilder().access(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE))
-                .timeout(12).retryCount(3).rnrRetry(5).minRnrTimer(2).maxRdAtomic(4).maxDestRdAtomic(8)
+                .ackTimeout(Duration.ofMillis(16)).retryCount(3).rnrRetry(5).minRnrTimer(Duration.ofNanos(20_000))
+                .maxRdAtomic(4).maxDestRdAtomic(8)
                 .trafficClass(32).serviceLevel(3).hopLimit(17).build();
         QpInfo ia = a.qp.info(options);
         QpInfo ib = b.qp.info(options);
@@ -1088,8 +1090,8 @@ abstract class VerbsConformance {
         assertEquals(ia.psn(), q.sendPsn());
         assertEquals(4, q.maxRdAtomic());
         assertEquals(8, q.maxDestRdAtomic());
-        assertEquals(2, q.minRnrTimer());
-        assertEquals(12, q.timeout());
+        assertEquals(2, q.minRnrTimer(), "20 µs is RNR code 2");
+        assertEquals(12, q.timeout(), "16 ms rounds up to 4.096 µs × 2^12");
         assertEquals(3, q.retryCount());
         assertEquals(5, q.rnrRetry());
         assertEquals(ib.gid(), q.destGid());
@@ -1156,7 +1158,7 @@ abstract class VerbsConformance {
         assertThrows(IllegalArgumentException.class,
                 () -> a.pd.createQueuePair(a.cq, b.cq, QpCapabilities.DEFAULT), "CQ of another device context");
         assertThrows(IllegalArgumentException.class,
-                () -> a.pd.createQueuePair(a.cq, a.cq, new QpCapabilities(1 << 30, 1, 1, 1, 0)));
+                () -> a.pd.createQueuePair(a.cq, a.cq, QpCapabilities.builder().maxSendWr(1 << 30).build()));
         assertThrows(IllegalArgumentException.class, () -> a.context.createCompletionQueue(0));
         assertEquals(Set.of(), Set.copyOf(graph.failures()));
     }

@@ -1,7 +1,6 @@
 package io.mooring.examples.kv;
 
 import io.mooring.lease.LeaseLimits;
-import io.mooring.lease.LeaseStats;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
@@ -105,7 +104,7 @@ final class KvWorkload {
         Map<String, byte[]> expected = new HashMap<>();
         List<Long> hits = new ArrayList<>();
         List<Long> misses = new ArrayList<>();
-        LeaseStats start = null;
+        Grants start = null;
         long cpu = 0;
         try (RdmaSession session = clientEndpoint.connectAsync(listener.address()).get(10, TimeUnit.SECONDS);
              Client client = factory.open(session)) {
@@ -127,7 +126,7 @@ final class KvWorkload {
                     if (!Arrays.equals(expected.get(key), value)) throw new IllegalStateException("GET " + key);
                 }
             }
-            LeaseStats end = serverStats(serverEndpoint);
+            Grants end = serverStats(serverEndpoint);
             cpu = cpuNanos() - cpu;
             var gets = new ArrayList<>(hits);
             gets.addAll(misses);
@@ -163,15 +162,18 @@ final class KvWorkload {
         expected.put(key, value);
     }
 
-    /** Offers granted and refused by the server's sessions (the last client's has ended before a run starts). */
-    private static LeaseStats serverStats(RdmaEndpoint serverEndpoint) {
+    /** Offers granted and refused by the server's sessions. */
+    private record Grants(long granted, long refused) {}
+
+    /** The server's sessions' {@link Grants} (the last client's has ended before a run starts). */
+    private static Grants serverStats(RdmaEndpoint serverEndpoint) {
         long granted = 0;
         long refused = 0;
         for (RdmaSession s : serverEndpoint.sessions()) {
             granted += s.leases().stats().granted();
             refused += s.leases().stats().refused();
         }
-        return new LeaseStats(null, 0, 0, granted, 0, 0, 0, refused, 0);
+        return new Grants(granted, refused);
     }
 
     /** Runs one client, or says how it failed (the run goes on with the next client). */

@@ -132,11 +132,11 @@ final class IbvQp implements QpOps {
         this.qpn = qp.get(JAVA_INT, IbvStructs.QP_QP_NUM);
         this.name = "qpn " + qpn + " on " + context.name;
         // with an SRQ there is no receive queue to grant: the capabilities asked for stand for it
-        this.granted = new QpCapabilities(initAttr.get(JAVA_INT, INIT_MAX_SEND_WR),
-                srq == null ? initAttr.get(JAVA_INT, INIT_MAX_RECV_WR) : caps.maxRecvWr(),
-                initAttr.get(JAVA_INT, INIT_MAX_SEND_SGE),
-                srq == null ? initAttr.get(JAVA_INT, INIT_MAX_RECV_SGE) : caps.maxRecvSge(),
-                initAttr.get(JAVA_INT, INIT_MAX_INLINE_DATA));
+        this.granted = QpCapabilities.builder().maxSendWr(initAttr.get(JAVA_INT, INIT_MAX_SEND_WR))
+                .maxRecvWr(srq == null ? initAttr.get(JAVA_INT, INIT_MAX_RECV_WR) : caps.maxRecvWr())
+                .maxSendSge(initAttr.get(JAVA_INT, INIT_MAX_SEND_SGE))
+                .maxRecvSge(srq == null ? initAttr.get(JAVA_INT, INIT_MAX_RECV_SGE) : caps.maxRecvSge())
+                .maxInlineData(initAttr.get(JAVA_INT, INIT_MAX_INLINE_DATA)).build();
         this.sendWr = block.allocate(IbvStructs.SEND_WR);
         this.sendSges = block.allocate(IbvStructs.SGE, SgeList.CAPACITY);
         this.badSendWr = block.allocate(ADDRESS);

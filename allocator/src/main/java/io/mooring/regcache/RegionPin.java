@@ -5,16 +5,16 @@ import java.lang.invoke.VarHandle;
 import java.lang.ref.PhantomReference;
 
 /**
- * What one {@link Registration} holds — a user of a cached region — kept apart from the registration so that the
- * {@link LeakTracker} can give it back after the registration became unreachable unclosed. Given back exactly once:
- * whoever wins {@link #markClosed()} (the registration's close or the tracker) releases the region.
+ * The pin one {@link Registration} holds on its cached region, kept apart from the registration so that the
+ * {@link LeakTracker} can release it after the registration became unreachable unclosed. Released exactly once:
+ * whoever wins {@link #markClosed()} (the registration's close or the tracker) releases it.
  */
-final class Hold extends PhantomReference<Registration> {
+final class RegionPin extends PhantomReference<Registration> {
     private static final VarHandle CLOSED;
 
     static {
         try {
-            CLOSED = MethodHandles.lookup().findVarHandle(Hold.class, "closed", boolean.class);
+            CLOSED = MethodHandles.lookup().findVarHandle(RegionPin.class, "closed", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -28,11 +28,11 @@ final class Hold extends PhantomReference<Registration> {
     private volatile boolean closed;
     // The tracker's stripe list, guarded by the stripe's monitor.
     final LeakTracker.Stripe stripe;
-    Hold prev;
-    Hold next;
+    RegionPin prev;
+    RegionPin next;
 
-    Hold(Registration registration, RegistrationCache cache, CachedRegion cached, long address, long size,
-         LeakTracker.Stripe stripe) {
+    RegionPin(Registration registration, RegistrationCache cache, CachedRegion cached, long address, long size,
+              LeakTracker.Stripe stripe) {
         super(registration, LeakTracker.QUEUE);
         this.cache = cache;
         this.cached = cached;
