@@ -3,6 +3,7 @@ package io.mooring.examples.kv;
 import io.mooring.allocator.Block;
 import io.mooring.lease.InboundMessage;
 import io.mooring.lease.RdmaSession;
+import io.mooring.lifecycle.MooringTimeoutException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
@@ -11,6 +12,7 @@ import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A client's requests to a {@link KvServer} ({@link Kv}'s protocol), each a call from a block of the server's message
@@ -90,12 +92,20 @@ final class KvRequests implements AutoCloseable {
             giveBack(request);
             throw e;
         }
-        return reply.orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).whenComplete((r, e) -> giveBack(request))
+        String what = "the reply to a " + (request.segment().get(ValueLayout.JAVA_BYTE, 0) == Kv.GET ? "GET" : "PUT");
+        return within(reply, what).whenComplete((r, e) -> giveBack(request))
                 .thenApply(r -> {
                     try (InboundMessage status = r) {
                         return status.data().get(ValueLayout.JAVA_BYTE, 0);
                     }
                 });
+    }
+
+    /** {@code future}, failed with a timeout naming {@code what} if it does not complete within {@link #WAIT}. */
+    static <T> CompletableFuture<T> within(CompletableFuture<T> future, String what) {
+        return future.orTimeout(WAIT.toMillis(), TimeUnit.MILLISECONDS).exceptionallyCompose(e ->
+                CompletableFuture.failedFuture(e instanceof TimeoutException
+                        ? new MooringTimeoutException(what + " did not come within " + WAIT.toSeconds() + " s") : e));
     }
 
     /** A request block: a pooled one, or a new one (shared: the call may complete on another thread). */

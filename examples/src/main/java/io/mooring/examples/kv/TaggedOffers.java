@@ -5,7 +5,6 @@ import io.mooring.lease.RemoteSegment;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -34,7 +33,7 @@ final class TaggedOffers {
     CompletableFuture<RemoteSegment> of(long tag) {
         CompletableFuture<RemoteSegment> offer = waiting.get(tag);
         if (offer == null) return CompletableFuture.failedFuture(new IllegalStateException("no GET awaits tag " + tag));
-        return offer.orTimeout(KvRequests.WAIT.toMillis(), TimeUnit.MILLISECONDS);
+        return KvRequests.within(offer, "the offer of the value a GET (tag " + tag + ") asked for");
     }
 
     /** No offer tagged {@code tag} is awaited any more: it was taken, or none comes. */
