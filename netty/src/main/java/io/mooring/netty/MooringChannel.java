@@ -6,20 +6,23 @@ import io.mooring.lease.SessionLostException;
 import io.mooring.verbs.WorkCompletion;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.AbstractChannel;
-import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.DuplexChannel;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.SocketChannelConfig;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import java.time.Duration;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
@@ -43,7 +46,9 @@ import java.util.concurrent.TimeUnit;
  * water marks turn the channel unwritable; a peer that reads nothing so stops the writer. With auto-read off, at most
  * one message is taken from the session ahead of {@code read()}, so the peer gets no more credit back.
  *
- * <p>The stream ends as a socket's does ({@link DuplexChannel}): {@code shutdownOutput()} sends an empty message after
+ * <p>It is a {@link SocketChannel}, so that applications written for one ({@code ChannelInitializer<SocketChannel>},
+ * {@code SocketChannelConfig}) run unchanged: the socket options a session meets take effect, the others are refused by
+ * name. The stream ends as a socket's does ({@link DuplexChannel}): {@code shutdownOutput()} sends an empty message after
  * the bytes written, the end of the stream; the peer's end of output — or its close — ends the input, which closes the
  * channel, or with {@code ALLOW_HALF_CLOSURE} only shuts its input down. A close lets what the writes handed the session
  * go out first ({@code SO_LINGER}), then closes the session off the loop.
@@ -51,10 +56,12 @@ import java.util.concurrent.TimeUnit;
  * <p>Completions come on the endpoint's dispatcher thread and are handed to the channel's loop as tasks; the loop
  * never waits for the session.
  */
-public final class MooringChannel extends AbstractChannel implements DuplexChannel {
+public final class MooringChannel extends AbstractChannel implements SocketChannel {
     /** Messages handed to the session and not yet sent, at most. */
     static final int MAX_IN_FLIGHT = 32;
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
+    /** The immediate of a reset (SO_LINGER 0): an empty message with it ends the stream as a failure. */
+    private static final int RESET = 0x52535421;
 
     private final MooringChannelConfig config;
     private final LoopPlace place;
@@ -66,7 +73,8 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     // the loop's thread only
     private boolean receiving;    // a receive waits on the session
     private boolean readPending;  // the pipeline asked for a read
-    private InboundMessage held;  // taken from the session ahead of a read: at most one
+    private boolean reading;      // in readHeld: a read asked for meanwhile waits for its end
+    private ByteBuf held;         // received and not read yet, all or the rest of one message: at most one
     private boolean peerEnded;    // the peer's end of output, or of the session, came: nothing more will
     private ChannelPromise connecting;
     private ByteBuf sentAsIs;     // the outbound buffer's current message, posted as it is: its write waits for the send
@@ -91,8 +99,18 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     }
 
     @Override
-    public ChannelConfig config() {
+    public SocketChannelConfig config() {
         return config;
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return (InetSocketAddress) super.remoteAddress();
     }
 
     @Override
@@ -163,22 +181,47 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     protected void doClose() {
         open = false;
         if (connecting != null) endConnect().tryFailure(new IOException("the channel was closed while connecting"));
-        if (held != null) held.close(); // taken ahead of a read that will not come
+        if (held != null) held.release(); // taken ahead of a read that will not come
         held = null;
         RdmaSession s = session;
         if (s == null) return;
-        sends.close(s, config.linger(s.endpoint()));
+        Duration linger = config.linger(s.endpoint());
+        if (linger.isZero() && isRegistered()) reset(s); // unregistered (closed forcibly), it has no allocator: it ends
+        sends.close(s, linger);
+    }
+
+    /**
+     * {@code SO_LINGER} 0: a reset, as a socket's — the peer's channel fails with "connection reset" rather than ending
+     * cleanly. The marker is an empty message with an immediate (the end of output has none); the session's close sends
+     * it if it has credit, else the peer sees the session end without it.
+     */
+    private void reset(RdmaSession s) {
+        ByteBuf marker = place.transport().allocator().directBuffer(1);
+        try {
+            s.sendWithImmAsync(MooringBuffers.blockOf(marker), 0, RESET).whenComplete((wc, e) -> marker.release());
+        } catch (RuntimeException e) {
+            marker.release(); // the session is going anyway
+        }
     }
 
     // ---- reading ------------------------------------------------------------------------------------------------
 
+    /**
+     * A read: what is held is read on a task of its own (not here, where an auto-read asks from within the last read's
+     * {@code channelReadComplete}: a message split by many reads would nest as deep), else the next message is.
+     */
     @Override
     protected void doBeginRead() {
         readPending = true;
-        InboundMessage m = held;
-        held = null;
-        if (m != null) deliver(m);
+        if (reading) return;
+        if (held != null) eventLoop().execute(this::readHeld);
         else receive();
+    }
+
+    /** Auto-read was turned off: a read asked for by auto-read alone is no longer pending (as NIO's channels do). */
+    void clearReadPending() {
+        if (!isRegistered() || eventLoop().inEventLoop()) readPending = false;
+        else eventLoop().execute(() -> readPending = false);
     }
 
     /**
@@ -198,16 +241,21 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
             inputEnded(error);
         } else if (!open) {
             m.close();
+        } else if (m.hasImmediate()) { // the peer's reset: only that carries an immediate
+            m.close();
+            peerEnded = true;
+            pipeline().fireExceptionCaught(new IOException("connection reset by " + m.session().peerAddress()
+                    + " (it closed with SO_LINGER 0)"));
+            unsafe().close(unsafe().voidPromise());
         } else if (m.length() == 0) { // the peer's end of output: a write is never empty
             m.close();
             inputEnded(null);
         } else if (inputShutdown) { // shut down here: freed, and its credit goes back so that the peer may go on
             m.close();
             receive();
-        } else if (readPending) {
-            deliver(m);
         } else {
-            held = m;
+            held = place.transport().allocator().wrap(m.block(), m.length()); // the block the NIC wrote, no copy
+            if (readPending) readHeld();
         }
     }
 
@@ -216,10 +264,36 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
         return held != null;
     }
 
-    private void deliver(InboundMessage m) {
-        readPending = false;
-        pipeline().fireChannelRead(place.transport().allocator().wrap(m.block(), m.length()));
+    /**
+     * One read loop, as a socket channel's: the held message goes up the pipeline whole, or in parts of at most the
+     * {@code RCVBUF_ALLOCATOR}'s guess (slices of the same block), while its handle says to read on; then
+     * {@code channelReadComplete}, and the next message is received ahead.
+     */
+    @SuppressWarnings("deprecation") // Handle: what Unsafe.recvBufAllocHandle() gives, as Netty's own channels use it
+    private void readHeld() {
+        if (!readPending || held == null || !open) return;
+        RecvByteBufAllocator.Handle handle = unsafe().recvBufAllocHandle();
+        handle.reset(config);
+        reading = true;
+        do {
+            readPending = false;
+            int guess = Math.max(1, handle.guess());
+            int length = Math.min(held.readableBytes(), guess);
+            ByteBuf part = held;
+            if (length < held.readableBytes()) {
+                part = held.readRetainedSlice(length);
+            } else {
+                held = null;
+            }
+            handle.attemptedBytesRead(guess);
+            handle.lastBytesRead(length);
+            handle.incMessagesRead(1);
+            pipeline().fireChannelRead(part);
+        } while (held != null && open && handle.continueReading());
+        reading = false;
+        handle.readComplete();
         pipeline().fireChannelReadComplete(); // where auto-read asks for the next read
+        if (readPending && held != null) eventLoop().execute(this::readHeld); // read() was called in the loop
         receive();
     }
 
@@ -281,7 +355,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
                 promise.setFailure(new NotYetConnectedException());
             } else {
                 inputShutdown = true;
-                if (held != null) held.close();
+                if (held != null) held.release();
                 held = null;
                 receive();
                 promise.setSuccess();

@@ -17,6 +17,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.FixedRecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
@@ -162,6 +163,27 @@ class MooringTransportTest {
         server.close().sync();
     }
 
+    @Test
+    void aReadTakesAtMostTheReceiveAllocatorsGuessInSlicesOfTheReceivedBlock() throws Exception {
+        // The server reads whole messages; the client reads through a fixed guess of 1000 bytes, as a socket channel
+        // would read 1000 bytes at a time: the 4 KiB message comes up in five parts, each over the block received.
+        Channel server = f.serverBootstrap(echoInitializer())
+                .childOption(ChannelOption.RECVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(4096))
+                .bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+        var received = new Received(4096);
+        Channel client = f.clientBootstrap(received)
+                .option(ChannelOption.RECVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(1000))
+                .connect(server.localAddress()).sync().channel();
+        byte[] sent = new byte[4096];
+        new Random(5).nextBytes(sent);
+        client.writeAndFlush(Unpooled.wrappedBuffer(sent)).sync();
+        assertArrayEquals(sent, received.expect(sent.length).get(10, TimeUnit.SECONDS));
+        assertEquals(List.of(1000, 1000, 1000, 1000, 96), received.reads);
+        assertTrue(received.allRegistered, "a part read was not a slice of the registered block");
+        client.close().sync();
+        server.close().sync();
+    }
+
     // ---- the echo application -------------------------------------------------------------------------------
 
     private Channel bindEcho() throws InterruptedException {
@@ -256,6 +278,9 @@ class MooringTransportTest {
         private int count;
         private long expected = -1;
         private final CompletableFuture<byte[]> done = new CompletableFuture<>();
+        /** The size of each read, in order. */
+        final List<Integer> reads = new CopyOnWriteArrayList<>();
+        volatile boolean allRegistered = true;
 
         Received(int capacity) {
             this.bytes = capacity == Integer.MAX_VALUE ? null : new byte[capacity];
@@ -272,6 +297,8 @@ class MooringTransportTest {
             ByteBuf buf = (ByteBuf) msg;
             try {
                 int n = buf.readableBytes();
+                reads.add(n);
+                if (!MooringBuffers.isRegistered(buf)) allRegistered = false;
                 if (bytes != null) {
                     if (count + n > bytes.length) {
                         done.completeExceptionally(new AssertionError("more bytes came back than were sent"));
