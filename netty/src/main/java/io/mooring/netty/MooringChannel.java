@@ -35,10 +35,12 @@ import java.util.concurrent.TimeUnit;
  * A Netty channel over one {@link RdmaSession}: an ordered byte stream, as a TCP socket channel is. A {@link ByteBuf}
  * written goes out as one or more messages of at most the peer's maximum message size, in write order: a buffer of a
  * {@link MooringByteBufAllocator} (the channel's default allocator) whose bytes start its block is sent as it is, any
- * other is copied once into a registered buffer. A copied write succeeds once its copy is handed to the session; one sent
- * as it is succeeds when its send completes — the NIC reads the caller's memory until then, so a writer may reuse a
- * buffer once its write succeeded — and the writes behind it wait for that. Each message received goes up the pipeline as a buffer over the very
- * block the NIC wrote; the pipeline's release gives the block back to the arena. Only {@link ByteBuf}s are written.
+ * other is copied once into a registered buffer — the copies of one flush gathered into as few messages as fit, as a
+ * socket's {@code writev} sends them. A copied write succeeds once its copy is handed to the session; one sent as it is
+ * succeeds when its send completes — the NIC reads the caller's memory until then, so a writer may reuse a buffer once
+ * its write succeeded — and the writes behind it wait for that. Each message received goes up the pipeline as buffers
+ * over the very block the NIC wrote (at most the {@code RECVBUF_ALLOCATOR}'s guess each); the pipeline's release gives
+ * the block back to the arena. Only {@link ByteBuf}s are written.
  *
  * <p>Connect by {@link InetSocketAddress} to a {@link MooringServerChannel}'s bound address (the endpoint's bootstrap);
  * {@code CONNECT_TIMEOUT_MILLIS} bounds it. Back-pressure: at most {@value #MAX_IN_FLIGHT} messages are handed to the
@@ -411,9 +413,14 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
 
     // ---- writing ------------------------------------------------------------------------------------------------
 
+    /**
+     * Posts the flushed writes as messages: a buffer that can be is posted as it is, and the writes behind it wait for
+     * its send; others are gathered into registered copies of up to the peer's message size ({@link OutboundMessages}).
+     */
     @Override
-    protected void doWrite(ChannelOutboundBuffer in) throws IOException {
+    protected void doWrite(ChannelOutboundBuffer in) throws Exception {
         RdmaSession s = session;
+        int max = s.peerMaxMessageSize();
         while (sentAsIs == null && sends.inFlight() < MAX_IN_FLIGHT) {
             Object msg = in.current();
             if (msg == null) return;
@@ -421,17 +428,16 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
             int readable = buf.readableBytes();
             if (readable == 0) {
                 in.remove();
-                continue;
-            }
-            int length = Math.min(readable, s.peerMaxMessageSize());
-            ByteBuf message = asMessage(buf, length, s);
-            if (message == buf) {
+            } else if (OutboundMessages.postsAsIs(buf, max, s)) {
                 sentAsIs = buf; // removed, its write succeeding, when its send completes (sent)
-                post(s, message, length);
+                post(s, buf.retain(), readable);
                 return;
+            } else {
+                ByteBuf message = OutboundMessages.gather(in, max, s, place.transport().allocator());
+                int length = message.readableBytes();
+                post(s, message, length);
+                in.removeBytes(length); // the writes succeed: their bytes are the session's to deliver, even past a close
             }
-            post(s, message, length);
-            in.removeBytes(length); // the write succeeds: its bytes are the session's to deliver, even past a close
         }
     }
 
@@ -450,20 +456,6 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
             sends.completed();
             place.execute(() -> sent(message, e), () -> { });
         });
-    }
-
-    /**
-     * The buffer to post for the next {@code length} bytes of {@code buf}: itself (retained) if those are all its bytes,
-     * start its block and lie in memory registered with the session's protection domain (another's key is refused by
-     * the NIC, and the QP breaks); else a registered copy.
-     */
-    private ByteBuf asMessage(ByteBuf buf, int length, RdmaSession s) {
-        if (length == buf.readableBytes() && MooringBuffers.isRegistered(buf)
-                && MooringBuffers.region(buf).pd() == s.endpoint().pd()
-                && MooringBuffers.regionOffset(buf, buf.readerIndex()) == MooringBuffers.blockOf(buf).regionOffset()) {
-            return buf.retain();
-        }
-        return place.transport().allocator().directBuffer(length, length).writeBytes(buf, buf.readerIndex(), length);
     }
 
     /** {@code message}'s send completed (on the loop): sends complete in the order they were posted. */

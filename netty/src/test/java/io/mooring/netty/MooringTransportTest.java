@@ -167,19 +167,39 @@ class MooringTransportTest {
     void aReadTakesAtMostTheReceiveAllocatorsGuessInSlicesOfTheReceivedBlock() throws Exception {
         // The server reads whole messages; the client reads through a fixed guess of 1000 bytes, as a socket channel
         // would read 1000 bytes at a time: the 4 KiB message comes up in five parts, each over the block received.
-        Channel server = f.serverBootstrap(echoInitializer())
-                .childOption(ChannelOption.RECVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(4096))
-                .bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+        Channel server = bindWholeMessageEcho();
         var received = new Received(4096);
-        Channel client = f.clientBootstrap(received)
-                .option(ChannelOption.RECVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(1000))
-                .connect(server.localAddress()).sync().channel();
+        Channel client = connectReadingThrough(server, received, 1000);
         byte[] sent = new byte[4096];
         new Random(5).nextBytes(sent);
         client.writeAndFlush(Unpooled.wrappedBuffer(sent)).sync();
         assertArrayEquals(sent, received.expect(sent.length).get(10, TimeUnit.SECONDS));
         assertEquals(List.of(1000, 1000, 1000, 1000, 96), received.reads);
         assertTrue(received.allRegistered, "a part read was not a slice of the registered block");
+        client.close().sync();
+        server.close().sync();
+    }
+
+    @Test
+    void aFlushOfSmallWritesGoesOutAsOneMessageAroundABufferSentAsItIs() throws Exception {
+        // Ten 100-byte heap writes, one registered buffer of the channel's allocator, ten more, one flush: the copies
+        // gather into one message each side of the buffer sent as it is. The echo server writes each message read
+        // back as it is, so the client reads the messages' sizes: without gathering, 21 reads of 100 bytes.
+        Channel server = bindWholeMessageEcho();
+        var received = new Received(2100);
+        Channel client = connectReadingThrough(server, received, 4096);
+        byte[] sent = new byte[2100];
+        new Random(6).nextBytes(sent);
+        List<ChannelFuture> writes = new ArrayList<>();
+        for (int i = 0; i < 21; i++) {
+            ByteBuf buf = i == 10 ? client.alloc().directBuffer(100).writeBytes(sent, i * 100, 100)
+                    : Unpooled.wrappedBuffer(sent, i * 100, 100);
+            writes.add(client.write(buf));
+        }
+        client.flush();
+        assertArrayEquals(sent, received.expect(sent.length).get(10, TimeUnit.SECONDS));
+        assertEquals(List.of(1000, 100, 1000), received.reads);
+        for (ChannelFuture w : writes) assertTrue(w.isSuccess(), () -> "write: " + w.cause());
         client.close().sync();
         server.close().sync();
     }
@@ -209,6 +229,19 @@ class MooringTransportTest {
                 });
             }
         };
+    }
+
+    /** An echo server whose reads take whole messages (up to 4 KiB): it writes back each message as it came. */
+    private Channel bindWholeMessageEcho() throws InterruptedException {
+        return f.serverBootstrap(echoInitializer())
+                .childOption(ChannelOption.RECVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(4096))
+                .bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+    }
+
+    /** A client whose reads take at most {@code guess} bytes each. */
+    private Channel connectReadingThrough(Channel server, Received received, int guess) throws InterruptedException {
+        return f.clientBootstrap(received).option(ChannelOption.RECVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(guess))
+                .connect(server.localAddress()).sync().channel();
     }
 
     private ChannelFuture connect(Channel server, ChannelHandler handler) {
