@@ -49,11 +49,12 @@ import java.util.concurrent.TimeUnit;
  * one message is taken from the session ahead of {@code read()}, so the peer gets no more credit back.
  *
  * <p>It is a {@link SocketChannel}, so that applications written for one ({@code ChannelInitializer<SocketChannel>},
- * {@code SocketChannelConfig}) run unchanged: the socket options a session meets take effect, the others are refused by
- * name. The stream ends as a socket's does ({@link DuplexChannel}): {@code shutdownOutput()} sends an empty message after
- * the bytes written, the end of the stream; the peer's end of output — or its close — ends the input, which closes the
- * channel, or with {@code ALLOW_HALF_CLOSURE} only shuts its input down. A close lets what the writes handed the session
- * go out first ({@code SO_LINGER}), then closes the session off the loop.
+ * {@code SocketChannelConfig}) run unchanged: the socket options a session meets take effect, the others are refused
+ * by name. The stream ends as a socket's does ({@link DuplexChannel}): {@code shutdownOutput()} sends an empty message
+ * after the bytes written, the end of the stream; the peer's end of output — or its close — ends the input, which
+ * closes the channel, or with {@code ALLOW_HALF_CLOSURE} only shuts its input down. A close lets what the writes handed
+ * the session go out first ({@code SO_LINGER}), then closes the session off the loop; with {@code SO_LINGER} 0 the
+ * peer sees a reset.
  *
  * <p>Completions come on the endpoint's dispatcher thread and are handed to the channel's loop as tasks; the loop
  * never waits for the session.
@@ -436,7 +437,7 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
                 ByteBuf message = OutboundMessages.gather(in, max, s, place.transport().allocator());
                 int length = message.readableBytes();
                 post(s, message, length);
-                in.removeBytes(length); // the writes succeed: their bytes are the session's to deliver, even past a close
+                in.removeBytes(length); // the writes succeed: their bytes are the session's to deliver, even past close
             }
         }
     }

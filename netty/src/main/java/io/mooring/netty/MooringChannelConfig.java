@@ -19,13 +19,15 @@ import java.util.function.Predicate;
 
 /**
  * A Mooring channel's configuration, a socket's for both channel types ({@link SocketChannelConfig},
- * {@link ServerSocketChannelConfig}, whose accessors go through {@link #setOption}): Netty's generic options (auto-read,
- * water marks, connect timeout, allocator...), {@code SO_LINGER} and {@code ALLOW_HALF_CLOSURE}, the socket options a
- * session meets as it is, and a clear error for any other — {@code SO_RCVBUF} or {@code TCP_FASTOPEN} have no meaning on a session. Unless the application picks an
- * allocator, buffers come from a {@link MooringByteBufAllocator} over the endpoint's arena, so what the pipeline writes
- * is registered already and is sent without a copy.
+ * {@link ServerSocketChannelConfig}, whose accessors go through {@link #setOption}): Netty's generic options
+ * (auto-read, water marks, connect timeout, allocator...), {@code SO_LINGER} and {@code ALLOW_HALF_CLOSURE}, the socket
+ * options a session meets as it is, and a clear error for any other — {@code SO_RCVBUF} or {@code TCP_FASTOPEN} have
+ * no meaning on a session. Unless the application picks an allocator, buffers come from a
+ * {@link MooringByteBufAllocator} over the endpoint's arena, so what the pipeline writes is registered already and is
+ * sent without a copy.
  */
-final class MooringChannelConfig extends DefaultChannelConfig implements SocketChannelConfig, ServerSocketChannelConfig {
+final class MooringChannelConfig extends DefaultChannelConfig
+        implements SocketChannelConfig, ServerSocketChannelConfig {
     private volatile ByteBufAllocator chosen; // the application's ALLOCATOR, or null
     private volatile int lingerSeconds = -1; // SO_LINGER: -1 is the endpoint's request timeout
     private volatile boolean allowHalfClosure;
