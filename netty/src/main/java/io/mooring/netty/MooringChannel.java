@@ -10,7 +10,6 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
-import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
@@ -18,7 +17,6 @@ import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.DuplexChannel;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.SocketChannelConfig;
-import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -29,7 +27,6 @@ import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A Netty channel over one {@link RdmaSession}: an ordered byte stream, as a TCP socket channel is. A {@link ByteBuf}
@@ -79,9 +76,8 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
     private boolean reading;      // in readHeld: a read asked for meanwhile waits for its end
     private ByteBuf held;         // received and not read yet, all or the rest of one message: at most one
     private boolean peerEnded;    // the peer's end of output, or of the session, came: nothing more will
-    private ChannelPromise connecting;
     private ByteBuf sentAsIs;     // the outbound buffer's current message, posted as it is: its write waits for the send
-    private ScheduledFuture<?> connectTimeout;
+    private final PendingConnect connect;
 
     /** A channel to connect (what {@code Bootstrap.channel(MooringChannel.class)} makes). */
     public MooringChannel() {
@@ -94,6 +90,7 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
         this.session = session;
         this.config = new MooringChannelConfig(this);
         this.place = new LoopPlace(this);
+        this.connect = new PendingConnect(this, place);
     }
 
     @Override
@@ -183,7 +180,7 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
     @Override
     protected void doClose() {
         open = false;
-        if (connecting != null) endConnect().tryFailure(new IOException("the channel was closed while connecting"));
+        connect.closed();
         if (held != null) held.release(); // taken ahead of a read that will not come
         held = null;
         RdmaSession s = session;
@@ -484,35 +481,15 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
 
     // ---- connecting ---------------------------------------------------------------------------------------------
 
-    private void connected(ChannelPromise promise, InetSocketAddress peer, RdmaSession s, Throwable error) {
-        if (connecting != promise) { // timed out or closed meanwhile
-            if (s != null) s.closeAsync();
-            return;
-        }
-        if (error != null) {
-            failConnect(((MooringUnsafe) unsafe()).annotate(error, peer));
-            return;
-        }
-        endConnect();
+    /** The session {@code promise}'s connect made: the channel is active (and reads at once if auto-read). */
+    void connectedTo(RdmaSession s, ChannelPromise promise) {
         session = s;
         promise.trySuccess();
-        pipeline().fireChannelActive(); // reads at once if auto-read
+        pipeline().fireChannelActive();
     }
 
-    /** The connect under way fails with {@code cause} (null: it was cancelled), and the channel closes. */
-    private void failConnect(Throwable cause) {
-        ChannelPromise promise = endConnect();
-        if (cause != null) promise.tryFailure(cause);
-        unsafe().close(unsafe().voidPromise()); // no session was made: the channel has nothing more to do
-    }
-
-    /** The connect under way is over: its promise, to complete. */
-    private ChannelPromise endConnect() {
-        ChannelPromise promise = connecting;
-        connecting = null;
-        if (connectTimeout != null) connectTimeout.cancel(false);
-        connectTimeout = null;
-        return promise;
+    Throwable annotateConnectFailure(Throwable cause, SocketAddress peer) {
+        return ((MooringUnsafe) unsafe()).annotate(cause, peer);
     }
 
     private final class MooringUnsafe extends AbstractUnsafe {
@@ -521,7 +498,7 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
             if (promise.isDone() || !ensureOpen(promise)) return; // cancellable: a session being made is dropped
             if (session != null) {
                 promise.setFailure(new AlreadyConnectedException());
-            } else if (connecting != null) {
+            } else if (connect.isPending()) {
                 promise.setFailure(new ConnectionPendingException());
             } else if (local != null) {
                 promise.setFailure(new UnsupportedOperationException("a MooringChannel connects from its endpoint and"
@@ -530,26 +507,12 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
                 promise.setFailure(new IllegalArgumentException("a MooringChannel connects to an InetSocketAddress"
                         + " (a MooringServerChannel's bound address), not " + remote));
             } else {
-                connecting = promise;
-                promise.addListener(f -> {
-                    if (f.isCancelled() && connecting == promise) failConnect(null); // the session, if made, is closed
-                });
-                long millis = config.getConnectTimeoutMillis();
-                if (millis > 0) {
-                    connectTimeout = eventLoop().schedule(() -> {
-                        if (connecting == promise) {
-                            failConnect(new ConnectTimeoutException("connecting to " + peer + " timed out after "
-                                    + millis + " ms"));
-                        }
-                    }, millis, TimeUnit.MILLISECONDS);
-                }
-                place.whenDone(() -> place.transport().endpoint().connectAsync(peer),
-                        (s, e) -> connected(promise, peer, s, e), RdmaSession::closeAsync);
+                connect.start(peer, promise, config.getConnectTimeoutMillis());
             }
         }
 
         Throwable annotate(Throwable cause, SocketAddress peer) {
-            return annotateConnectException(cause, peer);
+            return annotateConnectException(cause, peer); // names the peer, as Netty's own channels do
         }
 
         @Override
