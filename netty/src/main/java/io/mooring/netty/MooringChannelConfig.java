@@ -21,7 +21,7 @@ import java.util.function.Predicate;
  * A Mooring channel's configuration, a socket's for both channel types ({@link SocketChannelConfig},
  * {@link ServerSocketChannelConfig}, whose accessors go through {@link #setOption}): Netty's generic options
  * (auto-read, water marks, connect timeout, allocator...), {@code SO_LINGER} and {@code ALLOW_HALF_CLOSURE}, the socket
- * options a session meets as it is, and a clear error for any other — {@code SO_RCVBUF} or {@code TCP_FASTOPEN} have
+ * options a session meets as it is, and a clear error for any other — {@code IP_TOS} or {@code TCP_FASTOPEN} have
  * no meaning on a session. Unless the application picks an allocator, buffers come from a
  * {@link MooringByteBufAllocator} over the endpoint's arena, so what the pipeline writes is registered already and is
  * sent without a copy.
@@ -31,6 +31,8 @@ final class MooringChannelConfig extends DefaultChannelConfig
     private volatile ByteBufAllocator chosen; // the application's ALLOCATOR, or null
     private volatile int lingerSeconds = -1; // SO_LINGER: -1 is the endpoint's request timeout
     private volatile boolean allowHalfClosure;
+    private volatile int sendBufferHint; // SO_SNDBUF, SO_RCVBUF: kept to be read back, 0 until set (see setOption)
+    private volatile int receiveBufferHint;
 
     MooringChannelConfig(Channel channel) {
         super(channel);
@@ -75,8 +77,9 @@ final class MooringChannelConfig extends DefaultChannelConfig
      * 0 drops what still waits for the peer's credit, -1 — the default — waits the endpoint's request timeout);
      * {@code ALLOW_HALF_CLOSURE}; and the socket options whose intent a session meets already — {@code TCP_NODELAY} true
      * (a message is posted at once), {@code SO_KEEPALIVE} true (the session watches its peer), {@code SO_BACKLOG} (a
-     * hint, as for the kernel: the listener holds {@value RdmaListener#BACKLOG} sessions) — so that applications setting
-     * them run unchanged.
+     * hint, as for the kernel: the listener holds {@value RdmaListener#BACKLOG} sessions), {@code SO_SNDBUF} and
+     * {@code SO_RCVBUF} (hints too: what a session buffers is its credit window; the value is only read back) — so that
+     * applications setting them run unchanged (Netty's bootstrap closes a channel whose option throws).
      *
      * @throws UnsupportedOperationException for an option, or a value, that does not apply to a Mooring channel
      */
@@ -86,6 +89,10 @@ final class MooringChannelConfig extends DefaultChannelConfig
             lingerSeconds = seconds;
         } else if (option == ChannelOption.ALLOW_HALF_CLOSURE && value instanceof Boolean allow) {
             allowHalfClosure = allow;
+        } else if (option == ChannelOption.SO_SNDBUF && value instanceof Integer bytes && bytes > 0) {
+            sendBufferHint = bytes;
+        } else if (option == ChannelOption.SO_RCVBUF && value instanceof Integer bytes && bytes > 0) {
+            receiveBufferHint = bytes;
         } else if (!super.setOption(option, value) && !MET_BY_A_SESSION.getOrDefault(option, v -> false).test(value)) {
             throw new UnsupportedOperationException("ChannelOption " + option + " = " + value + " does not apply to a"
                     + " Mooring channel (a session over RDMA, not a socket); it takes " + getOptions().keySet() + " and "
@@ -101,6 +108,8 @@ final class MooringChannelConfig extends DefaultChannelConfig
         if (option == ChannelOption.SO_BACKLOG) return (T) Integer.valueOf(RdmaListener.BACKLOG);
         if (option == ChannelOption.ALLOW_HALF_CLOSURE) return (T) Boolean.valueOf(allowHalfClosure);
         if (option == ChannelOption.SO_LINGER) return (T) Integer.valueOf(lingerSeconds);
+        if (option == ChannelOption.SO_SNDBUF) return (T) Integer.valueOf(sendBufferHint);
+        if (option == ChannelOption.SO_RCVBUF) return (T) Integer.valueOf(receiveBufferHint);
         return super.getOption(option);
     }
 
@@ -156,10 +165,10 @@ final class MooringChannelConfig extends DefaultChannelConfig
         return set(ChannelOption.SO_BACKLOG, backlog);
     }
 
-    /** @throws UnsupportedOperationException always: a session has no socket send buffer */
+    /** The hint last set (0 if none): a session has no socket send buffer. */
     @Override
     public int getSendBufferSize() {
-        throw doesNotApply(ChannelOption.SO_SNDBUF);
+        return sendBufferHint;
     }
 
     @Override
@@ -167,10 +176,10 @@ final class MooringChannelConfig extends DefaultChannelConfig
         return set(ChannelOption.SO_SNDBUF, sendBufferSize);
     }
 
-    /** @throws UnsupportedOperationException always: a session has no socket receive buffer */
+    /** The hint last set (0 if none): a session has no socket receive buffer. */
     @Override
     public int getReceiveBufferSize() {
-        throw doesNotApply(ChannelOption.SO_RCVBUF);
+        return receiveBufferHint;
     }
 
     @Override

@@ -42,13 +42,6 @@ import java.util.List;
  *     {@code SocketSslClientRenegotiateTest} and {@code SocketSslLargeCertificateTest}: not run yet.
  * <li>{@code TrafficShapingHandlerTest}: 7 of 9 pass; the two read-shaping tests measure intervals that come out
  *     shorter than they expect (74 ms, not over 100) — not analysed.
- * <li>{@code CompositeBufferGatheringWriteTest}: {@code testCompositeBufferPartialWriteDoesNotCorruptData} fails (the
- *     client reads 0 of 2048 bytes written from the child's {@code channelActive}, then closed) with and without
- *     write gathering. The cause: it sets {@code SO_SNDBUF} as a child option, which a Mooring channel refuses, and
- *     Netty 4.2.20's bootstrap rethrows an option's failure, so the acceptor force-closes every child before it
- *     writes (the same steps without the option pass:
- *     {@code MooringStreamEndTest.aChildThatWritesAndClosesAsItBecomesActiveDeliversEveryByte}). Whether the socket
- *     buffer sizes should be taken as hints, as {@code SO_BACKLOG} is, is still to decide. Its other test passes.
  * <li>{@code SocketAddressesTest} (domain socket addresses), {@code AbstractSocketReuseFdTest} (file descriptors),
  *     the {@code Datagram*} tests: nothing of theirs exists on a session. {@code ServerSocketSuspendTest}: its clients
  *     are plain {@code java.net.Socket}s, which make no session; not adapted yet.
