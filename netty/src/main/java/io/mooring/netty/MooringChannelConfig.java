@@ -76,7 +76,8 @@ final class MooringChannelConfig extends DefaultChannelConfig
      * Takes Netty's generic options; {@code SO_LINGER} (how many seconds a close waits for what was written to go out:
      * 0 drops what still waits for the peer's credit, -1 — the default — waits the endpoint's request timeout);
      * {@code ALLOW_HALF_CLOSURE}; and the socket options whose intent a session meets already — {@code TCP_NODELAY} true
-     * (a message is posted at once), {@code SO_KEEPALIVE} true (the session watches its peer), {@code SO_BACKLOG} (a
+     * (a message is posted at once), {@code SO_KEEPALIVE} true (the session watches its peer), {@code SO_REUSEADDR} true
+     * (the endpoint's listener, a {@code java.net.ServerSocket}, reuses addresses on Linux), {@code SO_BACKLOG} (a
      * hint, as for the kernel: the listener holds {@value RdmaListener#BACKLOG} sessions), {@code SO_SNDBUF} and
      * {@code SO_RCVBUF} (hints too: what a session buffers is its credit window; the value is only read back) — so that
      * applications setting them run unchanged (Netty's bootstrap closes a channel whose option throws).
@@ -104,7 +105,10 @@ final class MooringChannelConfig extends DefaultChannelConfig
     @Override
     @SuppressWarnings("unchecked")
     public <T> T getOption(ChannelOption<T> option) {
-        if (option == ChannelOption.TCP_NODELAY || option == ChannelOption.SO_KEEPALIVE) return (T) Boolean.TRUE;
+        if (option == ChannelOption.TCP_NODELAY || option == ChannelOption.SO_KEEPALIVE
+                || option == ChannelOption.SO_REUSEADDR) {
+            return (T) Boolean.TRUE;
+        }
         if (option == ChannelOption.SO_BACKLOG) return (T) Integer.valueOf(RdmaListener.BACKLOG);
         if (option == ChannelOption.ALLOW_HALF_CLOSURE) return (T) Boolean.valueOf(allowHalfClosure);
         if (option == ChannelOption.SO_LINGER) return (T) Integer.valueOf(lingerSeconds);
@@ -116,6 +120,7 @@ final class MooringChannelConfig extends DefaultChannelConfig
     private static final Map<ChannelOption<?>, Predicate<Object>> MET_BY_A_SESSION = Map.of(
             ChannelOption.TCP_NODELAY, Boolean.TRUE::equals,
             ChannelOption.SO_KEEPALIVE, Boolean.TRUE::equals,
+            ChannelOption.SO_REUSEADDR, Boolean.TRUE::equals,
             ChannelOption.SO_BACKLOG, v -> v instanceof Integer n && n > 0);
 
     // ---- a socket's config, as SocketChannel and ServerSocketChannel applications use it: through setOption --------
@@ -198,10 +203,10 @@ final class MooringChannelConfig extends DefaultChannelConfig
         return set(ChannelOption.IP_TOS, trafficClass);
     }
 
-    /** @throws UnsupportedOperationException always: the endpoint's bootstrap binds its own addresses */
+    /** True: the endpoint listens on a {@code java.net.ServerSocket}, which reuses addresses (as on Linux). */
     @Override
     public boolean isReuseAddress() {
-        throw doesNotApply(ChannelOption.SO_REUSEADDR);
+        return true;
     }
 
     @Override

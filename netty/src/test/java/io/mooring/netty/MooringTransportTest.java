@@ -134,6 +134,9 @@ class MooringTransportTest {
         assertTrue(e.getMessage().contains("TCP_NODELAY = false"), e.getMessage());
         assertTrue(server.config().setOption(ChannelOption.TCP_NODELAY, true)); // what a session does anyway
         assertTrue(server.config().getOption(ChannelOption.TCP_NODELAY));
+        assertTrue(server.config().setOption(ChannelOption.SO_REUSEADDR, true)); // as the endpoint's listener does
+        assertThrows(UnsupportedOperationException.class, () -> server.config().setOption(ChannelOption.SO_REUSEADDR,
+                false));
         assertTrue(server.config().setOption(ChannelOption.AUTO_READ, true)); // Netty's own options apply
         server.close().sync();
     }
