@@ -1,4 +1,4 @@
-/** The {@code mooring} command: demo, kv, pagestore, pingpong, devices, lifecycle-demo, completion. */
+/** The {@code mooring} command: demo, kv, netty-echo, pagestore, pingpong, devices, lifecycle-demo, completion. */
 module io.mooring.cli {
     requires io.mooring.lease;
     requires io.mooring.examples;

@@ -20,7 +20,7 @@ import picocli.CommandLine;
  */
 @Command(name = "mooring", synopsisSubcommandLabel = "[COMMAND]",
         description = "Mooring, a pure-Java RDMA memory framework: its demos, examples and tools.",
-        subcommands = {Demo.class, KvCommand.class, PageStoreCommand.class, PingPong.class},
+        subcommands = {Demo.class, KvCommand.class, NettyEchoCommand.class, PageStoreCommand.class, PingPong.class},
         footer = {"",
                 "The ./mooring script runs these too: test [MAVEN ARGS] (the test suite), mvn ARGS (Maven with the",
                 "JDK it found), bench [JMH ARGS] and bench overhead [BLOCKS] (docs/benchmarks.md).",
@@ -30,7 +30,7 @@ public final class Main implements Callable<Integer> {
     private static final int HELP_WIDTH = 110;
 
     /** Mooring's modules that call native code, the only ones granted native access on the module path. */
-    static final String NATIVE_ACCESS = "--enable-native-access=io.mooring.verbs,io.mooring.allocator";
+    static final String NATIVE_ACCESS = "--enable-native-access=io.mooring.verbs,io.mooring.allocator,io.mooring.netty";
 
     /** Where every command prints its results and failures (a test's own streams, or the terminal's). */
     final PrintStream out;

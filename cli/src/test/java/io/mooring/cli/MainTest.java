@@ -12,8 +12,8 @@ import org.junit.jupiter.api.Test;
 
 /** The {@code mooring} command itself: its list of commands, its usage errors, its completion script. */
 class MainTest {
-    private static final List<String> COMMANDS = List.of("demo", "kv", "pagestore", "pingpong", "devices", "lifecycle-demo",
-            "completion", "help");
+    private static final List<String> COMMANDS = List.of("demo", "kv", "netty-echo", "pagestore", "pingpong", "devices",
+            "lifecycle-demo", "completion", "help");
 
     @Test
     void helpListsEveryCommandAndTheScriptsOwn() throws Exception {

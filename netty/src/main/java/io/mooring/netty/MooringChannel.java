@@ -7,36 +7,38 @@ import io.mooring.lease.SessionLostException;
 import io.mooring.verbs.WorkCompletion;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.AbstractChannel;
-import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
-import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.DuplexChannel;
-import io.netty.util.concurrent.ScheduledFuture;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.SocketChannelConfig;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import java.time.Duration;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A Netty channel over one {@link RdmaSession}: an ordered byte stream, as a TCP socket channel is. A {@link ByteBuf}
  * written goes out as one or more messages of at most the peer's maximum message size, in write order: a buffer of a
  * {@link MooringByteBufAllocator} (the channel's default allocator) whose bytes start its block is sent as it is, any
- * other is copied once into a registered buffer. A copied write succeeds once its copy is handed to the session; one sent
- * as it is succeeds when its send completes — the NIC reads the caller's memory until then, so a writer may reuse a
- * buffer once its write succeeded — and the writes behind it wait for that. Each message received goes up the pipeline as a buffer over the very
- * block the NIC wrote; the pipeline's release gives the block back to the arena. Only {@link ByteBuf}s are written.
+ * other is copied once into a registered buffer — the copies of one flush gathered into as few messages as fit, as a
+ * socket's {@code writev} sends them. A copied write succeeds once its copy is handed to the session; one sent as it is
+ * succeeds when its send completes — the NIC reads the caller's memory until then, so a writer may reuse a buffer once
+ * its write succeeded — and the writes behind it wait for that. Each message received goes up the pipeline as buffers
+ * over the very block the NIC wrote (at most the {@code RECVBUF_ALLOCATOR}'s guess each); the pipeline's release gives
+ * the block back to the arena. Only {@link ByteBuf}s are written.
  *
  * <p>Connect by {@link InetSocketAddress} to a {@link MooringServerChannel}'s bound address (the endpoint's bootstrap);
  * {@code CONNECT_TIMEOUT_MILLIS} bounds it. Back-pressure: at most {@value #MAX_IN_FLIGHT} messages are handed to the
@@ -44,18 +46,23 @@ import java.util.concurrent.TimeUnit;
  * water marks turn the channel unwritable; a peer that reads nothing so stops the writer. With auto-read off, at most
  * one message is taken from the session ahead of {@code read()}, so the peer gets no more credit back.
  *
- * <p>The stream ends as a socket's does ({@link DuplexChannel}): {@code shutdownOutput()} sends an empty message after
- * the bytes written, the end of the stream; the peer's end of output — or its close — ends the input, which closes the
- * channel, or with {@code ALLOW_HALF_CLOSURE} only shuts its input down. A close lets what the writes handed the session
- * go out first ({@code SO_LINGER}), then closes the session off the loop.
+ * <p>It is a {@link SocketChannel}, so that applications written for one ({@code ChannelInitializer<SocketChannel>},
+ * {@code SocketChannelConfig}) run unchanged: the socket options a session meets take effect, the others are refused
+ * by name. The stream ends as a socket's does ({@link DuplexChannel}): {@code shutdownOutput()} sends an empty message
+ * after the bytes written, the end of the stream; the peer's end of output — or its close — ends the input, which
+ * closes the channel, or with {@code ALLOW_HALF_CLOSURE} only shuts its input down. A close lets what the writes handed
+ * the session go out first ({@code SO_LINGER}), then closes the session off the loop; with {@code SO_LINGER} 0 the
+ * peer sees a reset.
  *
  * <p>Completions come on the endpoint's dispatcher thread and are handed to the channel's loop as tasks; the loop
  * never waits for the session.
  */
-public final class MooringChannel extends AbstractChannel implements DuplexChannel {
+public final class MooringChannel extends AbstractChannel implements SocketChannel {
     /** Messages handed to the session and not yet sent, at most. */
     static final int MAX_IN_FLIGHT = 32;
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
+    /** The immediate of a reset (SO_LINGER 0): an empty message with it ends the stream as a failure. */
+    private static final int RESET = 0x52535421;
 
     private final MooringChannelConfig config;
     private final LoopPlace place;
@@ -67,11 +74,11 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     // the loop's thread only
     private boolean receiving;    // a receive waits on the session
     private boolean readPending;  // the pipeline asked for a read
-    private InboundMessage held;  // taken from the session ahead of a read: at most one
+    private boolean reading;      // in readHeld: a read asked for meanwhile waits for its end
+    private ByteBuf held;         // received and not read yet, all or the rest of one message: at most one
     private boolean peerEnded;    // the peer's end of output, or of the session, came: nothing more will
-    private ChannelPromise connecting;
     private ByteBuf sentAsIs;     // the outbound buffer's current message, posted as it is: its write waits for the send
-    private ScheduledFuture<?> connectTimeout;
+    private final PendingConnect connect;
 
     /** A channel to connect (what {@code Bootstrap.channel(MooringChannel.class)} makes). */
     public MooringChannel() {
@@ -84,6 +91,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
         this.session = session;
         this.config = new MooringChannelConfig(this);
         this.place = new LoopPlace(this);
+        this.connect = new PendingConnect(this, place);
     }
 
     @Override
@@ -92,8 +100,18 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     }
 
     @Override
-    public ChannelConfig config() {
+    public SocketChannelConfig config() {
         return config;
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return (InetSocketAddress) super.remoteAddress();
     }
 
     @Override
@@ -163,23 +181,48 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
     @Override
     protected void doClose() {
         open = false;
-        if (connecting != null) endConnect().tryFailure(new IOException("the channel was closed while connecting"));
-        if (held != null) held.close(); // taken ahead of a read that will not come
+        connect.closed();
+        if (held != null) held.release(); // taken ahead of a read that will not come
         held = null;
         RdmaSession s = session;
         if (s == null) return;
-        sends.close(s, config.linger(s.endpoint()));
+        Duration linger = config.linger(s.endpoint());
+        if (linger.isZero() && isRegistered()) reset(s); // unregistered (closed forcibly), it has no allocator: it ends
+        sends.close(s, linger);
+    }
+
+    /**
+     * {@code SO_LINGER} 0: a reset, as a socket's — the peer's channel fails with "connection reset" rather than ending
+     * cleanly. The marker is an empty message with an immediate (the end of output has none); the session's close sends
+     * it if it has credit, else the peer sees the session end without it.
+     */
+    private void reset(RdmaSession s) {
+        ByteBuf marker = place.transport().allocator().directBuffer(1);
+        try {
+            s.sendWithImmAsync(MooringBuffers.blockOf(marker), 0, RESET).whenComplete((wc, e) -> marker.release());
+        } catch (RuntimeException e) {
+            marker.release(); // the session is going anyway
+        }
     }
 
     // ---- reading ------------------------------------------------------------------------------------------------
 
+    /**
+     * A read: what is held is read on a task of its own (not here, where an auto-read asks from within the last read's
+     * {@code channelReadComplete}: a message split by many reads would nest as deep), else the next message is.
+     */
     @Override
     protected void doBeginRead() {
         readPending = true;
-        InboundMessage m = held;
-        held = null;
-        if (m != null) deliver(m);
+        if (reading) return;
+        if (held != null) eventLoop().execute(this::readHeld);
         else receive();
+    }
+
+    /** Auto-read was turned off: a read asked for by auto-read alone is no longer pending (as NIO's channels do). */
+    void clearReadPending() {
+        if (!isRegistered() || eventLoop().inEventLoop()) readPending = false;
+        else eventLoop().execute(() -> readPending = false);
     }
 
     /**
@@ -199,16 +242,21 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
             inputEnded(error);
         } else if (!open) {
             m.close();
+        } else if (m.hasImmediate()) { // the peer's reset: only that carries an immediate
+            m.close();
+            peerEnded = true;
+            pipeline().fireExceptionCaught(new IOException("connection reset by " + m.session().peerAddress()
+                    + " (it closed with SO_LINGER 0)"));
+            unsafe().close(unsafe().voidPromise());
         } else if (m.length() == 0) { // the peer's end of output: a write is never empty
             m.close();
             inputEnded(null);
         } else if (inputShutdown) { // shut down here: freed, and its credit goes back so that the peer may go on
             m.close();
             receive();
-        } else if (readPending) {
-            deliver(m);
         } else {
-            held = m;
+            held = place.transport().allocator().wrap(m.block(), m.length()); // the block the NIC wrote, no copy
+            if (readPending) readHeld();
         }
     }
 
@@ -217,10 +265,36 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
         return held != null;
     }
 
-    private void deliver(InboundMessage m) {
-        readPending = false;
-        pipeline().fireChannelRead(place.transport().allocator().wrap(m.block(), m.length()));
+    /**
+     * One read loop, as a socket channel's: the held message goes up the pipeline whole, or in parts of at most the
+     * {@code RCVBUF_ALLOCATOR}'s guess (slices of the same block), while its handle says to read on; then
+     * {@code channelReadComplete}, and the next message is received ahead.
+     */
+    @SuppressWarnings("deprecation") // Handle: what Unsafe.recvBufAllocHandle() gives, as Netty's own channels use it
+    private void readHeld() {
+        if (!readPending || held == null || !open) return;
+        RecvByteBufAllocator.Handle handle = unsafe().recvBufAllocHandle();
+        handle.reset(config);
+        reading = true;
+        do {
+            readPending = false;
+            int guess = Math.max(1, handle.guess());
+            int length = Math.min(held.readableBytes(), guess);
+            ByteBuf part = held;
+            if (length < held.readableBytes()) {
+                part = held.readRetainedSlice(length);
+            } else {
+                held = null;
+            }
+            handle.attemptedBytesRead(guess);
+            handle.lastBytesRead(length);
+            handle.incMessagesRead(1);
+            pipeline().fireChannelRead(part);
+        } while (held != null && open && handle.continueReading());
+        reading = false;
+        handle.readComplete();
         pipeline().fireChannelReadComplete(); // where auto-read asks for the next read
+        if (readPending && held != null) eventLoop().execute(this::readHeld); // read() was called in the loop
         receive();
     }
 
@@ -282,7 +356,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
                 promise.setFailure(new NotYetConnectedException());
             } else {
                 inputShutdown = true;
-                if (held != null) held.close();
+                if (held != null) held.release();
                 held = null;
                 receive();
                 promise.setSuccess();
@@ -338,9 +412,14 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
 
     // ---- writing ------------------------------------------------------------------------------------------------
 
+    /**
+     * Posts the flushed writes as messages: a buffer that can be is posted as it is, and the writes behind it wait for
+     * its send; others are gathered into registered copies of up to the peer's message size ({@link OutboundMessages}).
+     */
     @Override
-    protected void doWrite(ChannelOutboundBuffer in) throws IOException {
+    protected void doWrite(ChannelOutboundBuffer in) throws Exception {
         RdmaSession s = session;
+        int max = s.peerMaxMessageSize();
         while (sentAsIs == null && sends.inFlight() < MAX_IN_FLIGHT) {
             Object msg = in.current();
             if (msg == null) return;
@@ -348,17 +427,16 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
             int readable = buf.readableBytes();
             if (readable == 0) {
                 in.remove();
-                continue;
-            }
-            int length = Math.min(readable, s.peerMaxMessageSize());
-            ByteBuf message = asMessage(buf, length, s);
-            if (message == buf) {
+            } else if (OutboundMessages.postsAsIs(buf, max, s)) {
                 sentAsIs = buf; // removed, its write succeeding, when its send completes (sent)
-                post(s, message, length);
+                post(s, buf.retain(), readable);
                 return;
+            } else {
+                ByteBuf message = OutboundMessages.gather(in, max, s, place.transport().allocator());
+                int length = message.readableBytes();
+                post(s, message, length);
+                in.removeBytes(length); // the writes succeed: their bytes are the session's to deliver, even past close
             }
-            post(s, message, length);
-            in.removeBytes(length); // the write succeeds: its bytes are the session's to deliver, even past a close
         }
     }
 
@@ -377,20 +455,6 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
             sends.completed();
             place.execute(() -> sent(message, e), () -> { });
         });
-    }
-
-    /**
-     * The buffer to post for the next {@code length} bytes of {@code buf}: itself (retained) if those are all its bytes,
-     * start its block and lie in memory registered with the session's protection domain (another's key is refused by
-     * the NIC, and the QP breaks); else a registered copy.
-     */
-    private ByteBuf asMessage(ByteBuf buf, int length, RdmaSession s) {
-        if (length == buf.readableBytes() && MooringBuffers.isRegistered(buf)
-                && MooringBuffers.region(buf).pd() == s.endpoint().pd()
-                && MooringBuffers.regionOffset(buf, buf.readerIndex()) == MooringBuffers.blockOf(buf).regionOffset()) {
-            return buf.retain();
-        }
-        return place.transport().allocator().directBuffer(length, length).writeBytes(buf, buf.readerIndex(), length);
     }
 
     /** {@code message}'s send completed (on the loop): sends complete in the order they were posted. */
@@ -418,35 +482,15 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
 
     // ---- connecting ---------------------------------------------------------------------------------------------
 
-    private void connected(ChannelPromise promise, InetSocketAddress peer, RdmaSession s, Throwable error) {
-        if (connecting != promise) { // timed out or closed meanwhile
-            if (s != null) s.closeAsync();
-            return;
-        }
-        if (error != null) {
-            failConnect(((MooringUnsafe) unsafe()).annotate(error, peer));
-            return;
-        }
-        endConnect();
+    /** The session {@code promise}'s connect made: the channel is active (and reads at once if auto-read). */
+    void connectedTo(RdmaSession s, ChannelPromise promise) {
         session = s;
         promise.trySuccess();
-        pipeline().fireChannelActive(); // reads at once if auto-read
+        pipeline().fireChannelActive();
     }
 
-    /** The connect under way fails with {@code cause} (null: it was cancelled), and the channel closes. */
-    private void failConnect(Throwable cause) {
-        ChannelPromise promise = endConnect();
-        if (cause != null) promise.tryFailure(cause);
-        unsafe().close(unsafe().voidPromise()); // no session was made: the channel has nothing more to do
-    }
-
-    /** The connect under way is over: its promise, to complete. */
-    private ChannelPromise endConnect() {
-        ChannelPromise promise = connecting;
-        connecting = null;
-        if (connectTimeout != null) connectTimeout.cancel(false);
-        connectTimeout = null;
-        return promise;
+    Throwable annotateConnectFailure(Throwable cause, SocketAddress peer) {
+        return ((MooringUnsafe) unsafe()).annotate(cause, peer);
     }
 
     private final class MooringUnsafe extends AbstractUnsafe {
@@ -455,7 +499,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
             if (promise.isDone() || !ensureOpen(promise)) return; // cancellable: a session being made is dropped
             if (session != null) {
                 promise.setFailure(new AlreadyConnectedException());
-            } else if (connecting != null) {
+            } else if (connect.isPending()) {
                 promise.setFailure(new ConnectionPendingException());
             } else if (local != null) {
                 promise.setFailure(new UnsupportedOperationException("a MooringChannel connects from its endpoint and"
@@ -464,21 +508,7 @@ public final class MooringChannel extends AbstractChannel implements DuplexChann
                 promise.setFailure(new IllegalArgumentException("a MooringChannel connects to an InetSocketAddress"
                         + " (a MooringServerChannel's bound address), not " + remote));
             } else {
-                connecting = promise;
-                promise.addListener(f -> {
-                    if (f.isCancelled() && connecting == promise) failConnect(null); // the session, if made, is closed
-                });
-                long millis = config.getConnectTimeoutMillis();
-                if (millis > 0) {
-                    connectTimeout = eventLoop().schedule(() -> {
-                        if (connecting == promise) {
-                            failConnect(new ConnectTimeoutException("connecting to " + peer + " timed out after "
-                                    + millis + " ms"));
-                        }
-                    }, millis, TimeUnit.MILLISECONDS);
-                }
-                place.whenDone(() -> place.transport().endpoint().connectAsync(peer),
-                        (s, e) -> connected(promise, peer, s, e), RdmaSession::closeAsync);
+                connect.start(peer, promise, config.getConnectTimeoutMillis());
             }
         }
 

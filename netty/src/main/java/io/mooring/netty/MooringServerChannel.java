@@ -3,9 +3,10 @@ package io.mooring.netty;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
 import io.netty.channel.AbstractServerChannel;
-import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
+import io.netty.channel.socket.ServerSocketChannel;
+import io.netty.channel.socket.ServerSocketChannelConfig;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 
@@ -16,7 +17,7 @@ import java.net.SocketAddress;
  * accepted yet wait in the listener's backlog. Closing it closes the listener (off the loop) and the sessions nobody
  * accepted; the children stay open.
  */
-public final class MooringServerChannel extends AbstractServerChannel {
+public final class MooringServerChannel extends AbstractServerChannel implements ServerSocketChannel {
     private final MooringChannelConfig config;
     private final LoopPlace place;
     private volatile RdmaListener listener;
@@ -30,7 +31,7 @@ public final class MooringServerChannel extends AbstractServerChannel {
     }
 
     @Override
-    public ChannelConfig config() {
+    public ServerSocketChannelConfig config() {
         return config;
     }
 
@@ -47,6 +48,11 @@ public final class MooringServerChannel extends AbstractServerChannel {
     @Override
     public InetSocketAddress localAddress() {
         return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return null;
     }
 
     @Override

@@ -9,6 +9,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -62,6 +63,24 @@ class MooringStreamEndTest {
 
         child.get(10, TimeUnit.SECONDS).config().setAutoRead(true);
         assertArrayEquals(sent, collected.untilInactive().get(30, TimeUnit.SECONDS));
+        server.close().sync();
+    }
+
+    @Test
+    void aChildThatWritesAndClosesAsItBecomesActiveDeliversEveryByte() throws Exception {
+        // The child writes as soon as it is active — before the client's connect may have completed — then closes.
+        byte[] sent = new byte[2048];
+        new Random(8).nextBytes(sent);
+        Channel server = f.serverBootstrap(new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelActive(ChannelHandlerContext ctx) {
+                ctx.write(Unpooled.wrappedBuffer(sent, 0, 1000));
+                ctx.writeAndFlush(Unpooled.wrappedBuffer(sent, 1000, 1048)).addListener(ChannelFutureListener.CLOSE);
+            }
+        }).bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+        var client = new Collected();
+        f.clientBootstrap(client).connect(server.localAddress()).sync();
+        assertArrayEquals(sent, client.untilInactive().get(10, TimeUnit.SECONDS));
         server.close().sync();
     }
 

@@ -28,6 +28,24 @@ import java.util.List;
  * for the whole run (as Netty's own permutations share their groups) and left to the JVM's end. The allocators are
  * Netty's (heap and direct: copied once when written) plus a {@link MooringByteBufAllocator} over the client's arena
  * (posted as they are where the protection domain allows).
+ *
+ * <p>Netty 4.2.20's {@code io.netty.testsuite.transport.socket} classes run here as {@code Mooring<Class>} subclasses
+ * (a few adapted, with why in each). Those that do not run, and why:
+ * <ul>
+ * <li>{@code SocketFileRegionTest}: a Mooring channel writes {@code ByteBuf}s only, no {@code FileRegion} (the write
+ *     is refused, the test waits for it forever).
+ * <li>{@code SocketChannelNotYetConnectedTest}, {@code SocketChannelEOFTest}: their peer is a plain
+ *     {@code java.net.ServerSocket} (no session handshake), and one binds the client to a local address, which a
+ *     session does not have.
+ * <li>{@code SocketSslEchoTest}: 237 of its permutations ran without a failure in 5 minutes, then the fork timed
+ *     out; too slow for the build on this machine. {@code SocketSslSessionReuseTest},
+ *     {@code SocketSslClientRenegotiateTest} and {@code SocketSslLargeCertificateTest}: not run yet.
+ * <li>{@code TrafficShapingHandlerTest}: 7 of 9 pass; the two read-shaping tests measure intervals that come out
+ *     shorter than they expect (74 ms, not over 100) — not analysed.
+ * <li>{@code SocketAddressesTest} (domain socket addresses), {@code AbstractSocketReuseFdTest} (file descriptors),
+ *     the {@code Datagram*} tests: nothing of theirs exists on a session. {@code ServerSocketSuspendTest}: its clients
+ *     are plain {@code java.net.Socket}s, which make no session; not adapted yet.
+ * </ul>
  */
 final class MooringSuitePermutation {
     private static final ResourceGraph GRAPH = ResourceGraph.builder().name("netty-testsuite").build();

@@ -17,6 +17,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.FixedRecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
@@ -123,13 +124,19 @@ class MooringTransportTest {
     void optionsThatDoNotApplyAreRefusedByName() throws Exception {
         Channel server = bindEcho();
         var e = assertThrows(UnsupportedOperationException.class,
-                () -> server.config().setOption(ChannelOption.SO_RCVBUF, 1 << 20));
-        assertTrue(e.getMessage().contains("SO_RCVBUF"), e.getMessage());
+                () -> server.config().setOption(ChannelOption.IP_TOS, 0x10));
+        assertTrue(e.getMessage().contains("IP_TOS"), e.getMessage());
+        // Socket buffer sizes are hints a session meets with its credit window, read back as set.
+        assertTrue(server.config().setOption(ChannelOption.SO_RCVBUF, 1 << 20));
+        assertEquals(1 << 20, server.config().getOption(ChannelOption.SO_RCVBUF));
         e = assertThrows(UnsupportedOperationException.class,
                 () -> server.config().setOption(ChannelOption.TCP_NODELAY, false)); // a session never delays a message
         assertTrue(e.getMessage().contains("TCP_NODELAY = false"), e.getMessage());
         assertTrue(server.config().setOption(ChannelOption.TCP_NODELAY, true)); // what a session does anyway
         assertTrue(server.config().getOption(ChannelOption.TCP_NODELAY));
+        assertTrue(server.config().setOption(ChannelOption.SO_REUSEADDR, true)); // as the endpoint's listener does
+        assertThrows(UnsupportedOperationException.class, () -> server.config().setOption(ChannelOption.SO_REUSEADDR,
+                false));
         assertTrue(server.config().setOption(ChannelOption.AUTO_READ, true)); // Netty's own options apply
         server.close().sync();
     }
@@ -162,6 +169,47 @@ class MooringTransportTest {
         server.close().sync();
     }
 
+    @Test
+    void aReadTakesAtMostTheReceiveAllocatorsGuessInSlicesOfTheReceivedBlock() throws Exception {
+        // The server reads whole messages; the client reads through a fixed guess of 1000 bytes, as a socket channel
+        // would read 1000 bytes at a time: the 4 KiB message comes up in five parts, each over the block received.
+        Channel server = bindWholeMessageEcho();
+        var received = new Received(4096);
+        Channel client = connectReadingThrough(server, received, 1000);
+        byte[] sent = new byte[4096];
+        new Random(5).nextBytes(sent);
+        client.writeAndFlush(Unpooled.wrappedBuffer(sent)).sync();
+        assertArrayEquals(sent, received.expect(sent.length).get(10, TimeUnit.SECONDS));
+        assertEquals(List.of(1000, 1000, 1000, 1000, 96), received.reads);
+        assertTrue(received.allRegistered, "a part read was not a slice of the registered block");
+        client.close().sync();
+        server.close().sync();
+    }
+
+    @Test
+    void aFlushOfSmallWritesGoesOutAsOneMessageAroundABufferSentAsItIs() throws Exception {
+        // Ten 100-byte heap writes, one registered buffer of the channel's allocator, ten more, one flush: the copies
+        // gather into one message each side of the buffer sent as it is. The echo server writes each message read
+        // back as it is, so the client reads the messages' sizes: without gathering, 21 reads of 100 bytes.
+        Channel server = bindWholeMessageEcho();
+        var received = new Received(2100);
+        Channel client = connectReadingThrough(server, received, 4096);
+        byte[] sent = new byte[2100];
+        new Random(6).nextBytes(sent);
+        List<ChannelFuture> writes = new ArrayList<>();
+        for (int i = 0; i < 21; i++) {
+            ByteBuf buf = i == 10 ? client.alloc().directBuffer(100).writeBytes(sent, i * 100, 100)
+                    : Unpooled.wrappedBuffer(sent, i * 100, 100);
+            writes.add(client.write(buf));
+        }
+        client.flush();
+        assertArrayEquals(sent, received.expect(sent.length).get(10, TimeUnit.SECONDS));
+        assertEquals(List.of(1000, 100, 1000), received.reads);
+        for (ChannelFuture w : writes) assertTrue(w.isSuccess(), () -> "write: " + w.cause());
+        client.close().sync();
+        server.close().sync();
+    }
+
     // ---- the echo application -------------------------------------------------------------------------------
 
     private Channel bindEcho() throws InterruptedException {
@@ -187,6 +235,19 @@ class MooringTransportTest {
                 });
             }
         };
+    }
+
+    /** An echo server whose reads take whole messages (up to 4 KiB): it writes back each message as it came. */
+    private Channel bindWholeMessageEcho() throws InterruptedException {
+        return f.serverBootstrap(echoInitializer())
+                .childOption(ChannelOption.RECVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(4096))
+                .bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+    }
+
+    /** A client whose reads take at most {@code guess} bytes each. */
+    private Channel connectReadingThrough(Channel server, Received received, int guess) throws InterruptedException {
+        return f.clientBootstrap(received).option(ChannelOption.RECVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(guess))
+                .connect(server.localAddress()).sync().channel();
     }
 
     private ChannelFuture connect(Channel server, ChannelHandler handler) {
@@ -256,6 +317,9 @@ class MooringTransportTest {
         private int count;
         private long expected = -1;
         private final CompletableFuture<byte[]> done = new CompletableFuture<>();
+        /** The size of each read, in order. */
+        final List<Integer> reads = new CopyOnWriteArrayList<>();
+        volatile boolean allRegistered = true;
 
         Received(int capacity) {
             this.bytes = capacity == Integer.MAX_VALUE ? null : new byte[capacity];
@@ -272,6 +336,8 @@ class MooringTransportTest {
             ByteBuf buf = (ByteBuf) msg;
             try {
                 int n = buf.readableBytes();
+                reads.add(n);
+                if (!MooringBuffers.isRegistered(buf)) allRegistered = false;
                 if (bytes != null) {
                     if (count + n > bytes.length) {
                         done.completeExceptionally(new AssertionError("more bytes came back than were sent"));
