@@ -66,7 +66,9 @@ class ArchitectureTest {
      */
     static final Set<String> REPORTED = Set.of("io.mooring.verbs.QpInfo", "io.mooring.verbs.values.PortAttributes",
             "io.mooring.verbs.values.QpAttributes");
-    static final Set<String> PENDING_LONG = Set.of();
+    static final Set<String> PENDING_LONG = Set.of(
+            // 526 after Netty's suite grew it (read sizing, resets, socket options): the read path moves out next
+            "netty/src/main/java/io/mooring/netty/MooringChannel.java");
     /** Threads that move onto the Housekeeper once the verbs and remote-lease branches are merged. */
     static final Set<String> PENDING_DAEMONS = Set.of(
             "remote-lease/src/main/java/io/mooring/lease/LeaseManager.java",
