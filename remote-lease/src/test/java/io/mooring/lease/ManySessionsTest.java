@@ -39,6 +39,12 @@ class ManySessionsTest {
     final CapturedLog log = new CapturedLog("io.mooring.lease");
 
     private static final int PEERS = Integer.getInteger("mooring.lease.peers", 256);
+    /** The devices of the two ends (in the rxe VM: {@code -Dmooring.lease.test.owner=ibv:rxe0}, and the requester). */
+    private static final String OWNER_DEVICE = System.getProperty("mooring.lease.test.owner", "soft:soft0");
+    private static final String PEER_DEVICE = System.getProperty("mooring.lease.test.requester", "soft:soft0");
+    /** Under CPU emulation (the rxe VM) many connects at once take longer than the default 10 s. */
+    private static final Duration HANDSHAKE =
+            Duration.ofSeconds(Integer.getInteger("mooring.lease.handshakeSeconds", 10));
     /**
      * Heap per session end, endpoints sized for the sessions included (their CQ, the receive blocks' handles): about
      * 16 KiB measured at 1,000 sessions (the goal: 16 KiB beyond the registered buffers), against 190 KiB once; the
@@ -49,18 +55,19 @@ class ManySessionsTest {
     @Test
     void oneEndpointServesManyPeersWithoutAThreadEach() throws Exception {
         var graph = ResourceGraph.builder().name("many").build();
-        ProtectionDomain ownerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
-        ProtectionDomain peerPd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+        ProtectionDomain ownerPd = RdmaDevices.open(OWNER_DEVICE, graph).allocateProtectionDomain();
+        ProtectionDomain peerPd = RdmaDevices.open(PEER_DEVICE, graph).allocateProtectionDomain();
         RdmaArena ownerArena = arena(ownerPd);
         RdmaArena peerArena = arena(peerPd);
         warmUp(ownerPd, ownerArena, peerPd, peerArena); // what a first session makes once (classes, fabric listener)
         var platformBefore = platformThreads();
         long fdsBefore = openFds();
         long heapBefore = HeapAfterGc.bytes();
-        try (var owner = RdmaEndpoint.builder(ownerPd, ownerArena).maxSessions(PEERS)
+        try (var owner = RdmaEndpoint.builder(ownerPd, ownerArena).maxSessions(PEERS).handshakeTimeout(HANDSHAKE)
                      .maxSessionsPerPeer(PEERS).build(); // every peer is on loopback: one peer by address
              var listener = owner.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
-             var peers = RdmaEndpoint.builder(peerPd, peerArena).maxSessions(PEERS).build()) {
+             var peers = RdmaEndpoint.builder(peerPd, peerArena).maxSessions(PEERS).handshakeTimeout(HANDSHAKE)
+                     .build()) {
             long start = System.nanoTime();
             var accepting = Thread.ofVirtual().start(() -> { // the server's accept loop
                 for (int i = 0; i < PEERS; i++) listener.acceptAsync().join();
