@@ -238,13 +238,9 @@ final class SessionLink {
     void undo() {
         closing = true;
         closeQuietly(socket);
-        closeSubtree();
+        node.closeTree(); // the remote segments, then the parts, newest first
     }
 
-    /** Closes the session's subtree: the remote segments, then the parts, newest first. */
-    private void closeSubtree() {
-        node.closeTree();
-    }
 
     /**
      * Connects the QPs, posts the control receives and waits until the peer has too; from then on the bootstrap
@@ -457,7 +453,7 @@ final class SessionLink {
             return;
         }
         try {
-            closeSubtree();
+            node.closeTree();
         } finally {
             tornDown.complete(null);
         }

@@ -109,7 +109,6 @@ final class InFlight extends RequestSlots {
         // qp is named only when refused: building its name on every post would allocate
         if (closedReason != null) throw new IllegalStateException(qp + ": " + closedReason);
         Ring[] now = rings;
-        if (now.length > 1) now = dropRetired(now, 0);
         Ring r = now[now.length - 1];
         int slot = r.slot(tail);
         // The slot of sequence tail - size is free once that one retired: not free means size are outstanding in
@@ -150,25 +149,13 @@ final class InFlight extends RequestSlots {
      */
     private Ring grow(Ring[] now, Ring newest) {
         Ring bigger = new Ring(tail, Math.min(depth, 2 * newest.size));
-        Ring[] next = dropRetired(now, 1);
-        next[next.length - 1] = bigger;
-        rings = next;
-        return bigger;
-    }
-
-    /**
-     * {@code now} without the rings whose sequences all retired, with {@code room} more places at the end; published
-     * when it changed (caller holds {@link #lock}). Run at every post while an older ring is kept, so that a grown
-     * queue does not keep the smaller rings it outgrew.
-     */
-    private Ring[] dropRetired(Ring[] now, int room) {
         long retired = Math.max((long) HEAD.getAcquire(this), discardedBelow);
         int live = 0;
         while (live < now.length - 1 && now[live + 1].from <= retired) live++; // now[live] still holds some
-        if (live == 0 && room == 0) return now;
-        Ring[] next = Arrays.copyOfRange(now, live, now.length + room);
-        if (room == 0) rings = next;
-        return next;
+        Ring[] next = Arrays.copyOfRange(now, live, now.length + 1);
+        next[next.length - 1] = bigger;
+        rings = next;
+        return bigger;
     }
 
     /** Gives back the slot just claimed when the provider refused the post (caller holds {@link #lock}). */

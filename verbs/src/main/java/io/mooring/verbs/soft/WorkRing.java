@@ -6,9 +6,9 @@ import java.util.function.Supplier;
  * A queue of work requests as a NIC keeps one: a ring of entries, filled in place at post time and copied out by
  * whoever executes them. The ring grows, up to the queue's depth, to the most requests that were queued at once — a
  * QP made with a deep queue that keeps a few requests in it holds a few entries (an endpoint's sessions are many),
- * each made when first used — and then neither posting nor executing allocates. Not thread-safe: its owner guards it. Full never happens in
- * practice — the public layer posts at most the queue's depth, and an entry leaves the ring when it is taken, before
- * its completion can free a slot there.
+ * each made when first used — and then neither posting nor executing allocates. Not thread-safe: its owner guards
+ * it. Full never happens in practice — the public layer posts at most the queue's depth, and an entry leaves the ring
+ * when it is taken, before its completion can free a slot there.
  */
 final class WorkRing<W extends WorkRing.Entry<W>> {
     /** A work request that can take another's contents. */
