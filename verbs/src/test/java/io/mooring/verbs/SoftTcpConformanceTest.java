@@ -1,6 +1,12 @@
 package io.mooring.verbs;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import io.mooring.lifecycle.ResourceGraph;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
 
 /** soft0 and soft1: every operation crosses the TCP fabric (inside one JVM; see also the two-process test). */
 class SoftTcpConformanceTest extends VerbsConformance {
@@ -12,5 +18,45 @@ class SoftTcpConformanceTest extends VerbsConformance {
     @Override
     DeviceContext openSecond(ResourceGraph graph) {
         return RdmaDevices.open("soft:soft1", graph);
+    }
+
+    /**
+     * Both sides READ and WRITE each other at once, as much in flight as their send windows take: one connection
+     * carries each side's requests and its answers to the other's, so a reader blocked writing answers to a peer whose
+     * reader is blocked the same way would stall both for good. Every request completes, with the other side's bytes.
+     */
+    @Test
+    void bothSidesKeepingTheirWindowsFullOfEachOthersRequestsNeverStall() throws Exception {
+        a.qp.reset();
+        b.qp.reset();
+        connect(FAST.toBuilder().maxRdAtomic(16).maxDestRdAtomic(16).build());
+        int size = 8192;
+        int inFlight = 32;
+        int rounds = 40;
+        MemoryRegion aMemory = a.open((long) size * inFlight, 0xa1);
+        MemoryRegion bMemory = b.open((long) size * inFlight, 0xb2);
+        MemoryRegion aLocal = a.open((long) size * inFlight, 0);
+        MemoryRegion bLocal = b.open((long) size * inFlight, 0);
+        var fromA = CompletableFuture.runAsync(() -> flood(a, aLocal, bMemory, size, inFlight, rounds));
+        var fromB = CompletableFuture.runAsync(() -> flood(b, bLocal, aMemory, size, inFlight, rounds));
+        fromA.get(2, TimeUnit.MINUTES);
+        fromB.get(2, TimeUnit.MINUTES);
+        for (int i = 0; i < inFlight; i += 2) { // the READs' slots hold what they read
+            assertEquals((byte) 0xb2, aLocal.segment().get(ValueLayout.JAVA_BYTE, (long) i * size + size - 1));
+            assertEquals((byte) 0xa1, bLocal.segment().get(ValueLayout.JAVA_BYTE, (long) i * size + size - 1));
+        }
+    }
+
+    /** {@code rounds} times: {@code inFlight} READs and WRITEs (alternating) of {@code remote}, then their completions. */
+    private static void flood(Endpoint side, MemoryRegion local, MemoryRegion remote, int size, int inFlight,
+                              int rounds) {
+        for (int round = 0; round < rounds; round++) {
+            for (int i = 0; i < inFlight; i++) {
+                long at = (long) i * size;
+                WorkRequest wr = i % 2 == 0 ? WorkRequest.read(local, at, size) : WorkRequest.write(local, at, size);
+                side.qp.post(wr.remote(remote.address() + at, remote.rkey()).wrId(i));
+            }
+            for (int i = 0; i < inFlight; i++) assertEquals(i, side.expect(WcStatus.SUCCESS).wrId());
+        }
     }
 }

@@ -281,6 +281,119 @@ abstract class VerbsConformance {
 
     // ---- access violations ------------------------------------------------------------------------------------
 
+    // ---- many requests in flight -----------------------------------------------------------------------------
+
+    /**
+     * WRITEs, READs of what the WRITE before each wrote, and SENDs, posted at once; the later SENDs' receives come only
+     * after a while, so those SENDs meet RNR NAKs with the requests behind them already on the wire. Every request
+     * completes once, in post order, with its bytes; the receives in the order of the SENDs.
+     */
+    @Test
+    void requestsPostedTogetherCompleteInPostOrderWithTheirBytes() throws Exception {
+        int n = 48;
+        int size = 64;
+        MemoryRegion src = a.open((long) n * size, 0);
+        for (int i = 0; i < n * size; i++) src.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));
+        MemoryRegion remote = b.open((long) n * size, 0x5a);
+        MemoryRegion back = a.open((long) n * size, 0);
+        MemoryRegion in = b.open((long) n * size, 0);
+        List<Integer> sends = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            long at = (long) i * size;
+            switch (i % 3) {
+                case 0 -> a.qp.post(WorkRequest.write(src, at, size).remote(remote.address() + at, remote.rkey()).wrId(i));
+                case 1 -> a.qp.post(WorkRequest.read(back, at, size).remote(remote.address() + at - size, remote.rkey())
+                        .wrId(i));
+                default -> {
+                    a.qp.post(WorkRequest.send(src, at, size).wrId(i));
+                    sends.add(i);
+                }
+            }
+        }
+        int early = sends.size() / 2;
+        for (int j = 0; j < sends.size(); j++) {
+            if (j == early) Thread.sleep(50); // the SENDs from here on wait for their receives
+            b.qp.post(ReceiveRequest.into(in, (long) j * size, size).wrId(j));
+        }
+        for (int i = 0; i < n; i++) {
+            WorkCompletion wc = a.expect(WcStatus.SUCCESS);
+            assertEquals(i, wc.wrId(), "completions in post order");
+            assertEquals(i % 3 == 0 ? WcOpcode.RDMA_WRITE : i % 3 == 1 ? WcOpcode.RDMA_READ : WcOpcode.SEND,
+                    wc.opcode());
+        }
+        for (int i = 0; i < n; i += 3) {
+            long at = (long) i * size;
+            assertEquals(-1, remote.segment().asSlice(at, size).mismatch(src.segment().asSlice(at, size)), "write " + i);
+            assertEquals(-1, back.segment().asSlice(at + size, size).mismatch(src.segment().asSlice(at, size)),
+                    "the read after write " + i + " saw it");
+        }
+        for (int j = 0; j < sends.size(); j++) {
+            WorkCompletion wc = b.expect(WcStatus.SUCCESS);
+            assertEquals(j, wc.wrId(), "receives in order");
+            long from = (long) sends.get(j) * size;
+            assertEquals(-1, in.segment().asSlice((long) j * size, size).mismatch(src.segment().asSlice(from, size)),
+                    "receive " + j + " holds send " + sends.get(j));
+        }
+        a.expectNothing();
+        b.expectNothing();
+    }
+
+    /**
+     * More READs and atomics than the QP may have outstanding (max_rd_atomic 2), posted at once: the excess waits in
+     * the send queue, as on a NIC, and none fails. The fetch-and-adds return the counter in post order.
+     */
+    @Test
+    void readsAndAtomicsPastTheReadDepthWaitTheirTurn() {
+        a.qp.reset();
+        b.qp.reset();
+        connect(FAST.toBuilder().maxRdAtomic(2).maxDestRdAtomic(2).build());
+        int n = 24;
+        MemoryRegion remote = b.open(n * 8L + 8, 0);
+        for (int i = 0; i < n; i++) remote.segment().set(ValueLayout.JAVA_LONG, 8L + 8L * i, 1000L + i);
+        MemoryRegion local = a.open(2L * n * 8, 0);
+        for (int i = 0; i < n; i++) {
+            a.qp.post(WorkRequest.read(local, 8L * i, 8).remote(remote.address() + 8 + 8L * i, remote.rkey()).wrId(i));
+            a.qp.post(WorkRequest.fetchAndAdd(local, 8L * (n + i), remote.address(), remote.rkey(), 1).wrId(n + i));
+        }
+        for (int i = 0; i < n; i++) {
+            assertEquals(i, a.expect(WcStatus.SUCCESS).wrId());
+            assertEquals(n + i, a.expect(WcStatus.SUCCESS).wrId());
+        }
+        for (int i = 0; i < n; i++) {
+            assertEquals(1000L + i, local.segment().get(ValueLayout.JAVA_LONG, 8L * i));
+            assertEquals(i, local.segment().get(ValueLayout.JAVA_LONG, 8L * (n + i)), "fetch-and-add " + i);
+        }
+        assertEquals(n, remote.segment().get(ValueLayout.JAVA_LONG, 0));
+    }
+
+    /**
+     * A rejected READ among requests in flight: those before it complete, it fails, those behind it flush — and none
+     * of them touched the responder's memory, though they were already on their way.
+     */
+    @Test
+    void aRejectedRequestAmongManyInFlightFlushesThoseBehindIt() {
+        int before = 8;
+        int behind = 8;
+        MemoryRegion src = a.open(64, 0x11);
+        MemoryRegion dst = b.open(64L * (before + behind + 1), 0x22);
+        for (int i = 0; i < before + behind + 1; i++) {
+            WorkRequest wr = i == before
+                    ? WorkRequest.read(src, 0, 64).remote(dst.address(), dst.rkey() ^ 0x80)
+                    : WorkRequest.write(src, 0, 64).remote(dst.address() + 64L * i, dst.rkey());
+            a.qp.post(wr.wrId(i));
+        }
+        for (int i = 0; i < before; i++) assertEquals(i, a.expect(WcStatus.SUCCESS).wrId());
+        assertEquals(before, a.expect(WcStatus.REM_ACCESS_ERR).wrId());
+        for (int i = before + 1; i <= before + behind; i++) assertEquals(i, a.expect(WcStatus.WR_FLUSH_ERR).wrId());
+        for (int i = 0; i < before; i++) assertEquals(0x11, dst.segment().get(ValueLayout.JAVA_BYTE, 64L * i));
+        for (int i = before; i <= before + behind; i++) {
+            assertEquals(-1, dst.segment().asSlice(64L * i, 64).mismatch(MemorySegment.ofArray(new byte[64]).fill((byte) 0x22)),
+                    "request " + i + " touched nothing");
+        }
+        assertEquals(QpState.ERROR, a.qp.state());
+        assertEquals(QpState.ERROR, b.qp.state());
+    }
+
     @Test
     void aWrongRkeyIsRejectedWithoutTouchingMemoryAndBothQpsFail() {
         MemoryRegion src = a.open(64, 0x11);

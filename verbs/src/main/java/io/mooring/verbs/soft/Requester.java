@@ -32,7 +32,7 @@ import java.util.concurrent.locks.LockSupport;
  */
 final class Requester {
     /** IBTA's RNR NAK timer table in microseconds, index = the 5-bit code (0 means 655.36 ms). */
-    private static final int[] RNR_DELAY_MICROS = {655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
+    static final int[] RNR_DELAY_MICROS = {655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640,
         960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880,
         163_840, 245_760, 327_680, 491_520};
     /** How long an idle requester spins for the next post before it parks: waking a parked one allocates. */
@@ -55,6 +55,7 @@ final class Requester {
     private final SoftQp qp;
     private final boolean platform = Boolean.getBoolean(SoftProvider.PLATFORM_REQUESTERS_PROPERTY);
     private final SendWork current;
+    private final SendWindow window;
     private final Wire.Request request = new Wire.Request();
     private byte[] payload = new byte[PAYLOAD_BUFFER];
     private int takenAt; // the QP's resets when the request in hand was taken
@@ -66,6 +67,7 @@ final class Requester {
     Requester(SoftQp qp, int maxInline) {
         this.qp = qp;
         this.current = new SendWork(maxInline);
+        this.window = new SendWindow(qp, this);
     }
 
     /**
@@ -97,11 +99,30 @@ final class Requester {
         try {
             SendWork work = current;
             while (true) {
-                boolean flush;
+                boolean flush = false;
+                boolean windowed = false;
+                boolean taken = false;
+                int seen;
                 qp.lock.lock();
                 try {
-                    while (!qp.destroyed && !hasWork()) {
-                        int seen = qp.changes;
+                    while (true) {
+                        if (qp.destroyed) return;
+                        seen = qp.changes;
+                        if (hasWork()) {
+                            if (qp.state == QpState.RTS && window.accepts(qp.sendQueue.peek())) {
+                                qp.sendQueue.take(window.next());
+                                windowed = true;
+                                break;
+                            }
+                            if (window.isEmpty()) { // the next one waits for those in flight to complete
+                                qp.sendQueue.take(work);
+                                flush = qp.state == QpState.ERROR;
+                                takenAt = qp.resets;
+                                taken = true;
+                                break;
+                            }
+                        }
+                        if (!window.isEmpty()) break;
                         qp.lock.unlock();
                         boolean stay;
                         try {
@@ -111,19 +132,19 @@ final class Requester {
                         }
                         if (!stay) return; // idle: the next change starts another thread
                     }
-                    if (qp.destroyed) return;
-                    qp.sendQueue.take(work);
-                    flush = qp.state == QpState.ERROR;
-                    takenAt = qp.resets;
                 } finally {
                     qp.lock.unlock();
                 }
-                if (flush) {
+                if (windowed) {
+                    window.send();
+                } else if (!taken) {
+                    window.progress(seen);
+                } else if (flush) {
                     complete(work, WcStatus.WR_FLUSH_ERR, 0);
-                    continue;
+                } else {
+                    WcStatus status = execute(work);
+                    if (status != WcStatus.SUCCESS) failRequest(work, status, takenAt);
                 }
-                WcStatus status = execute(work);
-                if (status != WcStatus.SUCCESS) failRequest(work, status);
             }
         } catch (InterruptedException e) {
             // destroyed
@@ -167,6 +188,31 @@ final class Requester {
     }
 
     /**
+     * Waits, for the {@link SendWindow}, until the QP changes after {@code seen}, an answer after {@code answered}
+     * arrives on {@code link} (or it closes), or {@code deadline} passes; spins a little first, as answers to a
+     * pipeline of requests come close together.
+     */
+    void awaitWindow(int seen, TcpLink link, int answered, long deadline) throws InterruptedException {
+        link.wakes(Thread.currentThread());
+        long spinEnd = System.nanoTime() + SPIN_NANOS;
+        while (waiting(seen, link, answered) && System.nanoTime() - spinEnd < 0) Thread.onSpinWait();
+        parked = true;
+        try {
+            for (long left = deadline - System.nanoTime(); waiting(seen, link, answered) && left > 0;
+                 left = deadline - System.nanoTime()) {
+                LockSupport.parkNanos(this, left);
+                if (Thread.interrupted()) throw new InterruptedException();
+            }
+        } finally {
+            parked = false;
+        }
+    }
+
+    private boolean waiting(int seen, TcpLink link, int answered) {
+        return unchanged(seen) && link.arrived() == answered && !link.isClosed();
+    }
+
+    /**
      * Takes the lock back after waiting, spinning on it a while first: a post holds it only briefly, and a requester
      * that queued for it would allocate its queue node.
      */
@@ -182,10 +228,10 @@ final class Requester {
     }
 
     /**
-     * The request in hand failed: it completes with {@code status} and the QP moves to ERROR, unless a reset
-     * discarded it meanwhile.
+     * A request taken when the QP had been reset {@code takenAt} times failed: it completes with {@code status} and
+     * the QP moves to ERROR, unless a reset discarded it meanwhile.
      */
-    private void failRequest(SendWork w, WcStatus status) {
+    void failRequest(SendWork w, WcStatus status, int takenAt) {
         qp.lock.lock();
         try {
             if (qp.resets == takenAt) qp.fail(qp.sendCq, w.wrId, w.opcode.completion().code(), status);
@@ -199,7 +245,7 @@ final class Requester {
         return qp.destroyed || qp.state == QpState.ERROR || qp.resets != takenAt;
     }
 
-    private void complete(SendWork w, WcStatus status, int byteLength) {
+    void complete(SendWork w, WcStatus status, int byteLength) {
         if (status == WcStatus.SUCCESS && !w.signaled) return;
         if (!qp.sendCq.push(w.wrId, status.code(), w.opcode.completion().code(), byteLength, 0, 0, qp.qpNumber())) {
             qp.completionLost();
@@ -211,9 +257,13 @@ final class Requester {
         return switch (w.opcode) {
             case LOCAL_INV -> heldBack() ? WcStatus.WR_FLUSH_ERR : invalidateLocally(w);
             case BIND_MW -> heldBack() ? WcStatus.WR_FLUSH_ERR : bind(w);
-            case SEND, SEND_WITH_IMM, RDMA_WRITE, RDMA_WRITE_WITH_IMM -> sendOrWrite(w);
-            case RDMA_READ -> read(w);
-            case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> atomic(w);
+            default -> {
+                WcStatus status = prepare(w, qp.sendPsn);
+                if (status != WcStatus.SUCCESS) yield status;
+                var response = transmit(request);
+                status = statusOf(response);
+                yield status == WcStatus.SUCCESS ? finish(w, response, payload, request.length()) : status;
+            }
         };
     }
 
@@ -251,49 +301,67 @@ final class Requester {
         return WcStatus.SUCCESS;
     }
 
-    private WcStatus sendOrWrite(SendWork w) throws InterruptedException {
-        byte[] data = w.inline;
-        int length = w.inlineLength;
-        if (length < 0) {
-            length = gather(w.sges);
-            if (length < 0) return WcStatus.LOC_PROT_ERR;
-            data = payload;
+    /**
+     * Makes {@link #request} of the remote request {@code w} under {@code psn}, its payload gathered into
+     * {@link #payload}: SUCCESS, or the local error that fails it before it goes out.
+     */
+    WcStatus prepare(SendWork w, int psn) {
+        int length = 0;
+        byte[] data = null;
+        switch (w.opcode) {
+            case RDMA_READ -> {
+                long total = w.sges.totalLength();
+                if (total > Integer.MAX_VALUE) return WcStatus.LOC_LEN_ERR;
+                if (!w.sges.writable(qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
+                reserve(total); // where the answer lands, one at a time
+                length = (int) total;
+                data = payload;
+            }
+            case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> {
+                if (w.sges.count != 1 || w.sges.length(0) != Long.BYTES) return WcStatus.LOC_LEN_ERR;
+                if (!w.sges.writable(qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
+                length = Long.BYTES;
+            }
+            default -> { // SEND, WRITE, with or without immediate
+                data = w.inline;
+                length = w.inlineLength;
+                if (length < 0) {
+                    length = gather(w.sges);
+                    if (length < 0) return WcStatus.LOC_PROT_ERR;
+                    data = payload;
+                }
+            }
         }
-        var response = transmit(request.set(w.opcode.code(), qp.qpNumber(), qp.sendPsn, w.remoteAddress, w.rkey, length, data,
-                w.immediate, 0, 0));
-        WcStatus status = statusOf(response);
-        if (status == WcStatus.SUCCESS) complete(w, status, length);
-        return status;
+        request.set(w.opcode.code(), qp.qpNumber(), psn, w.remoteAddress, w.rkey, length, data, w.immediate,
+                w.compareAdd, w.swap);
+        return WcStatus.SUCCESS;
     }
 
-    private WcStatus read(SendWork w) throws InterruptedException {
-        long total = w.sges.totalLength();
-        if (total > Integer.MAX_VALUE) return WcStatus.LOC_LEN_ERR;
-        if (!w.sges.writable(qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
-        reserve(total);
-        var response = transmit(request.set(w.opcode.code(), qp.qpNumber(), qp.sendPsn, w.remoteAddress, w.rkey, (int) total,
-                payload, 0, 0, 0));
-        WcStatus status = statusOf(response);
-        if (status != WcStatus.SUCCESS) return status;
-        if (!w.sges.scatter(payload, (int) total, qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
-        complete(w, status, (int) total);
-        return status;
+    /** The request made last by {@link #prepare}. */
+    Wire.Request request() {
+        return request;
     }
 
-    private WcStatus atomic(SendWork w) throws InterruptedException {
-        if (w.sges.count != 1 || w.sges.length(0) != Long.BYTES) return WcStatus.LOC_LEN_ERR;
-        if (!w.sges.writable(qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
-        var response = transmit(request.set(w.opcode.code(), qp.qpNumber(), qp.sendPsn, w.remoteAddress, w.rkey, Long.BYTES,
-                null, 0, w.compareAdd, w.swap));
-        WcStatus status = statusOf(response);
-        if (status != WcStatus.SUCCESS) return status;
-        byte[] original = MemorySegment.ofArray(new long[] {response.atomicOriginal()}).toArray(ValueLayout.JAVA_BYTE);
-        if (!w.sges.scatter(original, original.length, qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
-        complete(w, status, Long.BYTES);
-        return status;
+    /**
+     * Completes the remote request {@code w} of {@code length} bytes that the responder acknowledged: a READ's bytes
+     * ({@code read}) or an atomic's original value go to its local memory first. SUCCESS, or the local error.
+     */
+    WcStatus finish(SendWork w, Wire.Response answer, byte[] read, int length) {
+        switch (w.opcode) {
+            case RDMA_READ -> {
+                if (!w.sges.scatter(read, length, qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
+            }
+            case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> {
+                byte[] original = MemorySegment.ofArray(new long[] {answer.atomicOriginal()}).toArray(ValueLayout.JAVA_BYTE);
+                if (!w.sges.scatter(original, original.length, qp.device, qp.pd)) return WcStatus.LOC_PROT_ERR;
+            }
+            default -> { }
+        }
+        complete(w, WcStatus.SUCCESS, length);
+        return WcStatus.SUCCESS;
     }
 
-    private static WcStatus statusOf(Wire.Response r) {
+    static WcStatus statusOf(Wire.Response r) {
         if (r == null) return WcStatus.WR_FLUSH_ERR; // its QP stopped while it was retried
         return switch (r.kind()) {
             case ACK -> WcStatus.SUCCESS;
@@ -312,8 +380,7 @@ final class Requester {
      * (ERROR, reset, destroyed): a requester retrying forever (rnr_retry 7) must still flush.
      */
     private Wire.Response transmit(Wire.Request request) throws InterruptedException {
-        long ackTimeoutNanos = Math.min(TimeUnit.SECONDS.toNanos(8), Math.max(TimeUnit.MILLISECONDS.toNanos(1),
-                4096L << qp.timeout));
+        long ackTimeoutNanos = ackTimeoutNanos();
         int retries = qp.retryCount;
         int rnrRetries = qp.rnrRetry;
         while (true) {
@@ -339,6 +406,11 @@ final class Requester {
                 }
             }
         }
+    }
+
+    /** The QP's local ACK timeout (4.096 µs × 2^timeout), kept within [1 ms, 8 s]. */
+    long ackTimeoutNanos() {
+        return Math.min(TimeUnit.SECONDS.toNanos(8), Math.max(TimeUnit.MILLISECONDS.toNanos(1), 4096L << qp.timeout));
     }
 
     /** Waits {@code nanos} (a retry, a delayed request), or less if the QP stops meanwhile (every modify wakes it). */

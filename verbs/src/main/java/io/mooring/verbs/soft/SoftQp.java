@@ -53,6 +53,7 @@ final class SoftQp implements QpOps {
     volatile int timeout;
     volatile int retryCount;
     volatile int rnrRetry;
+    volatile int readDepth = 1; // max_rd_atomic: the READs and atomics the requester has in flight at most
     volatile int sendPsn;  // written by the requester: the PSN of the next new request
     volatile int resets;   // written under lock: a request taken before a reset is never sent after it
     volatile FaultInjector faults; // written under lock; null: none injected
@@ -121,6 +122,7 @@ final class SoftQp implements QpOps {
             if (a.isSet(QpAttribute.TIMEOUT)) timeout = a.timeout();
             if (a.isSet(QpAttribute.RETRY_COUNT)) retryCount = a.retryCount();
             if (a.isSet(QpAttribute.RNR_RETRY)) rnrRetry = a.rnrRetry();
+            if (a.isSet(QpAttribute.MAX_RD_ATOMIC)) readDepth = Math.max(1, a.maxRdAtomic());
             attributes.apply(a);
             switch (target) {
                 case RTR -> {

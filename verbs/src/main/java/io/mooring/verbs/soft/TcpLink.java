@@ -11,15 +11,16 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.System.Logger.Level;
 import java.net.Socket;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.BlockingQueue;
+import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
- * One TCP connection between two connected QPs, carrying both directions: each side's requester sends
- * REQUEST frames and waits for the RESPONSE with the same sequence number; each side's reader thread executes
- * the peer's REQUESTs against its QP and answers. Frames are length-checked; anything malformed closes the
- * connection (the requester then sees no answer, as on a broken wire).
+ * One TCP connection between two connected QPs, carrying both directions: each side's requester sends numbered
+ * REQUEST frames, one at a time ({@link #exchange}) or many before the first answer ({@link #post}, by its
+ * {@link SendWindow}); each side's reader thread executes the peer's REQUESTs against its QP in order and answers each
+ * with a RESPONSE of the same number, so answers come back in the order of the requests. Frames are length-checked;
+ * anything malformed closes the connection (the requester then sees no answer, as on a broken wire).
  *
  * <pre>
  * HELLO    magic:int version:short srcQpn:int dstQpn:int srcGid:16 srcLid:int dial:int token:long
@@ -40,7 +41,7 @@ final class TcpLink implements Link {
      * missing answer means a hung or vanished peer, not a lost packet: wait at least this long for it rather
      * than the QP's ACK timeout, which is sized for a NIC, not for a loaded host's scheduler.
      */
-    private static final long HUNG_PEER_NANOS = TimeUnit.SECONDS.toNanos(5);
+    static final long HUNG_PEER_NANOS = TimeUnit.SECONDS.toNanos(5);
 
     /**
      * The dialer's first frame: who it is, which QP it wants, which of its dials this is (they are numbered per
@@ -84,11 +85,14 @@ final class TcpLink implements Link {
     private final int peerQpn; // who is at the other end: requests are executed on its behalf only
     private final DataInputStream in;
     private final DataOutputStream out;
-    private final BlockingQueue<Wire.Response> answers = new ArrayBlockingQueue<>(1);
-    private int sequence;               // guarded by requestLock
-    private volatile int awaited = -1;  // the sequence the requester waits for
-    private final Object requestLock = new Object();
+    /** Answers not yet taken, oldest first; the n-th answer to arrive is that of request n. Guarded by itself. */
+    private final ArrayDeque<Wire.Response> answers = new ArrayDeque<>(2);
+    private int taken;                  // guarded by answers: the number of the last answer taken (or discarded)
+    private volatile int arrived;       // written under answers: the number of the last answer that arrived
+    private int sequence;               // requester thread only: the number of the last request posted
+    private volatile Thread waiter;     // the requester thread waiting for answers: unparked by each one
     private volatile boolean closed;
+    private boolean answersUnflushed;   // reader thread only: answers written since it last flushed
 
     private TcpLink(Socket socket, SoftQp qp, int peerQpn) throws IOException {
         this.socket = socket;
@@ -108,45 +112,105 @@ final class TcpLink implements Link {
         Thread.ofVirtual().name("soft-link-" + device + "-" + qp.qpNumber()).start(link::readLoop);
     }
 
+    /** One request at a time: posts it and waits for its answer (requester thread only). */
     @Override
     public Wire.Response exchange(Wire.Request r, long timeoutNanos) throws InterruptedException {
-        if (closed) return Wire.Response.DROPPED;
-        synchronized (requestLock) {
-            int seq = ++sequence;
-            awaited = seq;
-            answers.clear();
-            try {
-                synchronized (out) {
-                    out.writeByte(REQUEST);
-                    out.writeInt(seq);
-                    out.writeInt(r.opcode());
-                    out.writeInt(r.psn());
-                    out.writeLong(r.remoteAddress());
-                    out.writeInt(r.rkey());
-                    out.writeInt(r.length());
-                    out.writeInt(r.immediate());
-                    out.writeLong(r.compareAdd());
-                    out.writeLong(r.swap());
-                    int carried = r.payload() == null || r.isRead() ? 0 : r.length(); // a READ's length: what it asks
-                    out.writeInt(carried);
-                    if (carried > 0) out.write(r.payload(), 0, carried);
-                    out.flush();
-                }
-            } catch (IOException e) {
-                close();
-                return Wire.Response.DROPPED;
-            }
-            Wire.Response answer = answers.poll(Math.max(timeoutNanos, HUNG_PEER_NANOS), TimeUnit.NANOSECONDS);
-            if (answer == null) return Wire.Response.DROPPED;
-            if (answer.data() == null) return answer;
-            System.arraycopy(answer.data(), 0, r.payload(), 0, Math.min(answer.data().length, r.length()));
-            return Wire.Response.ACK; // a READ's bytes, now where the requester expects them
+        int seq = post(r);
+        if (seq < 0 || !flush()) return Wire.Response.DROPPED;
+        long deadline = System.nanoTime() + Math.max(timeoutNanos, HUNG_PEER_NANOS);
+        waiter = Thread.currentThread();
+        Wire.Response answer;
+        while ((answer = answer(seq)) == null) {
+            long left = deadline - System.nanoTime();
+            if (closed || left <= 0) return Wire.Response.DROPPED;
+            LockSupport.parkNanos(this, left);
+            if (Thread.interrupted()) throw new InterruptedException();
         }
+        if (answer.data() == null) return answer;
+        System.arraycopy(answer.data(), 0, r.payload(), 0, Math.min(answer.data().length, r.length()));
+        return Wire.Response.ACK; // a READ's bytes, now where the requester expects them
+    }
+
+    /**
+     * Writes {@code r} as the next request frame without flushing (requester thread only); its answer is
+     * {@link #answer} of the number returned. Returns -1 if the connection is closed (or closes now).
+     */
+    int post(Wire.Request r) {
+        if (closed) return -1;
+        int seq = ++sequence;
+        try {
+            synchronized (out) {
+                out.writeByte(REQUEST);
+                out.writeInt(seq);
+                out.writeInt(r.opcode());
+                out.writeInt(r.psn());
+                out.writeLong(r.remoteAddress());
+                out.writeInt(r.rkey());
+                out.writeInt(r.length());
+                out.writeInt(r.immediate());
+                out.writeLong(r.compareAdd());
+                out.writeLong(r.swap());
+                int carried = r.payload() == null || r.isRead() ? 0 : r.length(); // a READ's length: what it asks
+                out.writeInt(carried);
+                if (carried > 0) out.write(r.payload(), 0, carried);
+            }
+            return seq;
+        } catch (IOException e) {
+            close();
+            return -1;
+        }
+    }
+
+    /** Sends what {@link #post} wrote; false if the connection is closed (or closes now). */
+    boolean flush() {
+        try {
+            synchronized (out) {
+                out.flush();
+            }
+            return !closed;
+        } catch (IOException e) {
+            close();
+            return false;
+        }
+    }
+
+    /**
+     * The answer to request {@code seq} if it has come, discarding the answers before it (to requests given up on);
+     * null if it has not come yet. Requester thread only.
+     */
+    Wire.Response answer(int seq) {
+        synchronized (answers) {
+            while (taken - seq < 0 && !answers.isEmpty()) {
+                Wire.Response a = answers.poll();
+                if (++taken == seq) return a;
+            }
+            return null;
+        }
+    }
+
+    /** The number of the last answer that arrived: it changes with each, which {@link #wakes} the waiter. */
+    int arrived() {
+        return arrived;
+    }
+
+    /** The requester thread that waits for the next answer (or for this connection to close). */
+    void wakes(Thread requester) {
+        waiter = requester;
+    }
+
+    boolean isClosed() {
+        return closed;
     }
 
     private void readLoop() {
         try {
             while (!closed) {
+                if (answersUnflushed && in.available() == 0) { // requests that came together are answered together
+                    answersUnflushed = false;
+                    synchronized (out) {
+                        out.flush();
+                    }
+                }
                 byte type = in.readByte();
                 switch (type) {
                     case REQUEST -> serve();
@@ -188,8 +252,8 @@ final class TcpLink implements Link {
             int answered = read && answer.kind() == Wire.Kind.ACK ? length : 0;
             out.writeInt(answered);
             out.write(payload, 0, answered);
-            out.flush();
         }
+        answersUnflushed = true;
     }
 
     private void accept() throws IOException {
@@ -201,8 +265,13 @@ final class TcpLink implements Link {
         in.readFully(data);
         Wire.Kind kind = Wire.Kind.of(code);
         if (kind == null) throw new IOException("unknown response kind " + code + " in the answer to request " + seq);
-        if (seq != awaited) return; // an answer that came after its request timed out
-        answers.offer(new Wire.Response(kind, rnrTimer, data.length == 0 ? null : data, original));
+        var answer = new Wire.Response(kind, rnrTimer, data.length == 0 ? null : data, original);
+        synchronized (answers) {
+            if (seq != arrived + 1) throw new IOException("answer " + seq + " after answer " + arrived);
+            answers.add(answer);
+            arrived = seq;
+        }
+        LockSupport.unpark(waiter);
     }
 
     private static int checkedLength(int n) throws IOException {
@@ -216,6 +285,6 @@ final class TcpLink implements Link {
         closed = true;
         qp.detach(this);
         TcpFabric.closeQuietly(socket);
-        answers.offer(Wire.Response.DROPPED); // wakes a requester waiting for an answer that cannot come now
+        LockSupport.unpark(waiter); // a requester waiting for an answer that cannot come now
     }
 }

@@ -59,6 +59,11 @@ final class WorkRing<W extends WorkRing.Entry<W>> {
         return true;
     }
 
+    /** The oldest entry, left in place; null if there is none. */
+    W peek() {
+        return count == 0 ? null : at(head);
+    }
+
     /** Queues {@code from} as the oldest entry again (one just taken, whose request failed before using it). */
     void putBack(W from) {
         head = (head - 1 + entries.length) % entries.length;
