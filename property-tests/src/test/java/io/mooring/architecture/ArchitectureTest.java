@@ -50,9 +50,6 @@ class ArchitectureTest {
     /** Longer classes, each with why it is long and, where a split is due, its issue. */
     static final Set<String> LONG_ALLOWED = Set.of(
             "verbs/src/main/java/io/mooring/verbs/ibv/IbvStructs.java", // an ABI header: offsets of the C structs
-            // 528: the pin word, state and slice of the allocation fast path, kept in one screen-ordered class
-            // until a split is measured not to slow it (JMH AllocateClose); #29
-            "allocator/src/main/java/io/mooring/allocator/Block.java",
             // 526: the one class Netty instantiates carries Channel, DuplexChannel and SocketChannel (~40 public
             // methods Netty's suite calls); its unsafe, connect attempt, sends and config are already classes of their
             // own, and its read path shares the loop-only state of the rest. #27
