@@ -56,20 +56,21 @@ public final class Block implements AutoCloseable {
         void close();
     }
 
-    private static final VarHandle STATE;
+    /** The state word, also {@link BlockPin}'s: it counts the pins where a close sees them. */
+    static final VarHandle STATE;
     private static final VarHandle SCOPE;
     private static final VarHandle LINK;
     // The state word: a status in the low two bits, the hand-off and shared bits, the number of pins above (in steps
     // of PIN). OPEN is 0 exactly — open, not shared, never handed off, unpinned — the one state the owner's fast close
     // tests for.
-    private static final int OPEN = 0;
-    private static final int CLOSED = 1;        // and freed: locally by its owner, or by anyone for a shared block
-    private static final int MT_FREED = 2;      // closed by another thread, on the owner's mt-free list until collected
-    private static final int CLOSED_PINNED = 3; // closed while pinned: freed by the last unpin
-    private static final int STATUS = 3;
-    private static final int HANDED_OFF = 4;    // handed off once: every close is a CAS, and frees on the closer
-    private static final int SHARED = 8;        // allocateShared: a shared scope made with the block
-    private static final int PIN = 16;
+    static final int OPEN = 0;
+    static final int CLOSED = 1;        // and freed: locally by its owner, or by anyone for a shared block
+    static final int MT_FREED = 2;      // closed by another thread, on the owner's mt-free list until collected
+    static final int CLOSED_PINNED = 3; // closed while pinned: freed by the last unpin
+    static final int STATUS = 3;
+    static final int HANDED_OFF = 4;    // handed off once: every close is a CAS, and frees on the closer
+    static final int SHARED = 8;        // allocateShared: a shared scope made with the block
+    static final int PIN = 16;
     /** What the last block of an mt-free list links to (see {@link #setNextMtFree}). */
     private static final Object LAST_MT_FREE = new Object();
     /** The scope of a closed handed-off block: no thread can take hold of it any more. */
@@ -273,7 +274,7 @@ public final class Block implements AutoCloseable {
         if ((state & STATUS) != OPEN) throw closed();
     }
 
-    private IllegalStateException closed() {
+    IllegalStateException closed() {
         return new IllegalStateException("block 0x" + Long.toHexString(address) + " is closed");
     }
 
@@ -318,28 +319,34 @@ public final class Block implements AutoCloseable {
             }
             if (s >= PIN) {
                 if (closePinned(shared, byOwner, held)) return;
-            } else if (!STATE.compareAndSet(this, s, s | (shared || byOwner || held != null ? CLOSED : MT_FREED))) {
-                continue; // a pin came or went
-            } else if (held != null) {
-                // Every close of a handed-off block is this CAS, and its holder's scope closes here: no other close
-                // can race and no segment reaches the memory, so the closer frees it at once, into its own cache.
-                closeHeldScope(held);
-                arena().threads.free(this);
+            } else if (STATE.compareAndSet(this, s, s | (shared || byOwner || held != null ? CLOSED : MT_FREED))) {
+                if (held != null) {
+                    // Every close of a handed-off block is that CAS, and its holder's scope closes here: no other
+                    // close can race and no segment reaches the memory, so the closer frees it at once, into its cache.
+                    closeHeldScope(held);
+                } else if (shared) {
+                    // A shared block is made to be handed between threads and its close costs a handshake anyway:
+                    // anyone frees it at once, so its memory never waits for an owner that may be idle.
+                    scope.close();
+                }
+                free(held != null || shared, byOwner);
                 return;
-            } else if (shared) {
-                // A shared block is made to be handed between threads and its close costs a handshake anyway: anyone
-                // frees it at once, so its memory never waits for an owner that may be idle.
-                scope.close();
-                arena().threads.free(this);
-                return;
-            } else if (byOwner) {
-                if (scope != null) closeConfinedScope();
-                arena().threads.freeLocal(this);
-                return;
-            } else {
-                arena().collector.freeMt(this);
-                return;
-            }
+            } // else a pin came or went
+        }
+    }
+
+    /**
+     * Gives the memory of the block, closed now, back: at once into the caller's cache if {@code atOnce} (shared or
+     * handed off: its scope is closed already), else locally if the caller is its owner, or as an mt free.
+     */
+    void free(boolean atOnce, boolean byOwner) {
+        if (atOnce) {
+            arena().threads.free(this);
+        } else if (byOwner) {
+            if (scope != null) closeConfinedScope();
+            arena().threads.freeLocal(this);
+        } else {
+            arena().collector.freeMt(this);
         }
     }
 
@@ -408,64 +415,17 @@ public final class Block implements AutoCloseable {
      * @throws IllegalStateException if the block is closed
      */
     public Pin pin(Runnable onClose) {
+        return BlockPin.pin(this, onClose);
+    }
+
+    /** The pins' list, made by the first pin; null once the block is on an mt-free list (closed). */
+    BlockPin.List pins() {
         Object l = link;
         if (l == null) {
             LINK.compareAndSet(this, null, new BlockPin.List());
             l = link;
         }
-        if (!(l instanceof BlockPin.List list)) throw closed(); // on an mt-free list
-        BlockPin pin = list.add(this, onClose);
-        if (Thread.currentThread() != owner.thread && (state & (SHARED | HANDED_OFF)) == 0) {
-            // The owner closes an open unpinned block with two plain accesses, which may have overwritten the count
-            // just added. Once the owner is seen outside the allocator (a handshake, which orders its accesses with
-            // this thread's), its close either ended before — the state shows it, and the pin is void — or starts
-            // after and sees the pin. (A hand-off since makes no difference: it keeps the count.)
-            MtFreeCollector.awaitBetweenCalls(owner);
-            if (state < PIN) { // closed with no pins: the owner's close overwrote this one
-                list.unlink(pin);
-                throw closed();
-            }
-        }
-        return pin;
-    }
-
-    /** Counts a new pin in the state word. Under the pin list's monitor. */
-    void countPin() {
-        while (true) {
-            int s = state;
-            if ((s & STATUS) != OPEN) throw closed();
-            if (s + PIN < 0) throw new IllegalStateException("block 0x" + Long.toHexString(address) + " has "
-                    + (s / PIN) + " pins, the most a block can hold");
-            if (STATE.compareAndSet(this, s, s + PIN)) return;
-        }
-    }
-
-    /** A pin was released; the last one after the close frees the memory, as a close of an unpinned block would. */
-    void unpin() {
-        while (true) {
-            int s = state;
-            int left = s - PIN;
-            if (left >= PIN || (left & STATUS) != CLOSED_PINNED) {
-                if (STATE.compareAndSet(this, s, left)) return;
-                continue;
-            }
-            boolean handedOff = (left & HANDED_OFF) != 0; // its scope closed by the close: anyone frees it
-            boolean shared = (left & SHARED) != 0;
-            boolean byOwner = Thread.currentThread() == owner.thread;
-            if (!STATE.compareAndSet(this, s, handedOff || shared || byOwner ? left & ~STATUS | CLOSED : MT_FREED)) {
-                continue;
-            }
-            arena().closedPinned.decrementAndGet();
-            if (handedOff || shared) {
-                arena().threads.free(this);
-            } else if (byOwner) {
-                if (scope != null) closeConfinedScope();
-                arena().threads.freeLocal(this);
-            } else {
-                arena().collector.freeMt(this);
-            }
-            return;
-        }
+        return l instanceof BlockPin.List list ? list : null;
     }
 
     RdmaArena arena() {

@@ -196,9 +196,9 @@ final class MtFreeCollector {
     }
 
     /**
-     * If the allocator frames from {@code i} on are a pin waiting for another block's owner ({@code Block.pin} in
-     * {@link #awaitBetweenCalls}, maybe walking that owner's stack), the index of the {@code Block.pin} frame, else -1.
-     * Such a thread does nothing to its own blocks or cache until the wait ends, so it counts as between calls if what
+     * If the allocator frames from {@code i} on are a pin waiting for another block's owner ({@code Block.pin}, then
+     * {@code BlockPin.pin} in {@link #awaitBetweenCalls}, maybe walking that owner's stack), the index of the {@code
+     * Block.pin} frame, else -1. Such a thread does nothing to its own blocks or cache until the wait ends, so it counts as between calls if what
      * called the pin does: otherwise two threads pinning each other's blocks at once would each wait for the other for
      * ever.
      */
@@ -208,10 +208,13 @@ final class MtFreeCollector {
                 && !frames[i].getMethodName().equals("awaitBetweenCalls")) {
             i++; // the walk itself: isBetweenCalls and the helpers it calls
         }
-        boolean awaiting = i + 1 < frames.length && frames[i].getClassName().equals(self)
-                && frames[i + 1].getClassName().equals(Block.class.getName())
-                && frames[i + 1].getMethodName().equals("pin");
-        return awaiting ? i + 1 : -1;
+        boolean awaiting = i + 2 < frames.length && frames[i].getClassName().equals(self)
+                && isFrame(frames[i + 1], BlockPin.class, "pin") && isFrame(frames[i + 2], Block.class, "pin");
+        return awaiting ? i + 2 : -1;
+    }
+
+    private static boolean isFrame(StackTraceElement frame, Class<?> type, String method) {
+        return frame.getClassName().equals(type.getName()) && frame.getMethodName().equals(method);
     }
 
     /**
@@ -220,7 +223,7 @@ final class MtFreeCollector {
      * from waiting for an {@code onClose} that waits for it.
      */
     private static boolean isRunningPinsOnClose(StackTraceElement frame) {
-        return frame.getClassName().equals(BlockPin.class.getName()) && frame.getMethodName().equals("runOnClose");
+        return isFrame(frame, BlockPin.class, "runOnClose");
     }
 
     /**

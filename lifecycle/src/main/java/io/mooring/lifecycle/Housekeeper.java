@@ -7,9 +7,10 @@ import java.lang.ref.ReferenceQueue;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
+import java.util.NavigableSet;
 import java.util.Objects;
-import java.util.PriorityQueue;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.LockSupport;
@@ -19,10 +20,11 @@ import java.util.function.IntSupplier;
 
 /**
  * Mooring's one background thread per JVM ({@code mooring-housekeeper}, a daemon): it runs the delayed and periodic
- * work of every module (the arenas' decay purges and collector passes) and the cleanups of objects that became
- * unreachable unclosed (the resource graph's leaked handles, the registration cache's forgotten holds). Between
- * passes it waits by an {@link IdleStrategy} — parking with back-off, never longer than the next task's deadline — so
- * an unreachable object is cleaned up within {@value #MAX_PARK_MILLIS} ms of the garbage collector finding it.
+ * work of every module (the arenas' decay purges and collector passes, the leases' expiries, the handshakes'
+ * deadlines, the sessions' health checks) and the cleanups of objects that became unreachable unclosed (the resource
+ * graph's leaked handles, the registration cache's forgotten holds). Between passes it waits by an {@link IdleStrategy}
+ * — parking with back-off, never longer than the next task's deadline — so an unreachable object is cleaned up within
+ * {@value #MAX_PARK_MILLIS} ms of the garbage collector finding it.
  *
  * <p>Work runs one piece at a time on this thread: it must be short and must not wait for other work here. A piece
  * that throws is logged and the rest goes on (a periodic task keeps its schedule). Applications need not use it.
@@ -34,8 +36,13 @@ public final class Housekeeper {
             IdleStrategy.backoff(Duration.ofMillis(1), Duration.ofMillis(MAX_PARK_MILLIS)));
 
     private final ReentrantLock lock = new ReentrantLock();
-    /** Guarded by {@link #lock}; ordered by deadline. */
-    private final PriorityQueue<Task> timers = new PriorityQueue<>(Comparator.comparingLong(t -> t.due));
+    /**
+     * Guarded by {@link #lock}; ordered by deadline, then by age. A sorted set, not a heap: a cancelled task leaves it
+     * at once in O(log n) — a lease's expiry is cancelled by every renewal and every early end.
+     */
+    private final NavigableSet<Task> timers =
+            new TreeSet<>(Comparator.<Task>comparingLong(t -> t.due).thenComparingLong(t -> t.seq));
+    private long scheduled; // guarded by lock: the tasks made, each one's seq
     private final ReferenceQueue<Object> unreachable = new ReferenceQueue<>();
     /** Keeps each registered cleanup reachable until it runs or is cleaned explicitly. */
     private final Set<Cleanup> cleanups = ConcurrentHashMap.newKeySet();
@@ -57,15 +64,17 @@ public final class Housekeeper {
     public static final class Task {
         private final Runnable work;
         private final long periodNanos;
-        private long due; // guarded by the housekeeper's lock
+        private final long seq;
+        private long due; // guarded by the housekeeper's lock; changed only while out of its timers
         private boolean cancelled; // guarded by the housekeeper's lock
         private final Housekeeper owner;
 
-        private Task(Housekeeper owner, Runnable work, long due, long periodNanos) {
+        private Task(Housekeeper owner, Runnable work, long due, long periodNanos, long seq) {
             this.owner = owner;
             this.work = work;
             this.due = due;
             this.periodNanos = periodNanos;
+            this.seq = seq;
         }
 
         public void cancel() {
@@ -93,17 +102,32 @@ public final class Housekeeper {
     private Task add(Runnable work, Duration delay, long periodNanos) {
         Objects.requireNonNull(work, "work");
         if (delay.isNegative()) throw new IllegalArgumentException("a negative delay: " + delay);
-        var task = new Task(this, work, System.nanoTime() + delay.toNanos(), periodNanos);
+        long due = System.nanoTime() + delay.toNanos();
+        Task task;
         boolean first;
         lock.lock();
         try {
+            task = new Task(this, work, due, periodNanos, scheduled++);
             timers.add(task);
-            first = timers.peek() == task;
+            first = timers.first() == task;
         } finally {
             lock.unlock();
         }
         if (first) LockSupport.unpark(thread); // a deadline earlier than the one it waits for
         return task;
+    }
+
+    /**
+     * Tasks waiting for their time: delayed and periodic ones, not cancelled (a periodic one not while it runs). A
+     * cancelled task is not among them: it leaves at once, holding nothing until its deadline (tests, diagnostics).
+     */
+    public int tasks() {
+        lock.lock();
+        try {
+            return timers.size();
+        } finally {
+            lock.unlock();
+        }
     }
 
     /**
@@ -178,8 +202,7 @@ public final class Housekeeper {
     private Task nextDue() {
         lock.lock();
         try {
-            Task head = timers.peek();
-            return head != null && head.due - System.nanoTime() <= 0 ? timers.poll() : null;
+            return !timers.isEmpty() && timers.first().due - System.nanoTime() <= 0 ? timers.pollFirst() : null;
         } finally {
             lock.unlock();
         }
@@ -188,8 +211,7 @@ public final class Housekeeper {
     private long nanosToNextDue() {
         lock.lock();
         try {
-            Task head = timers.peek();
-            return head == null ? Long.MAX_VALUE : Math.max(0, head.due - System.nanoTime());
+            return timers.isEmpty() ? Long.MAX_VALUE : Math.max(0, timers.first().due - System.nanoTime());
         } finally {
             lock.unlock();
         }

@@ -23,4 +23,11 @@ public interface IdleStrategy {
     static IdleStrategy backoff(Duration minPark, Duration maxPark) {
         return new BackoffIdleStrategy(minPark.toNanos(), maxPark.toNanos());
     }
+
+    /** Spins ({@link Thread#onSpinWait()}) after a pass without work, never parks: the lowest latency, for a core. */
+    static IdleStrategy busySpin() {
+        return (workCount, maxNanos) -> {
+            if (workCount <= 0) Thread.onSpinWait();
+        };
+    }
 }

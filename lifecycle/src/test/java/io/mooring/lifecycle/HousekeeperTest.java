@@ -60,6 +60,23 @@ class HousekeeperTest {
         assertTrue(runs.get() <= atCancel + 1, "at most a run under way finished: " + atCancel + " then " + runs.get());
     }
 
+    /**
+     * A cancelled task leaves the timers at once: a lease's expiry is cancelled by every renewal, and a task left
+     * queued until its deadline would keep its lease (and the queue) growing at the peer's rate.
+     */
+    @Test
+    void aCancelledTaskLeavesAtOnceEvenWithManyDueTogether() {
+        int before = HOUSEKEEPER.tasks();
+        List<Housekeeper.Task> tasks = new ArrayList<>();
+        for (int i = 0; i < 1000; i++) tasks.add(HOUSEKEEPER.schedule(() -> {}, Duration.ofHours(1 + i % 3)));
+        assertTrue(HOUSEKEEPER.tasks() - before >= 1000, "all are waiting: " + (HOUSEKEEPER.tasks() - before));
+        for (int i = 0; i < 1000; i += 2) tasks.get(i).cancel();
+        assertTrue(HOUSEKEEPER.tasks() - before <= 500 + 2, "500 left (others' work aside): "
+                + (HOUSEKEEPER.tasks() - before));
+        tasks.forEach(Housekeeper.Task::cancel);
+        assertTrue(HOUSEKEEPER.tasks() - before <= 2, "none left: " + (HOUSEKEEPER.tasks() - before));
+    }
+
     @Test
     void workScheduledFromManyThreadsAtOnceRunsExactlyOnceEach() throws Exception {
         int threads = 8, each = 200;

@@ -1,5 +1,6 @@
 package io.mooring.lease;
 
+import io.mooring.lifecycle.Housekeeper;
 import io.mooring.lifecycle.MooringException;
 import io.mooring.lifecycle.MooringTimeoutException;
 import java.io.IOException;
@@ -13,11 +14,10 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 /**
  * Who becomes a session of an endpoint, and how. A connection first proves it speaks the protocol — its HELLO ({@link
@@ -29,18 +29,6 @@ import java.util.concurrent.atomic.AtomicInteger;
  * limits across its sessions and the wait it serves after a loss.
  */
 final class Admission {
-    /**
-     * Closes handshakes that run past their timeout and checks the sessions' QPs; its tasks close sockets and read
-     * QP states, so it never waits on a peer. A handshake that finishes in time cancels its task, which leaves the
-     * queue at once instead of holding the socket for the rest of the timeout.
-     */
-    static final ScheduledThreadPoolExecutor WATCHDOG = new ScheduledThreadPoolExecutor(1,
-            Thread.ofPlatform().daemon().name("mooring-handshake-watchdog").factory());
-
-    static {
-        WATCHDOG.setRemoveOnCancelPolicy(true);
-    }
-
     /** Settings of admission (see {@link RdmaEndpoint.Builder}). */
     record Limits(Duration handshakeTimeout, Duration firstBytesTimeout, Duration failureBackoff, int maxSessions,
                   int maxSessionsPerPeer, int maxHandshakes, int maxHandshakesPerPeer, PeerPrefix prefix) {}
@@ -153,7 +141,7 @@ final class Admission {
      * already (refused at once), a virtual thread admits it or refuses it ({@link #admit}) and hands a session that
      * came about to {@code ready}. Never blocks: the listener goes on accepting.
      */
-    void accepted(Socket socket, Refusals refusals, java.util.function.Consumer<RdmaSession> ready) {
+    void accepted(Socket socket, Refusals refusals, Consumer<RdmaSession> ready) {
         String prefix = limits.prefix().of(socket.getInetAddress());
         if (waitingCount.incrementAndGet() > waitingTotal
                 || waiting.merge(prefix, 1, Integer::sum) > waitingPerPeer) {
@@ -237,10 +225,9 @@ final class Admission {
         }
     }
 
-    /** Reads the HELLO within the first-bytes timeout (a watchdog closes the socket then); false if it failed. */
+    /** Reads the HELLO within the first-bytes timeout (a deadline closes the socket then); false if it failed. */
     private boolean awaitHello(Socket socket, Refusals refusals) {
-        ScheduledFuture<?> firstBytes = WATCHDOG.schedule(() -> SessionLink.closeQuietly(socket),
-                limits.firstBytesTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        var firstBytes = new Deadline(socket, limits.firstBytesTimeout());
         handshaking.add(socket); // the endpoint's close breaks the wait off
         if (closed) SessionLink.closeQuietly(socket);
         try {
@@ -248,12 +235,12 @@ final class Admission {
             return true;
         } catch (IOException e) {
             SessionLink.closeQuietly(socket);
-            refusals.refused(socket, firstBytes.isDone() && !firstBytes.isCancelled()
+            refusals.refused(socket, firstBytes.fired()
                     ? "it sent no HELLO within " + limits.firstBytesTimeout() : "no HELLO: " + e.getMessage());
             return false;
         } finally {
             handshaking.remove(socket);
-            firstBytes.cancel(false);
+            firstBytes.disarm();
         }
     }
 
@@ -306,14 +293,13 @@ final class Admission {
      * them back if this throws.
      */
     private RdmaSession setUp(Socket socket, PeerAccount peer, InetSocketAddress listener) throws IOException {
-        ScheduledFuture<?> watchdog = WATCHDOG.schedule(() -> SessionLink.closeQuietly(socket),
-                limits.handshakeTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        var deadline = new Deadline(socket, limits.handshakeTimeout());
         handshaking.add(socket);
         if (closed) SessionLink.closeQuietly(socket); // close() may have broken the others off before this one came
         try {
             socket.setSoTimeout(millis(limits.handshakeTimeout()));
             var session = new RdmaSession(endpoint, socket, peer, listener);
-            if (!watchdog.cancel(false)) { // the watchdog fired just as the handshake finished: too late all the same
+            if (!deadline.disarm()) { // it fired just as the handshake finished: too late all the same
                 session.close();
                 throw tookTooLong(socket, null);
             }
@@ -321,11 +307,39 @@ final class Admission {
             if (closed) session.close();
             return session;
         } catch (IOException e) {
-            if (watchdog.isDone() && !watchdog.isCancelled()) throw tookTooLong(socket, e);
+            if (deadline.fired()) throw tookTooLong(socket, e);
             throw e;
         } finally {
             handshaking.remove(socket);
-            watchdog.cancel(false);
+            deadline.disarm();
+        }
+    }
+
+    /**
+     * A handshake's time limit, kept on the {@link Housekeeper}: at the deadline it closes the socket (a short task that
+     * never waits on the peer), which breaks off whatever the handshake is reading, unless disarmed first. A handshake
+     * that finishes in time disarms it, and its task leaves the queue at once instead of holding the socket until then.
+     */
+    private static final class Deadline {
+        private static final int ARMED = 0, FIRED = 1, DISARMED = 2;
+        private final AtomicInteger state = new AtomicInteger(ARMED);
+        private final Housekeeper.Task task;
+
+        Deadline(Socket socket, Duration timeout) {
+            task = Housekeeper.shared().schedule(() -> {
+                if (state.compareAndSet(ARMED, FIRED)) SessionLink.closeQuietly(socket);
+            }, timeout);
+        }
+
+        /** Keeps it from firing; false if it fired already. Idempotent. */
+        boolean disarm() {
+            task.cancel();
+            state.compareAndSet(ARMED, DISARMED);
+            return state.get() != FIRED;
+        }
+
+        boolean fired() {
+            return state.get() == FIRED;
         }
     }
 

@@ -2,6 +2,7 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.lifecycle.DestroyAction;
+import io.mooring.lifecycle.Housekeeper;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceState;
@@ -13,7 +14,6 @@ import io.mooring.verbs.values.Access;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 
@@ -64,7 +64,7 @@ public final class Lease implements AutoCloseable {
     private volatile EndReason endReason;
     private final CompletableFuture<EndReason> ended = new CompletableFuture<>();
     private volatile long deadlineNanos;
-    volatile ScheduledFuture<?> expiry;
+    volatile Housekeeper.Task expiry;
 
     Lease(LeaseManager manager, long id, Block block, long offset, long length, Set<Access> access, Duration duration,
           boolean ownsBlock, boolean announced) {

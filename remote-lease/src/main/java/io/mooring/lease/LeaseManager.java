@@ -1,6 +1,7 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.Block;
+import io.mooring.lifecycle.Housekeeper;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.values.Access;
@@ -13,7 +14,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
@@ -40,16 +40,11 @@ import java.util.function.BiFunction;
 public final class LeaseManager implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LeaseManager.class.getName());
     /**
-     * Expiries, ends of closed blocks' leases, slow-end warnings. A cancelled task leaves the queue at once:
-     * every RENEW and every early end cancels one, and a cancelled task left queued would hold its lease until its
-     * original deadline — a peer renewing in a loop would grow the queue by its rate times the longest grant.
+     * Runs the expiries, the ends of closed blocks' leases and the slow-end warnings: each is short and never waits (an
+     * end only sends REVOKE and posts the invalidation). A cancelled task leaves its queue at once: every RENEW and
+     * every early end cancels one, and a cancelled task left queued would hold its lease until its original deadline.
      */
-    private static final ScheduledThreadPoolExecutor TIMER = new ScheduledThreadPoolExecutor(1,
-            Thread.ofPlatform().daemon().name("mooring-lease-timer").factory());
-
-    static {
-        TIMER.setRemoveOnCancelPolicy(true);
-    }
+    private static final Housekeeper TIMER = Housekeeper.shared();
     private static final Duration COMPLETION_WAIT = WindowPool.COMPLETION_WAIT;
 
     private final LeaseLimits limits;
@@ -91,11 +86,6 @@ public final class LeaseManager implements AutoCloseable {
      */
     public static LeaseManager create(QueuePair qp, LeaseLimits limits, Isolation isolation) {
         return new LeaseManager(qp, limits, isolation, new PeerAccount("the peer of " + qp, 0));
-    }
-
-    /** Tasks in the lease timer's queue, of every manager (tests). */
-    static int timerTasks() {
-        return TIMER.getQueue().size();
     }
 
     public Isolation isolation() {
@@ -239,7 +229,7 @@ public final class LeaseManager implements AutoCloseable {
      * closing thread: the end may give the block's pin back, and the block is in the middle of its close.
      */
     private void blockClosed(Lease lease) {
-        if (lease.isActive()) TIMER.execute(() -> endAsync(lease, EndReason.OWNER_CLOSED));
+        if (lease.isActive()) TIMER.schedule(() -> endAsync(lease, EndReason.OWNER_CLOSED), Duration.ZERO);
     }
 
     /**
@@ -288,8 +278,8 @@ public final class LeaseManager implements AutoCloseable {
     }
 
     private void schedule(Lease lease) {
-        long delay = lease.deadlineNanos() - System.nanoTime() + limits.grace().toNanos();
-        lease.expiry = TIMER.schedule(() -> endAsync(lease, EndReason.EXPIRED), delay, TimeUnit.NANOSECONDS);
+        long delay = lease.deadlineNanos() - System.nanoTime() + limits.grace().toNanos(); // past already: now
+        lease.expiry = TIMER.schedule(() -> endAsync(lease, EndReason.EXPIRED), Duration.ofNanos(Math.max(0, delay)));
     }
 
     /**
@@ -317,7 +307,7 @@ public final class LeaseManager implements AutoCloseable {
             throw refuse(ErrorCodes.LIMIT_EXCEEDED, "renewing lease " + lease.id() + " by " + duration
                     + " would exceed its lifetime limit of " + limits.maxLifetime());
         }
-        lease.expiry.cancel(false);
+        lease.expiry.cancel();
         lease.extendTo(deadline);
         schedule(lease);
     }
@@ -335,7 +325,7 @@ public final class LeaseManager implements AutoCloseable {
     CompletableFuture<Void> end(Lease lease, EndReason reason, boolean askHolder) {
         if (!askHolder) lease.holderStopped().complete(null);
         if (lease.beginEnd(reason)) {
-            if (lease.expiry != null) lease.expiry.cancel(false);
+            if (lease.expiry != null) lease.expiry.cancel();
             if (lease.claimRevocation()) {
                 CompletableFuture<Void> stopped;
                 try {
@@ -390,8 +380,8 @@ public final class LeaseManager implements AutoCloseable {
         var warning = TIMER.schedule(() -> LOG.log(System.Logger.Level.WARNING, "lease " + lease.id() + ": "
                 + lease.inFlight() + " owner work requests on its block still in flight after " + COMPLETION_WAIT
                 + "; the block stays out of the arena until they complete or their QP is reset or destroyed"),
-                COMPLETION_WAIT.toMillis(), TimeUnit.MILLISECONDS);
-        lease.ended().whenComplete((v, e) -> warning.cancel(false));
+                COMPLETION_WAIT);
+        lease.ended().whenComplete((v, e) -> warning.cancel());
     }
 
     /**

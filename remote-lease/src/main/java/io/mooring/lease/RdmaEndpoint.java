@@ -1,6 +1,7 @@
 package io.mooring.lease;
 
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.Housekeeper;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
@@ -16,8 +17,6 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Where an application's sessions live (async-rdma's {@code RdmaListener} and {@code Rdma} builder in one): one
@@ -43,11 +42,6 @@ import java.util.concurrent.TimeUnit;
 public final class RdmaEndpoint implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaEndpoint.class.getName());
 
-    /** Tasks in the watchdog's queue, of every endpoint (tests). */
-    static int watchdogTasks() {
-        return Admission.WATCHDOG.getQueue().size();
-    }
-
     /** How often every session's QPs are checked for ERROR. */
     static final Duration HEALTH_CHECK = Duration.ofMillis(200);
 
@@ -68,7 +62,7 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final Admission admission;
     private final SessionRegistry registry = new SessionRegistry(s -> admission().freeSlot(s.peer()));
     private final List<RdmaListener> listeners = new CopyOnWriteArrayList<>();
-    private final ScheduledFuture<?> health;
+    private final Housekeeper.Task health;
     private final ConnectionWatch connectionWatch;
     private volatile boolean closed;
 
@@ -114,10 +108,10 @@ public final class RdmaEndpoint implements AutoCloseable {
         this.connectionWatch = new ConnectionWatch(String.valueOf(pd.context().device().name()));
         // A data QP takes its receives from the shared queue, so no flushed receive of its own reports that it broke (a
         // remote access error moves it to ERROR without a completion on the owner's side): its state is checked.
-        this.health = Admission.WATCHDOG.scheduleWithFixedDelay(() -> {
+        this.health = Housekeeper.shared().scheduleWithFixedDelay(() -> {
             registry.sessions().forEach(RdmaSession::checkQueuePairs);
             admission.forgetIdlePeers();
-        }, HEALTH_CHECK.toMillis(), HEALTH_CHECK.toMillis(), TimeUnit.MILLISECONDS);
+        }, HEALTH_CHECK);
     }
 
     /** Checked here, not at the first grant, where a missing right would fail on the NIC and end the session. */
@@ -283,7 +277,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         CompletionDispatcher.checkMayWait();
         if (closed) return;
         closed = true;
-        health.cancel(false);
+        health.cancel();
         listeners.forEach(RdmaListener::close);
         // A handshake in progress has QPs on the shared receive queue: break it off and wait until it has freed them.
         admission.close();

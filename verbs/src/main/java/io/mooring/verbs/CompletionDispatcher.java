@@ -1,6 +1,8 @@
 package io.mooring.verbs;
 
+import io.mooring.lifecycle.IdleStrategy;
 import java.lang.System.Logger.Level;
+import java.time.Duration;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -16,8 +18,9 @@ import java.util.function.Consumer;
  * A thread that polls one completion queue: it completes the futures of {@code postAsync} requests (matched
  * by the id each request was posted under) and hands every other completion to a handler. In
  * {@link Mode#EVENTS} mode it sleeps on the CQ's completion channel when idle; in {@link Mode#BUSY_POLL} it
- * spins for the lowest latency at the price of a core. It is a platform thread because it blocks in the
- * provider (a native read for {@code ibv}); callers may wait on its futures from platform or virtual threads.
+ * spins ({@link IdleStrategy#busySpin()}) for the lowest latency at the price of a core. It is a platform thread of
+ * its own, not housekeeping, because it blocks in the provider (a native read for {@code ibv}); callers may wait on
+ * its futures from platform or virtual threads.
  *
  * <p>In EVENTS mode a platform thread that waits for one of its futures ({@link #await}) polls the CQ itself while
  * nobody else does (the leader/follower pattern): the completion it waits for then wakes the thread that needs it,
@@ -33,6 +36,8 @@ public final class CompletionDispatcher implements AutoCloseable {
      * (a future completed from elsewhere — a lost session, a cancellation — is seen that late at most).
      */
     private static final long LINGER_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** How a BUSY_POLL pass that found nothing waits: a spin, never a park. */
+    private static final IdleStrategy SPIN = IdleStrategy.busySpin();
     /** How long a caller polls for itself before it leaves the rest of a long wait to this thread. */
     private static final long CALLER_POLL_NANOS = TimeUnit.MILLISECONDS.toNanos(8);
     /** Bound on a dispatcher's thread for its whole run: asking costs other threads no thread-local entry. */
@@ -57,6 +62,9 @@ public final class CompletionDispatcher implements AutoCloseable {
     private volatile boolean running = true;
     /** Whether this thread stands aside, parked for a linger: a parked caller wakes it. */
     private volatile boolean napping;
+    /** How it stands aside: a park of one linger (an unpark cuts it short). */
+    private final IdleStrategy nap =
+            IdleStrategy.backoff(Duration.ofNanos(LINGER_NANOS), Duration.ofNanos(LINGER_NANOS));
 
     CompletionDispatcher(CompletionRouter router, Mode mode, Consumer<WorkCompletion> handler,
                          CompletionQueue.DispatcherSlot slot) {
@@ -115,7 +123,7 @@ public final class CompletionDispatcher implements AutoCloseable {
                 } finally {
                     poller.unlock();
                 }
-                if (n == 0 && mode == Mode.BUSY_POLL) Thread.onSpinWait();
+                if (mode == Mode.BUSY_POLL) SPIN.idle(n, 0);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -145,7 +153,7 @@ public final class CompletionDispatcher implements AutoCloseable {
             return false;
         }
         napping = true;
-        LockSupport.parkNanos(this, LINGER_NANOS);
+        nap.idle(0, LINGER_NANOS);
         napping = false;
         if (poller.tryLock()) {
             try {

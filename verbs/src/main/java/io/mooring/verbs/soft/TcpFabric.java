@@ -31,7 +31,8 @@ final class TcpFabric {
     private TcpFabric(SoftDevice device, ServerSocket server) {
         this.device = device;
         this.server = server;
-        Thread.ofPlatform().daemon().name("soft-fabric-" + device.name).start(this::acceptLoop);
+        // Virtual: it blocks in accept, which parks a virtual thread without holding a platform thread.
+        Thread.ofVirtual().name("soft-fabric-" + device.name).start(this::acceptLoop);
     }
 
     /**
