@@ -149,7 +149,7 @@ class PostPollAllocationTest {
     private void assertAllocationFree(int rounds, boolean parked, Runnable round) {
         for (int i = 0; i < WARM_UP; i++) round.run();
         for (int attempt = 1; ; attempt++) {
-            requester = requesterThread(); // it runs now, right after a round; idle 100 ms, it would end
+            requester = requesterThread(round);
             Thread poster = Thread.currentThread();
             long posterBefore = allocated(poster);
             long requesterBefore = allocated(requester);
@@ -171,11 +171,19 @@ class PostPollAllocationTest {
         }
     }
 
-    /** The platform thread that executes a's send queue now. */
-    private Thread requesterThread() {
+    /**
+     * The platform thread that executes a's send queue, found right after a round (idle 100 ms, it ends; looking
+     * for it can take that long on a loaded host, so it is looked for again after another round).
+     */
+    private Thread requesterThread(Runnable round) {
         String name = "soft-qp-" + a.number();
-        return Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().equals(name) && t.isAlive())
-                .findFirst().orElseThrow(() -> new AssertionError("no platform thread " + name + " executes the send queue"));
+        for (int attempt = 0; attempt < 50; attempt++) {
+            round.run();
+            var found = Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> t.getName().equals(name) && t.isAlive()).findFirst();
+            if (found.isPresent()) return found.get();
+        }
+        throw new AssertionError("no platform thread " + name + " executes the send queue");
     }
 
     private void awaitParked() {
