@@ -3,6 +3,7 @@ package io.mooring.lease;
 import io.mooring.allocator.Block;
 import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.values.Access;
@@ -17,9 +18,10 @@ import java.util.function.Supplier;
 
 /**
  * The holder's side of a lease: a block of the peer's memory this side may access until the lease ends.
- * Every operation checks first — before anything is posted — that the segment is open, the session alive, the
- * lease not revoked ({@link LeaseRevokedException}) and the local deadline (the owner's duration minus a margin, on this
- * host's monotonic clock) not passed ({@link LeaseExpiredException}).
+ * Every operation checks first — before anything is posted — that the segment is open (after {@link #close()}:
+ * {@link ResourceClosedException}), the session alive, the lease not revoked ({@link LeaseRevokedException}) and
+ * the local deadline (the owner's duration minus a margin, on this host's monotonic clock) not passed
+ * ({@link LeaseExpiredException}).
  *
  * <p>The owner ends a lease it gave by asking first: from that moment the segment refuses new accesses, {@link #revoked()}
  * completes, and once the accesses in flight have completed the lease is released — only then does the owner revoke the
@@ -167,7 +169,7 @@ public final class RemoteSegment implements AutoCloseable {
      * requests wait for the owner's answer) is thrown at once.
      */
     public CompletableFuture<Void> renewAsync(Duration duration) {
-        if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
+        checkOpen();
         EndReason revoked = state.revokedFor();
         if (revoked != null) throw new LeaseRevokedException(state.leaseId, revoked);
         return client.renew(state, duration, System.nanoTime());
@@ -291,7 +293,10 @@ public final class RemoteSegment implements AutoCloseable {
     }
 
     private void checkOpen() {
-        if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
+        if (state.closed.get()) {
+            throw new ResourceClosedException(resource.info(), "remote segment of lease " + state.leaseId
+                    + " is closed");
+        }
     }
 
     private void check(Access right, long offset, long bytes) {
