@@ -2,6 +2,7 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.lifecycle.DestroyAction;
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.WorkCompletion;
@@ -157,8 +158,11 @@ public final class RemoteSegment implements AutoCloseable {
      * Extends the lease to {@code duration} from now, if the owner agrees (within its per-grant and lifetime
      * limits); the local deadline moves accordingly, again a margin before the owner's.
      *
-     * @throws LeaseRefusedException with the owner's reason
-     * @throws FlowControlException  if {@value LeaseClient#MAX_PENDING} requests already wait for the owner's answer
+     * @throws LeaseRefusedException   with the owner's reason
+     * @throws FlowControlException    if {@value LeaseClient#MAX_PENDING} requests already wait for the owner's answer
+     * @throws MooringTimeoutException if the owner did not answer within the endpoint's
+     *         {@link RdmaEndpoint#requestTimeout()}: the session goes on, and the local deadline stays where it was
+     *         (the owner may have renewed the lease all the same)
      */
     public void renew(Duration duration) {
         client.await.join(renewAsync(duration));
@@ -372,6 +376,10 @@ public final class RemoteSegment implements AutoCloseable {
      * goes out without waiting, as a dropped segment's does. A segment the owner revoked released itself once its
      * accesses were done: this waits for that release's acknowledgement, so a lease asked for next is not refused for
      * one the owner still counts. Idempotent.
+     *
+     * @throws MooringTimeoutException if the owner did not acknowledge the release within the endpoint's
+     *         {@link RdmaEndpoint#requestTimeout()}: the segment is closed all the same and the session goes on, but
+     *         the owner may count the lease against this host's limits until its duration ends
      */
     @Override
     public void close() {
