@@ -66,10 +66,9 @@ class ArchitectureTest {
     static final Set<String> PENDING_CONFIGURATION = Set.of();
     /**
      * What a device or peer reports in the verbs' own fields, read by a user and never given: the configuration rule
-     * does not hold for them ({@code QpAttributes} is also what a provider fills, its timers the verbs' 5-bit codes).
+     * does not hold for them.
      */
-    static final Set<String> REPORTED = Set.of("io.mooring.verbs.QpInfo", "io.mooring.verbs.values.PortAttributes",
-            "io.mooring.verbs.values.QpAttributes");
+    static final Set<String> REPORTED = Set.of("io.mooring.verbs.QpInfo", "io.mooring.verbs.values.PortAttributes");
     static final Set<String> PENDING_LONG = Set.of();
     /** Threads that move onto the Housekeeper once the verbs and remote-lease branches are merged. */
     static final Set<String> PENDING_DAEMONS = Set.of(
