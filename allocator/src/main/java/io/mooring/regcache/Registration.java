@@ -16,9 +16,9 @@ import java.lang.foreign.MemorySegment;
  * <p>While it is open its region stays registered, whatever happens to the cache: after the memory is invalidated
  * or the cache closes, the region's handle is closed (no new work request can name it) but it is deregistered only
  * when the last registration on it closes. Its getters throw {@link ResourceClosedException} once it is closed.
- * Closing gives the region back to the cache; a second close throws that too and changes nothing. One that becomes unreachable unclosed is given back by the cache's leak tracker and counted and
- * logged as a leak ({@link RegistrationCacheStats#leaks()}): its pages stay pinned until then. Any thread may close
- * it.
+ * Closing gives the region back to the cache; a second close throws that too and changes nothing. One that becomes
+ * unreachable unclosed is given back by the cache's leak tracker and counted and logged as a leak
+ * ({@link RegistrationCacheStats#leaks()}): its pages stay pinned until then. Any thread may close it.
  */
 public final class Registration implements AutoCloseable {
     private final RegionPin pin;

@@ -621,8 +621,8 @@ class RegistrationCacheTest {
                     e.getMessage());
             for (Executable use : List.<Executable>of(a::region, a::segment, a::offset, a::lkey, a::rkey)) {
                 var closed = assertThrows(ResourceClosedException.class, use);
-                assertTrue(closed.getMessage().startsWith("Registration[") && closed.getMessage().endsWith(" is closed"),
-                        closed.getMessage());
+                String message = closed.getMessage();
+                assertTrue(message.startsWith("Registration[") && message.endsWith(" is closed"), message);
             }
             assertEquals(1, cache.stats().inUseCount(), "b still holds the region");
             assertEquals(1, b.region().resource().info().pins(), "one pin of the MR while the region is pinned");

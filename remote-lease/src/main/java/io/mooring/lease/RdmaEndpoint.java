@@ -273,7 +273,9 @@ public final class RdmaEndpoint implements AutoCloseable {
     }
 
     private void checkOpen() {
-        if (closed) throw new ResourceClosedException("the endpoint on " + pd.context().device().name() + " is closed");
+        if (closed) {
+            throw new ResourceClosedException("the endpoint on " + pd.context().device().name() + " is closed");
+        }
     }
 
     /**

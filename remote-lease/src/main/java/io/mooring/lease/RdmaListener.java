@@ -122,7 +122,8 @@ public final class RdmaListener implements AutoCloseable {
      */
     @Override
     public void close() {
-        List<RdmaSession> untaken = ready.close(new ResourceClosedException("the listener on " + address() + " is closed"));
+        var closed = new ResourceClosedException("the listener on " + address() + " is closed");
+        List<RdmaSession> untaken = ready.close(closed);
         try {
             server.close();
         } catch (IOException e) {

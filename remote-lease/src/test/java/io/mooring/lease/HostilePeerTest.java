@@ -402,12 +402,13 @@ class HostilePeerTest extends EndpointPeers {
 
     /**
      * A peer that takes this side's control requests and answers none in time: each fails after the request timeout
-     * with a {@link MooringTimeoutException} naming the request and the time — a REQUEST, a RENEW, a RELEASE — and the
-     * session lives on: a request answered in time is granted.
+     * with a {@link MooringTimeoutException} naming the request and the time — a REQUEST, a RENEW, a RELEASE — and
+     * the session lives on: a request answered in time is granted.
      */
     @Test
     void anUnansweredRequestTimesOutAndTheSessionGoesOn() throws Exception {
-        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).requestTimeout(Duration.ofMillis(300)));
+        var quick = RdmaEndpoint.builder(ownerPd, ownerArena).requestTimeout(Duration.ofMillis(300));
+        RdmaListener listener = listen(quick);
         try (Raw raw = rawSession(listener)) {
             RdmaSession session = raw.session();
             var unanswered = session.requestRemoteAsync(64, Duration.ofSeconds(30), RW);

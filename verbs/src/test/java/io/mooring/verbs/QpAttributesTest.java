@@ -36,9 +36,10 @@ class QpAttributesTest {
 
     @Test
     void applyTakesOnlyTheGroupsSet() {
-        var kept = QpAttributes.builder().state(QpState.INIT).port(1).ackTimeoutCode(3).hopLimit(64).trafficClass(8).build()
-                .toBuilder().apply(QpAttributes.builder().state(QpState.RTR).ackTimeoutCode(9).destGid(Gid.ZERO).build())
+        var before = QpAttributes.builder().state(QpState.INIT).port(1).ackTimeoutCode(3).hopLimit(64).trafficClass(8)
                 .build();
+        var modify = QpAttributes.builder().state(QpState.RTR).ackTimeoutCode(9).destGid(Gid.ZERO).build();
+        var kept = before.toBuilder().apply(modify).build();
         assertEquals(QpState.RTR, kept.state());
         assertEquals(1, kept.port());
         assertEquals(9, kept.ackTimeoutCode());
