@@ -1,5 +1,6 @@
 package io.mooring.regcache;
 
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.MemoryRegion;
 import java.lang.foreign.MemorySegment;
 
@@ -14,10 +15,10 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>While it is open its region stays registered, whatever happens to the cache: after the memory is invalidated
  * or the cache closes, the region's handle is closed (no new work request can name it) but it is deregistered only
- * when the last registration on it closes. Closing gives the region back to the cache; a second close throws and
- * changes nothing. One that becomes unreachable unclosed is given back by the cache's leak tracker and counted and
- * logged as a leak ({@link RegistrationCacheStats#leaks()}): its pages stay pinned until then. Any thread may close
- * it.
+ * when the last registration on it closes. Its getters throw {@link ResourceClosedException} once it is closed.
+ * Closing gives the region back to the cache; a second close throws that too and changes nothing. One that becomes
+ * unreachable unclosed is given back by the cache's leak tracker and counted and logged as a leak
+ * ({@link RegistrationCacheStats#leaks()}): its pages stay pinned until then. Any thread may close it.
  */
 public final class Registration implements AutoCloseable {
     private final RegionPin pin;
@@ -64,17 +65,17 @@ public final class Registration implements AutoCloseable {
     }
 
     private void checkOpen() {
-        if (pin.isClosed()) throw new IllegalStateException(this + " is closed");
+        if (pin.isClosed()) throw new ResourceClosedException(this + " is closed");
     }
 
     /**
      * Gives the region back to the cache, which keeps it for reuse (within its bounds) unless it was invalidated.
      *
-     * @throws IllegalStateException if it was already closed (nothing else happens)
+     * @throws ResourceClosedException if it was already closed (nothing else happens)
      */
     @Override
     public void close() {
-        if (!pin.markClosed()) throw new IllegalStateException(this + " is already closed");
+        if (!pin.markClosed()) throw new ResourceClosedException(this + " is already closed");
         LeakTracker.untrack(pin);
         pin.cache.release(pin.cached);
     }

@@ -47,6 +47,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -607,16 +608,22 @@ class RegistrationCacheTest {
         }
     }
 
+    /** A closed registration refuses every use, a second close too, with the typed exception naming it. */
     @Test
-    void aSecondCloseThrowsAndReleasesNothingTwice() {
+    void useAfterCloseAndASecondCloseThrowResourceClosedAndReleaseNothingTwice() {
         try (RegistrationCache cache = cache().build()) {
             MemorySegment buf = pages(1);
             Registration a = cache.acquire(buf);
             Registration b = cache.acquire(buf);
             a.close();
-            var e = assertThrows(IllegalStateException.class, a::close);
-            assertTrue(e.getMessage().contains("already closed"), e.getMessage());
-            assertThrows(IllegalStateException.class, a::region);
+            var e = assertThrows(ResourceClosedException.class, a::close);
+            assertTrue(e.getMessage().startsWith("Registration[") && e.getMessage().contains("already closed"),
+                    e.getMessage());
+            for (Executable use : List.<Executable>of(a::region, a::segment, a::offset, a::lkey, a::rkey)) {
+                var closed = assertThrows(ResourceClosedException.class, use);
+                String message = closed.getMessage();
+                assertTrue(message.startsWith("Registration[") && message.endsWith(" is closed"), message);
+            }
             assertEquals(1, cache.stats().inUseCount(), "b still holds the region");
             assertEquals(1, b.region().resource().info().pins(), "one pin of the MR while the region is pinned");
             b.close();

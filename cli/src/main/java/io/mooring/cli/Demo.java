@@ -9,6 +9,7 @@ import io.mooring.lease.LeaseStats;
 import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.ProtectionDomain;
@@ -259,7 +260,7 @@ final class Demo extends DeviceCommand {
         try {
             use.run();
             return "NOT refused";
-        } catch (IllegalStateException | LeaseEndedException e) {
+        } catch (ResourceClosedException | LeaseEndedException e) {
             return "refused (" + e.getMessage() + ")";
         }
     }

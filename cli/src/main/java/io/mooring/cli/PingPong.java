@@ -1,10 +1,9 @@
 package io.mooring.cli;
 
-import io.mooring.lifecycle.DestroyFailedException;
+import io.mooring.lifecycle.MooringException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.DeviceContext;
 import io.mooring.verbs.RdmaDevices;
-import io.mooring.verbs.VerbsException;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
@@ -135,8 +134,8 @@ final class PingPong extends DeviceCommand {
         try {
             run(settings, out());
             return 0;
-        } catch (IOException | VerbsException | IllegalArgumentException | IllegalStateException | UncheckedIOException
-                 | DestroyFailedException e) {
+        } catch (IOException | MooringException | IllegalArgumentException | IllegalStateException
+                 | UncheckedIOException e) {
             err().println("mooring pingpong: " + e.getMessage());
             return 1;
         }

@@ -170,4 +170,23 @@ class PingPongTest {
                     listenerOut::toString);
         }
     }
+
+    /** A peer that is no Mooring pingpong (an HTTP server, say): one clear line naming what it sent, status 1. */
+    @Test
+    void aPeerThatSpeaksAnotherProtocolIsAClearFailure() throws Exception {
+        try (var server = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
+             ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
+            pool.submit(() -> {
+                try (var peer = server.accept()) {
+                    peer.getOutputStream().write("HTTP/1.1 400 Bad Request\r\n\r\n".getBytes());
+                    peer.getInputStream().readAllBytes(); // until the client hangs up
+                }
+                return null;
+            });
+            Run client = Run.of("pingpong", "--connect", "127.0.0.1:" + server.getLocalPort());
+            assertEquals(1, client.status(), client::toString);
+            assertEquals("mooring pingpong: the peer is not a Mooring bootstrap: magic 0x48545450, expected 0x4d4f4f52"
+                    + " (\"MOOR\")\n", client.err());
+        }
+    }
 }

@@ -34,7 +34,7 @@ class CloseTest {
         for (Executable op : operations) {
             var e = assertThrows(ResourceClosedException.class, op);
             assertTrue(e.getMessage().contains("pd#" + pd.id()), e.getMessage());
-            assertEquals("pd", e.resource().kind());
+            assertEquals("pd", e.resource().orElseThrow().kind());
         }
         // Descriptive accessors stay usable for messages and diagnostics.
         assertEquals("pd", pd.kind());

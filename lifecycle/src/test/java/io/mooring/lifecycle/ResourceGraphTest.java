@@ -57,7 +57,7 @@ class ResourceGraphTest {
         var e = assertThrows(ResourceClosedException.class, () -> pd.createChild("mw", "", log.action("mw")));
         assertTrue(e.getMessage().contains("cannot create mw under pd#" + pd.id()), e.getMessage());
         assertTrue(e.getMessage().contains("is closing"), e.getMessage());
-        assertEquals(pd.id(), e.resource().id());
+        assertEquals(pd.id(), e.resource().orElseThrow().id());
         assertEquals(1, log.runs("mw"), "the native object the caller made is destroyed, not leaked");
         assertFalse(log.destroyed("pd"));
 

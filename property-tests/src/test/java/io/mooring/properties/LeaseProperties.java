@@ -17,6 +17,7 @@ import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
 import io.mooring.lease.SessionEnd;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
@@ -718,7 +719,7 @@ class LeaseProperties {
                 outcome = Outcome.DONE;
             } catch (IndexOutOfBoundsException e) {
                 outcome = Outcome.OUT_OF_BOUNDS;
-            } catch (IllegalStateException | LeaseEndedException e) {
+            } catch (IllegalStateException | ResourceClosedException | LeaseEndedException e) {
                 outcome = Outcome.REFUSED;
             } catch (WorkCompletionException e) {
                 check(e.status() == WcStatus.REM_ACCESS_ERR || e.status() == WcStatus.WR_FLUSH_ERR,
@@ -747,7 +748,7 @@ class LeaseProperties {
                         + " was accepted");
                 h.shortLived = false;
                 note("  renewed " + h);
-            } catch (LeaseRefusedException | LeaseEndedException | IllegalStateException e) {
+            } catch (LeaseRefusedException | LeaseEndedException | ResourceClosedException | IllegalStateException e) {
                 check(op.tooLong() || !h.mustWork(), "a renewal of the live " + h + " was refused: " + e.getMessage());
             }
         }

@@ -6,6 +6,7 @@ import com.github.benmanes.caffeine.cache.Expiry;
 import com.github.benmanes.caffeine.cache.Scheduler;
 import com.github.benmanes.caffeine.cache.stats.CacheStats;
 import io.mooring.lifecycle.MooringTimeoutException;
+import io.mooring.lifecycle.ResourceClosedException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -115,10 +116,10 @@ public final class LeaseCache<K> implements AutoCloseable {
      * @return a future of the borrowed segment, or of null if the loader found nothing for the key; failing with the
      *         loader's exception (e.g. {@link LeaseRefusedException}), or with {@link LeaseRevokedException} if the
      *         owner revoked three leases of the key as soon as they were loaded
-     * @throws IllegalStateException if the cache is closed
+     * @throws ResourceClosedException if the cache is closed
      */
     public CompletableFuture<BorrowedLease> acquireAsync(K key) {
-        if (closed) throw new IllegalStateException("the lease cache is closed");
+        if (closed) throw new ResourceClosedException("the lease cache is closed");
         return acquireAsync(key, 3);
     }
 

@@ -1,5 +1,6 @@
 package io.mooring.lease;
 
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.lifecycle.Resource;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.QueuePair;
@@ -8,6 +9,7 @@ import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.values.Access;
 import java.lang.System.Logger.Level;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -132,7 +134,8 @@ final class LeaseClient {
     }
 
     /**
-     * Sends a control request; the future completes with its answer, or fails after the request timeout.
+     * Sends a control request; the future completes with its answer, or fails after the request timeout with a
+     * {@link MooringTimeoutException}: the session lives on, and an answer coming later is dropped.
      *
      * @throws FlowControlException if {@value #MAX_PENDING} requests already wait for the peer's answer
      */
@@ -154,8 +157,9 @@ final class LeaseClient {
             if (e == null) return m;
             Throwable cause = e instanceof CompletionException ? e.getCause() : e;
             if (cause instanceof TimeoutException) {
-                throw new SessionLostException("no answer to " + request.getClass().getSimpleName() + " within "
-                        + requestTimeout + " from " + link.peerAddress());
+                throw new MooringTimeoutException("no answer to " + request.getClass().getSimpleName()
+                        .toUpperCase(Locale.ROOT) + " " + request.requestId() + " within the request timeout ("
+                        + requestTimeout + ") from " + link.peerAddress() + "; the session goes on");
             }
             if (cause instanceof RuntimeException r) throw r;
             throw new SessionLostException("session to " + link.peerAddress() + " failed: " + cause);

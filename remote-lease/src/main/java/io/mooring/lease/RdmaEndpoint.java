@@ -2,6 +2,7 @@ package io.mooring.lease;
 
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.Housekeeper;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
@@ -37,7 +38,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * one address prefix ({@link Builder#peerPrefix}) — holds at most {@link Builder#maxSessionsPerPeer} sessions (64) and
  * shares one set of {@link LeaseLimits}, and a peer whose session was lost waits a growing time before its next one is
  * accepted. A refused peer's connect fails with a {@link SessionRefusedException} naming why. Who is admitted, and
- * how, is {@link Admission}'s job.
+ * how, is {@link Admission}'s job. A closed endpoint refuses {@code listen} and {@code connectAsync} with a
+ * {@link ResourceClosedException}.
  */
 public final class RdmaEndpoint implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RdmaEndpoint.class.getName());
@@ -265,7 +267,9 @@ public final class RdmaEndpoint implements AutoCloseable {
     }
 
     private void checkOpen() {
-        if (closed) throw new IllegalStateException("the endpoint is closed");
+        if (closed) {
+            throw new ResourceClosedException("the endpoint on " + pd.context().device().name() + " is closed");
+        }
     }
 
     /**

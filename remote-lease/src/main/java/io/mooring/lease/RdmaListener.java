@@ -1,5 +1,6 @@
 package io.mooring.lease;
 
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.PeerLog;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
@@ -115,10 +116,14 @@ public final class RdmaListener implements AutoCloseable {
         session.close();
     }
 
-    /** Stops accepting; sessions not yet taken by {@link #acceptAsync()} are closed, waiting calls fail. */
+    /**
+     * Stops accepting; sessions not yet taken by {@link #acceptAsync()} are closed; waiting calls, and those made
+     * after, fail with {@link ResourceClosedException}.
+     */
     @Override
     public void close() {
-        List<RdmaSession> untaken = ready.close(new IllegalStateException("the listener is closed"));
+        var closed = new ResourceClosedException("the listener on " + address() + " is closed");
+        List<RdmaSession> untaken = ready.close(closed);
         try {
             server.close();
         } catch (IOException e) {

@@ -322,9 +322,11 @@ public final class RdmaSession implements AutoCloseable {
     /**
      * Asks the peer for a lease of {@code size} bytes for {@code duration} with {@code access}.
      *
-     * @throws LeaseRefusedException with the peer's reason
-     * @throws SessionLostException  if the session is gone
-     * @throws FlowControlException  if {@value LeaseClient#MAX_PENDING} requests already wait for the peer's answer
+     * @throws LeaseRefusedException   with the peer's reason
+     * @throws SessionLostException    if the session is gone
+     * @throws FlowControlException    if {@value LeaseClient#MAX_PENDING} requests already wait for the peer's answer
+     * @throws MooringTimeoutException if the peer did not answer within the {@link RdmaEndpoint#requestTimeout()}: the
+     *         session goes on; a lease granted after it is not taken (the peer counts it until its duration ends)
      */
     public RemoteSegment requestRemote(long size, Duration duration, Set<Access> access) {
         return endpoint.await.join(requestRemoteAsync(size, duration, access));
@@ -342,9 +344,7 @@ public final class RdmaSession implements AutoCloseable {
      * Asks the peer for a lease of memory for {@code layout}: its size, at an address aligned as it requires.
      *
      * @throws IllegalArgumentException if the layout is empty or needs an alignment above 4096 (a page)
-     * @throws LeaseRefusedException    with the peer's reason
-     * @throws SessionLostException     if the session is gone
-     * @throws FlowControlException     if {@value LeaseClient#MAX_PENDING} requests already wait for the peer's answer
+     * @throws RuntimeException         as {@link #requestRemote(long, Duration, Set)} does
      */
     public RemoteSegment requestRemote(MemoryLayout layout, Duration duration, Set<Access> access) {
         if (layout.byteSize() <= 0 || layout.byteAlignment() > LeaseClient.MAX_ALIGNMENT) {

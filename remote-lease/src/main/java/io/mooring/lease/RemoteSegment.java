@@ -2,7 +2,9 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.lifecycle.DestroyAction;
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
 import io.mooring.verbs.values.Access;
@@ -17,9 +19,10 @@ import java.util.function.Supplier;
 
 /**
  * The holder's side of a lease: a block of the peer's memory this side may access until the lease ends.
- * Every operation checks first — before anything is posted — that the segment is open, the session alive, the
- * lease not revoked ({@link LeaseRevokedException}) and the local deadline (the owner's duration minus a margin, on this
- * host's monotonic clock) not passed ({@link LeaseExpiredException}).
+ * Every operation checks first — before anything is posted — that the segment is open (after {@link #close()}:
+ * {@link ResourceClosedException}), the session alive, the lease not revoked ({@link LeaseRevokedException}) and
+ * the local deadline (the owner's duration minus a margin, on this host's monotonic clock) not passed
+ * ({@link LeaseExpiredException}).
  *
  * <p>The owner ends a lease it gave by asking first: from that moment the segment refuses new accesses, {@link #revoked()}
  * completes, and once the accesses in flight have completed the lease is released — only then does the owner revoke the
@@ -155,8 +158,11 @@ public final class RemoteSegment implements AutoCloseable {
      * Extends the lease to {@code duration} from now, if the owner agrees (within its per-grant and lifetime
      * limits); the local deadline moves accordingly, again a margin before the owner's.
      *
-     * @throws LeaseRefusedException with the owner's reason
-     * @throws FlowControlException  if {@value LeaseClient#MAX_PENDING} requests already wait for the owner's answer
+     * @throws LeaseRefusedException   with the owner's reason
+     * @throws FlowControlException    if {@value LeaseClient#MAX_PENDING} requests already wait for the owner's answer
+     * @throws MooringTimeoutException if the owner did not answer within the endpoint's
+     *         {@link RdmaEndpoint#requestTimeout()}: the session goes on, and the local deadline stays where it was
+     *         (the owner may have renewed the lease all the same)
      */
     public void renew(Duration duration) {
         client.await.join(renewAsync(duration));
@@ -167,7 +173,7 @@ public final class RemoteSegment implements AutoCloseable {
      * requests wait for the owner's answer) is thrown at once.
      */
     public CompletableFuture<Void> renewAsync(Duration duration) {
-        if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
+        checkOpen();
         EndReason revoked = state.revokedFor();
         if (revoked != null) throw new LeaseRevokedException(state.leaseId, revoked);
         return client.renew(state, duration, System.nanoTime());
@@ -291,7 +297,10 @@ public final class RemoteSegment implements AutoCloseable {
     }
 
     private void checkOpen() {
-        if (state.closed.get()) throw new IllegalStateException("remote segment of lease " + state.leaseId + " is closed");
+        if (state.closed.get()) {
+            throw new ResourceClosedException(resource.info(), "remote segment of lease " + state.leaseId
+                    + " is closed");
+        }
     }
 
     private void check(Access right, long offset, long bytes) {
@@ -367,6 +376,10 @@ public final class RemoteSegment implements AutoCloseable {
      * goes out without waiting, as a dropped segment's does. A segment the owner revoked released itself once its
      * accesses were done: this waits for that release's acknowledgement, so a lease asked for next is not refused for
      * one the owner still counts. Idempotent.
+     *
+     * @throws MooringTimeoutException if the owner did not acknowledge the release within the endpoint's
+     *         {@link RdmaEndpoint#requestTimeout()}: the segment is closed all the same and the session goes on, but
+     *         the owner may count the lease against this host's limits until its duration ends
      */
     @Override
     public void close() {

@@ -1,9 +1,12 @@
 package io.mooring.lease;
 
 import io.mooring.lifecycle.DestroyAction;
+import io.mooring.lifecycle.MooringException;
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.lifecycle.Resource;
 import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.Bootstrap;
+import io.mooring.verbs.BootstrapFailedException;
 import io.mooring.verbs.PeerLog;
 import io.mooring.verbs.QpInfo;
 import io.mooring.verbs.QueuePair;
@@ -136,7 +139,11 @@ final class SessionLink {
         this.node = pd.resource().graph().create("session", "to " + peerAddress, this::undoParts, pd.resource());
         boolean done = false;
         try {
-            this.bootstrap = Bootstrap.of(socket);
+            try {
+                this.bootstrap = Bootstrap.of(socket);
+            } catch (BootstrapFailedException e) {
+                throw ioFailure(e);
+            }
             own("control buffers", this::closeChannel); // freed last: after the QP that posts receives into them
             this.controlQp = pd.createQueuePair(endpoint.cq(), endpoint.cq(), CONTROL_QP);
             own("control QP", controlQp::close);
@@ -151,7 +158,12 @@ final class SessionLink {
             int accepts = Math.min(device.maxQpRdAtom(), MAX_READ_DEPTH);
             record.putInt(endpoint.messageWindow()).putInt(endpoint.maxMessageSize()).putInt(initiates).putInt(accepts)
                     .flip();
-            var answer = bootstrap.exchange(controlQp.info(endpoint.connectOptions()), record, RECORD_BYTES);
+            Bootstrap.Peer answer;
+            try {
+                answer = bootstrap.exchange(controlQp.info(endpoint.connectOptions()), record, RECORD_BYTES);
+            } catch (BootstrapFailedException | MooringTimeoutException e) {
+                throw ioFailure(e);
+            }
             ByteBuffer peerRecord = answer.data();
             int peerVersion = peerRecord.getInt();
             if (peerVersion != PROTOCOL_VERSION) {
@@ -252,8 +264,20 @@ final class SessionLink {
         controlQp.connect(peerControl, options);
         dataQp.connect(peerData, options.toBuilder().maxRdAtomic(readDepth).maxDestRdAtomic(peerReadDepth).build());
         channel.start();
-        bootstrap.barrier(); // both sides have receives posted before either sends anything
+        try {
+            bootstrap.barrier(); // both sides have receives posted before either sends anything
+        } catch (BootstrapFailedException | MooringTimeoutException e) {
+            throw ioFailure(e);
+        }
         endpoint.connectionWatch().watch(socket.getChannel(), new PeerWatcher());
+    }
+
+    /**
+     * The IOException under a failed bootstrap step, as the handshake's other steps on this socket throw: Admission
+     * tells a broken handshake, a timeout and its watchdog's close of the socket apart by it.
+     */
+    private static IOException ioFailure(MooringException e) {
+        return e.getCause() instanceof IOException io ? io : new IOException(e.getMessage(), e);
     }
 
     static void closeQuietly(Socket s) {

@@ -1,5 +1,6 @@
 package io.mooring.lease;
 
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.MemoryWindow;
 import io.mooring.verbs.ProtectionDomain;
@@ -63,10 +64,11 @@ final class WindowPool {
             if (cause instanceof WorkCompletionException failed) wc = failed.completion();
             else if (cause != null) {
                 retire(window);
-                throw new IllegalStateException(cause instanceof TimeoutException
-                        ? "the bind of a window for a lease did not complete within " + COMPLETION_WAIT
-                                + ": is a CompletionDispatcher polling the QP's send CQ?"
-                        : "the bind of a window for a lease failed", cause);
+                if (cause instanceof TimeoutException) {
+                    throw new MooringTimeoutException("the bind of a window for a lease did not complete within "
+                            + COMPLETION_WAIT + ": is a CompletionDispatcher polling the QP's send CQ?", cause);
+                }
+                throw new IllegalStateException("the bind of a window for a lease failed", cause);
             }
             if (wc.status() != WcStatus.SUCCESS) {
                 retire(window);

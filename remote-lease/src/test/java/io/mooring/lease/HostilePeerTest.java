@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
 import io.mooring.lifecycle.Housekeeper;
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.verbs.testing.FaultPlan;
 import io.mooring.verbs.values.Access;
 import java.net.InetAddress;
@@ -15,6 +16,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -402,6 +404,46 @@ class HostilePeerTest extends EndpointPeers {
             assertTrue(refused.getMessage().contains("wait for the peer's answer"), refused.getMessage());
             assertEquals(null, session.lostReason(), "refusing a request is back-pressure, not a loss");
         }
+    }
+
+    /**
+     * A peer that takes this side's control requests and answers none in time: each fails after the request timeout
+     * with a {@link MooringTimeoutException} naming the request and the time — a REQUEST, a RENEW, a RELEASE — and
+     * the session lives on: a request answered in time is granted.
+     */
+    @Test
+    void anUnansweredRequestTimesOutAndTheSessionGoesOn() throws Exception {
+        var quick = RdmaEndpoint.builder(ownerPd, ownerArena).requestTimeout(Duration.ofMillis(300));
+        RdmaListener listener = listen(quick);
+        try (Raw raw = rawSession(listener)) {
+            RdmaSession session = raw.session();
+            var unanswered = session.requestRemoteAsync(64, Duration.ofSeconds(30), RW);
+            long id = requestOf(raw.peer()).requestId();
+            var e = assertThrows(ExecutionException.class, () -> unanswered.get(10, TimeUnit.SECONDS));
+            var timeout = assertInstanceOf(MooringTimeoutException.class, e.getCause());
+            assertEquals("no answer to REQUEST " + id + " within the request timeout (PT0.3S) from "
+                    + session.peerAddress() + "; the session goes on", timeout.getMessage());
+            assertEquals(null, session.lostReason(), "a timeout is no loss");
+
+            var answered = session.requestRemoteAsync(64, Duration.ofSeconds(30), RW);
+            raw.peer().send(new Message.Grant(requestOf(raw.peer()).requestId(), 7, 0x1000, 64, 1,
+                    Duration.ofSeconds(30).toNanos()));
+            RemoteSegment segment = answered.get(10, TimeUnit.SECONDS);
+            var renew = assertThrows(MooringTimeoutException.class, () -> segment.renew(Duration.ofSeconds(30)));
+            assertTrue(renew.getMessage().startsWith("no answer to RENEW "), renew.getMessage());
+            var release = assertThrows(MooringTimeoutException.class, segment::close);
+            assertTrue(release.getMessage().startsWith("no answer to RELEASE "), release.getMessage());
+            assertEquals(null, session.lostReason(), "the session lives on");
+            assertEquals(0, session.client().pendingRequests(), "nothing waits any more");
+        }
+    }
+
+    /** The next REQUEST the raw peer receives. */
+    private static Message.Request requestOf(RawPeer peer) throws InterruptedException {
+        for (int i = 0; i < 100; i++) {
+            for (Message m : peer.everything(Duration.ofMillis(20))) if (m instanceof Message.Request r) return r;
+        }
+        throw new AssertionError("no REQUEST came");
     }
 
     /**

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.MooringTimeoutException;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.RdmaDevices;
@@ -182,6 +183,15 @@ class LeaseCacheTest {
             assertTrue(cache.stats().evictionCount() >= 13, cache.stats()::toString);
         }
         await(() -> ownerCount() == 0, "closing the cache released the rest");
+    }
+
+    @Test
+    void aClosedCacheRefusesToLendWithResourceClosed() {
+        LeaseCache<String> cache = cache();
+        cache.close();
+        var e = assertThrows(ResourceClosedException.class, () -> cache.acquire("k"));
+        assertEquals("the lease cache is closed", e.getMessage());
+        assertEquals(null, loads.get("k"), "nothing loaded");
     }
 
     /**

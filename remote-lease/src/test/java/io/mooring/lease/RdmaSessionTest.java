@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.testing.CapturedLog;
 import io.mooring.testing.EmulatedCpus;
@@ -40,6 +41,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -187,7 +189,33 @@ class RdmaSessionTest {
         assertEquals(1, owner.leases().stats().released());
         assertFalse(remote.isUsable());
         try (Block src = requesterArena.allocate(8)) {
-            assertThrows(IllegalStateException.class, () -> remote.write(src, 0), "closed: refused before posting");
+            List<Executable> uses = List.of(() -> remote.write(src, 0), () -> remote.read(src, 0),
+                    () -> remote.fetchAndAdd(src, 0, 1), () -> remote.renew(Duration.ofSeconds(1)));
+            for (Executable use : uses) {
+                var e = assertThrows(ResourceClosedException.class, use, "closed: refused before posting");
+                assertEquals("remote segment of lease " + remote.leaseId() + " is closed", e.getMessage());
+                assertEquals("remote-segment", e.resource().orElseThrow().kind());
+            }
+        }
+    }
+
+    /** A closed listener or endpoint refuses its use with the typed exception naming what was closed. */
+    @Test
+    void aClosedListenerOrEndpointThrowsResourceClosed() throws Exception {
+        var listener = ownerEndpoint.listen(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+        InetSocketAddress address = listener.address();
+        var waiting = listener.acceptAsync();
+        listener.close();
+        for (var accept : List.of(waiting, listener.acceptAsync())) {
+            var e = assertThrows(ExecutionException.class, () -> accept.get(10, TimeUnit.SECONDS));
+            var closed = assertInstanceOf(ResourceClosedException.class, e.getCause());
+            assertEquals("the listener on " + address + " is closed", closed.getMessage());
+        }
+        requesterEndpoint.close();
+        String name = "the endpoint on " + pdOf(requesterArena).context().device().name() + " is closed";
+        for (Executable use : List.<Executable>of(() -> requesterEndpoint.connectAsync(address),
+                () -> requesterEndpoint.listen(0))) {
+            assertEquals(name, assertThrows(ResourceClosedException.class, use).getMessage());
         }
     }
 
@@ -297,7 +325,7 @@ class RdmaSessionTest {
         awaitTrue(() -> owner.leases().stats().active() == 0);
         assertTrue(owner.lostReason() != null);
         try (Block src = requesterArena.allocate(64)) {
-            assertThrows(IllegalStateException.class, () -> remote.write(src, 0));
+            assertThrows(ResourceClosedException.class, () -> remote.write(src, 0), "closed with its session");
         }
         assertEquals(0, owner.leases().stats().active());
         assertEquals(1, owner.leases().stats().revoked());

@@ -1,9 +1,12 @@
 package io.mooring.verbs;
 
+import io.mooring.lifecycle.MooringException;
+import io.mooring.lifecycle.MooringTimeoutException;
 import java.io.EOFException;
 import java.io.IOException;
 import java.net.ProtocolException;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.ReadableByteChannel;
@@ -25,9 +28,10 @@ import java.nio.channels.WritableByteChannel;
  * 48      n      application record
  * </pre>
  * Both sides write before they read; messages are far smaller than a socket buffer, so neither side blocks
- * the other. Everything read is checked: a peer that closes early fails with {@link EOFException}, one that
- * sends another magic, version or record length, or an impossible QpInfo, with {@link ProtocolException}.
- * An instance is not thread-safe.
+ * the other. Everything read is checked: a peer that closes early fails with a {@link BootstrapFailedException}
+ * caused by an {@link EOFException}, one that sends another magic, version or record length, or an impossible
+ * QpInfo, with one caused by a {@link ProtocolException}; a read past the socket's timeout is a
+ * {@link MooringTimeoutException}. An instance is not thread-safe.
  */
 public final class Bootstrap {
     public static final int MAGIC = 0x4D4F_4F52;
@@ -47,10 +51,13 @@ public final class Bootstrap {
 
     private final ReadableByteChannel in;
     private final WritableByteChannel out;
+    /** The socket whose read timeout bounds every read, or null (a channel, whose reads have none). */
+    private final Socket socket;
 
-    Bootstrap(ReadableByteChannel in, WritableByteChannel out) {
+    Bootstrap(ReadableByteChannel in, WritableByteChannel out, Socket socket) {
         this.in = in;
         this.out = out;
+        this.socket = socket;
     }
 
     /**
@@ -61,21 +68,27 @@ public final class Bootstrap {
     public static Bootstrap of(SocketChannel channel) {
         if (!channel.isConnected()) throw new IllegalArgumentException(channel + " is not connected");
         if (!channel.isBlocking()) throw new IllegalArgumentException(channel + " is in non-blocking mode");
-        return new Bootstrap(channel, channel);
+        return new Bootstrap(channel, channel, null);
     }
 
     /**
      * A bootstrap over a connected socket; its {@link Socket#setSoTimeout read timeout} bounds every read.
      *
-     * @throws IllegalArgumentException if it is not connected
+     * @throws IllegalArgumentException  if it is not connected
+     * @throws BootstrapFailedException if its streams cannot be had (it was shut down)
      */
-    public static Bootstrap of(Socket socket) throws IOException {
+    public static Bootstrap of(Socket socket) {
         if (!socket.isConnected() || socket.isClosed()) throw new IllegalArgumentException(socket + " is not connected");
-        return new Bootstrap(Channels.newChannel(socket.getInputStream()), Channels.newChannel(socket.getOutputStream()));
+        try {
+            return new Bootstrap(Channels.newChannel(socket.getInputStream()),
+                    Channels.newChannel(socket.getOutputStream()), socket);
+        } catch (IOException e) {
+            throw new BootstrapFailedException("cannot bootstrap over " + socket + ": " + e.getMessage(), e);
+        }
     }
 
     /** Sends {@code local} and {@code data}'s remaining bytes; reads the peer's, whose record must be as long. */
-    public Peer exchange(QpInfo local, ByteBuffer data) throws IOException {
+    public Peer exchange(QpInfo local, ByteBuffer data) {
         return exchange(local, data, data.remaining());
     }
 
@@ -83,18 +96,24 @@ public final class Bootstrap {
      * Sends {@code local} and {@code data}'s remaining bytes (its position is not moved); reads the peer's
      * message, whose record must be {@code peerDataBytes} long.
      *
-     * @throws IllegalArgumentException if a record is longer than {@value #MAX_DATA_BYTES} bytes
-     * @throws EOFException             if the peer closes the connection before its message is complete
-     * @throws ProtocolException        if the peer's message is not one this side can read
+     * @throws IllegalArgumentException  if a record is longer than {@value #MAX_DATA_BYTES} bytes
+     * @throws BootstrapFailedException if the peer closes the connection before its message is complete (caused by
+     *                                  an {@link EOFException}), its message is not one this side can read (a
+     *                                  {@link ProtocolException}), or the connection fails
+     * @throws MooringTimeoutException  if the socket's read timeout passed before the peer's message came
      */
-    public Peer exchange(QpInfo local, ByteBuffer data, int peerDataBytes) throws IOException {
+    public Peer exchange(QpInfo local, ByteBuffer data, int peerDataBytes) {
         checkSize(data.remaining(), "this side's");
         checkSize(peerDataBytes, "the expected peer");
         ByteBuffer message = ByteBuffer.allocate(HEADER_BYTES + QpInfo.BYTES + data.remaining());
         message.putInt(MAGIC).putShort((short) VERSION).putShort((short) data.remaining());
         local.writeTo(message).put(data.duplicate()).flip();
-        while (message.hasRemaining()) out.write(message);
-        return read(peerDataBytes);
+        try {
+            while (message.hasRemaining()) out.write(message);
+            return read(peerDataBytes);
+        } catch (IOException e) {
+            throw failed("the bootstrap exchange", e);
+        }
     }
 
     private Peer read(int dataBytes) throws IOException {
@@ -135,13 +154,39 @@ public final class Bootstrap {
     /**
      * Waits until the peer calls {@code barrier()} too: e.g. both QPs are ready to receive before the first
      * send, or both sides are done before either tears its QP down.
+     *
+     * @throws BootstrapFailedException as {@link #exchange(QpInfo, ByteBuffer, int)} does
+     * @throws MooringTimeoutException  if the socket's read timeout passed before the peer's barrier came
      */
-    public void barrier() throws IOException {
+    public void barrier() {
         ByteBuffer mark = ByteBuffer.allocate(Integer.BYTES).putInt(BARRIER).flip();
-        while (mark.hasRemaining()) out.write(mark);
-        int got = readFully(Integer.BYTES, "barrier").getInt();
-        if (got != BARRIER) {
-            throw new ProtocolException(String.format("the peer sent 0x%08x where a barrier was expected", got));
+        try {
+            while (mark.hasRemaining()) out.write(mark);
+            int got = readFully(Integer.BYTES, "barrier").getInt();
+            if (got != BARRIER) {
+                throw new ProtocolException(String.format("the peer sent 0x%08x where a barrier was expected", got));
+            }
+        } catch (IOException e) {
+            throw failed("the bootstrap barrier", e);
+        }
+    }
+
+    /** {@code e} as the unchecked exception of its kind: a read timeout, else a failed bootstrap (its message kept). */
+    private MooringException failed(String what, IOException e) {
+        if (e instanceof SocketTimeoutException) {
+            String limit = socket == null ? "" : " (" + readTimeoutMillis() + " ms)";
+            return new MooringTimeoutException(what + " got nothing from the peer within the socket's read timeout"
+                    + limit, e);
+        }
+        boolean ours = e instanceof EOFException || e instanceof ProtocolException; // messages written for the user
+        return new BootstrapFailedException(ours ? e.getMessage() : what + " failed: " + e, e);
+    }
+
+    private int readTimeoutMillis() {
+        try {
+            return socket.getSoTimeout();
+        } catch (IOException e) {
+            return -1; // closed meanwhile
         }
     }
 

@@ -21,25 +21,25 @@ public final class ConnectOptions {
     /** Port 1, automatic GID, remote read/write/atomic allowed, a fresh random PSN, perftest's timers and retries. */
     public static final ConnectOptions DEFAULT = builder().build();
 
-    /** The chosen values; never handed out, so never changed after construction. */
+    /** The chosen values. */
     private final QpAttributes values;
     private final int gidIndex;
 
     private ConnectOptions(Builder b) {
-        this.values = b.values.copy();
+        this.values = b.values.build();
         this.gidIndex = b.gidIndex;
     }
 
     /** The {@link #DEFAULT} options, to change by name. */
     public static Builder builder() {
-        return new Builder(new QpAttributes().port(1).access(Access.REMOTE).pkeyIndex(0).minRnrTimer(12).timeout(14)
-                .retryCount(7).rnrRetry(7).maxRdAtomic(1).maxDestRdAtomic(1).trafficClass(0).serviceLevel(0)
-                .hopLimit(64), -1);
+        return new Builder(QpAttributes.builder().port(1).access(Access.REMOTE).pkeyIndex(0).minRnrTimerCode(12)
+                .ackTimeoutCode(14).retryCount(7).rnrRetry(7).maxRdAtomic(1).maxDestRdAtomic(1).trafficClass(0)
+                .serviceLevel(0).hopLimit(64), -1);
     }
 
     /** These options, to change by name. */
     public Builder toBuilder() {
-        return new Builder(values.copy(), gidIndex);
+        return new Builder(values.toBuilder(), gidIndex);
     }
 
     /** The local port (INIT). Default 1. */
@@ -79,7 +79,7 @@ public final class ConnectOptions {
      * verbs can say, from 10 µs to 655.36 ms: the shortest at least as long as the one set. Default 0.64 ms.
      */
     public Duration minRnrTimer() {
-        return IbTimers.rnrTimer(values.minRnrTimer());
+        return IbTimers.rnrTimer(values.minRnrTimerCode());
     }
 
     /**
@@ -87,17 +87,17 @@ public final class ConnectOptions {
      * to about 2.4 hours: the shortest at least as long as the one set. Default 67.108864 ms (4.096 µs × 2^14).
      */
     public Duration ackTimeout() {
-        return IbTimers.ackTimeout(values.timeout());
+        return IbTimers.ackTimeout(values.ackTimeoutCode());
     }
 
     /** {@link #minRnrTimer()} as the verbs say it. */
     int minRnrTimerCode() {
-        return values.minRnrTimer();
+        return values.minRnrTimerCode();
     }
 
     /** {@link #ackTimeout()} as the verbs say it. */
     int ackTimeoutCode() {
-        return values.timeout();
+        return values.ackTimeoutCode();
     }
 
     /** Transport retries before RETRY_EXC_ERR (RTS). Default 7. */
@@ -165,10 +165,10 @@ public final class ConnectOptions {
 
     /** Collects options by name; each setter checks its value's range. */
     public static final class Builder {
-        private final QpAttributes values;
+        private final QpAttributes.Builder values;
         private int gidIndex;
 
-        private Builder(QpAttributes values, int gidIndex) {
+        private Builder(QpAttributes.Builder values, int gidIndex) {
             this.values = values;
             this.gidIndex = gidIndex;
         }
@@ -213,7 +213,7 @@ public final class ConnectOptions {
          * @throws IllegalArgumentException if it is not positive or longer than 655.36 ms
          */
         public Builder minRnrTimer(Duration delay) {
-            values.minRnrTimer(IbTimers.rnrTimerCode(delay));
+            values.minRnrTimerCode(IbTimers.rnrTimerCode(delay));
             return this;
         }
 
@@ -223,7 +223,7 @@ public final class ConnectOptions {
          * @throws IllegalArgumentException if it is not positive or longer than 4.096 µs × 2^31
          */
         public Builder ackTimeout(Duration timeout) {
-            values.timeout(IbTimers.ackTimeoutCode(timeout));
+            values.ackTimeoutCode(IbTimers.ackTimeoutCode(timeout));
             return this;
         }
 

@@ -1,5 +1,6 @@
 package io.mooring.verbs;
 
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.values.WcOpcode;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -107,7 +108,7 @@ final class InFlight extends RequestSlots {
     long claim(String verb, Object qp, long wrId, WcOpcode op, ScatterGatherList sgl, MemoryRegion extra,
                CompletableFuture<WorkCompletion> future, Outcome action) {
         // qp is named only when refused: building its name on every post would allocate
-        if (closedReason != null) throw new IllegalStateException(qp + ": " + closedReason);
+        if (closedReason != null) throw new ResourceClosedException(qp + ": " + closedReason);
         Ring[] now = rings;
         Ring r = now[now.length - 1];
         int slot = r.slot(tail);
@@ -138,7 +139,7 @@ final class InFlight extends RequestSlots {
      */
     int nextSlot(String verb, Object qp) {
         // qp is named only when refused: building its name on every post would allocate
-        if (closedReason != null) throw new IllegalStateException(qp + ": " + closedReason);
+        if (closedReason != null) throw new ResourceClosedException(qp + ": " + closedReason);
         if (outstandingLocked() >= depth) throw new QueueFullException(verb, qp.toString(), queue, depth);
         return (int) (tail % depth);
     }

@@ -43,8 +43,8 @@ final class QpConnector {
 
     void init(ConnectOptions options) {
         options.requireSupportedBy(context);
-        modify(new QpAttributes().state(QpState.INIT).port(options.port()).pkeyIndex(options.pkeyIndex())
-                .access(options.access()));
+        modify(QpAttributes.builder().state(QpState.INIT).port(options.port()).pkeyIndex(options.pkeyIndex())
+                .access(options.access()).build());
     }
 
     void readyToReceive(QpInfo remote, ConnectOptions options) {
@@ -53,27 +53,28 @@ final class QpConnector {
         Mtu path = remote.mtu().bytes() < port.activeMtu().bytes() ? remote.mtu() : port.activeMtu();
         Gid source = context.gid(options.port(), options.gidIndex());
         int gidIndex = options.gidIndex() >= 0 ? options.gidIndex() : port.gids().indexOf(source);
-        modify(new QpAttributes().state(QpState.RTR).pathMtu(path).destQpNumber(remote.qpn())
+        modify(QpAttributes.builder().state(QpState.RTR).pathMtu(path).destQpNumber(remote.qpn())
                 .receivePsn(remote.psn()).maxDestRdAtomic(options.maxDestRdAtomic())
-                .minRnrTimer(options.minRnrTimerCode())
+                .minRnrTimerCode(options.minRnrTimerCode())
                 // RoCE v2 needs a global route: the peer's GID as destination, ours by table index as source
                 .destGid(remote.gid()).destLid(remote.lid()).destToken(remote.token())
                 .sourceGidIndex(Math.max(gidIndex, 0)).hopLimit(options.hopLimit())
-                .trafficClass(options.trafficClass()).serviceLevel(options.serviceLevel()));
+                .trafficClass(options.trafficClass()).serviceLevel(options.serviceLevel()).build());
     }
 
     /** From RTR the connection's send attributes; from SQD or RTS none (see {@link QueuePair#readyToSend}). */
     void readyToSend(ConnectOptions options) {
         options.requireSupportedBy(context);
-        var toRts = new QpAttributes().state(QpState.RTS);
-        modify(now -> now != QpState.RTR ? toRts : toRts.sendPsn(sendPsn(options)).timeout(options.ackTimeoutCode())
-                .retryCount(options.retryCount()).rnrRetry(options.rnrRetry()).maxRdAtomic(options.maxRdAtomic()));
+        var toRts = QpAttributes.builder().state(QpState.RTS);
+        modify(now -> now != QpState.RTR ? toRts.build() : toRts.sendPsn(sendPsn(options))
+                .ackTimeoutCode(options.ackTimeoutCode()).retryCount(options.retryCount()).rnrRetry(options.rnrRetry())
+                .maxRdAtomic(options.maxRdAtomic()).build());
     }
 
     /** Any state → RESET, a new PSN drawn, and the outstanding requests discarded (the NIC forgot them). */
     void reset() {
         synchronized (modifyLock) {
-            modify(new QpAttributes().state(QpState.RESET));
+            modify(QpState.RESET);
             psn = freshPsn(psn);
         }
         String reason = "qpn " + ops.qpNumber() + " was reset before this request completed";
@@ -88,6 +89,11 @@ final class QpConnector {
 
     void modify(QpAttributes a) {
         modify(now -> a);
+    }
+
+    /** Moves the QP to {@code state}, setting nothing else. */
+    void modify(QpState state) {
+        modify(QpAttributes.builder().state(state).build());
     }
 
     /** {@link #modify(QpAttributes)} with the attributes that the transition from the current state takes. */

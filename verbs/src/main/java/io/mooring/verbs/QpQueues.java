@@ -1,6 +1,7 @@
 package io.mooring.verbs;
 
 import io.mooring.lifecycle.DestroyAction;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.spi.QpOps;
 import io.mooring.verbs.values.QpState;
 
@@ -109,7 +110,9 @@ final class QpQueues {
      * flushes them). {@code qp} is named only when refused: building its name on every post would allocate.
      */
     void requireAccepts(RequestSlots queue, boolean sends, CompletionQueue cq, QueuePair qp) {
-        if (queue.closedReason != null) throw new IllegalStateException(qp + ": " + queue.closedReason);
+        if (queue.closedReason != null) {
+            throw new ResourceClosedException(qp.resource.info(), qp + ": " + queue.closedReason);
+        }
         if (cq.router().overrun) {
             throw new VerbsException(sends ? "ibv_post_send" : "ibv_post_recv", Errno.EIO.number(), qp.toString(),
                     "its " + (sends ? "send" : "receive") + " CQ " + cq + " overran its capacity of " + cq.capacity()

@@ -134,7 +134,7 @@ public final class QueuePair extends VerbsObject {
 
     /** Any state → ERROR: every outstanding request completes with WR_FLUSH_ERR. */
     public void moveToError() {
-        connector.modify(new QpAttributes().state(QpState.ERROR));
+        connector.modify(QpState.ERROR);
     }
 
     /**
@@ -148,7 +148,7 @@ public final class QueuePair extends VerbsObject {
 
     /** RTS → SQD: the send queue stops taking new requests from the queue once in-flight ones finish. */
     public void drainSendQueue() {
-        connector.modify(new QpAttributes().state(QpState.SQD));
+        connector.modify(QpState.SQD);
     }
 
     /**

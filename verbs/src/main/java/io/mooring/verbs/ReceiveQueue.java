@@ -73,7 +73,7 @@ final class ReceiveQueue {
             queues.errorSeen = false;
             return;
         }
-        ops.modify(new QpAttributes().state(QpState.ERROR));
+        ops.modify(QpAttributes.builder().state(QpState.ERROR).build());
         queues.known = QpState.ERROR;
     }
 

@@ -1,5 +1,6 @@
 package io.mooring.verbs;
 
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.values.WcOpcode;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -83,7 +84,7 @@ final class SrqInFlight extends RequestSlots {
      * @throws QueueFullException if {@code depth} receives are outstanding
      */
     long claim(long wrId, ScatterGatherList sgl, CompletableFuture<WorkCompletion> future) {
-        if (closedReason != null) throw new IllegalStateException(name + ": " + closedReason);
+        if (closedReason != null) throw new ResourceClosedException(name + ": " + closedReason);
         if (freeCount == 0) collectReturned();
         if (freeCount == 0) throw new QueueFullException("ibv_post_srq_recv", name, "shared receive", depth);
         int slot = free[freeCount - 1];

@@ -2,9 +2,11 @@ package io.mooring.verbs;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.verbs.values.Gid;
 import io.mooring.verbs.values.Mtu;
 import java.io.ByteArrayInputStream;
@@ -16,6 +18,7 @@ import java.net.InetSocketAddress;
 import java.net.ProtocolException;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.ServerSocketChannel;
@@ -27,6 +30,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 class BootstrapTest {
     private static final QpInfo SERVER = new QpInfo(0x12, 0xabcdef, Gid.of(InetAddress.getLoopbackAddress()), 40000,
@@ -95,7 +99,7 @@ class BootstrapTest {
     void everyTruncationIsAnEofNamingHowFarItGot() {
         byte[] full = message(Bootstrap.MAGIC, Bootstrap.VERSION, SERVER, region(1, 2, 3));
         for (int cut : new int[] {0, 3, Bootstrap.HEADER_BYTES, Bootstrap.HEADER_BYTES + 20, full.length - 1}) {
-            EOFException e = assertThrows(EOFException.class, () -> receiving(Arrays.copyOf(full, cut))
+            EOFException e = failure(EOFException.class, () -> receiving(Arrays.copyOf(full, cut))
                     .exchange(CLIENT, region(4, 5, 6)), "cut at " + cut);
             assertTrue(e.getMessage().startsWith("the peer closed the bootstrap connection after "), e.getMessage());
         }
@@ -104,18 +108,18 @@ class BootstrapTest {
 
     @Test
     void aWrongMagicOrVersionIsRefused() {
-        var magic = assertThrows(ProtocolException.class, () -> receiving(
+        var magic = failure(ProtocolException.class, () -> receiving(
                 message(0x47455420, Bootstrap.VERSION, SERVER, ByteBuffer.allocate(0))).exchange(CLIENT, ByteBuffer.allocate(0)));
         assertEquals("the peer is not a Mooring bootstrap: magic 0x47455420, expected 0x4d4f4f52 (\"MOOR\")",
                 magic.getMessage());
-        var version = assertThrows(ProtocolException.class, () -> receiving(
+        var version = failure(ProtocolException.class, () -> receiving(
                 message(Bootstrap.MAGIC, 1, SERVER, ByteBuffer.allocate(0))).exchange(CLIENT, ByteBuffer.allocate(0)));
         assertEquals("the peer speaks bootstrap version 1, this side 2", version.getMessage());
     }
 
     @Test
     void aRecordOfAnotherLengthIsRefused() {
-        var e = assertThrows(ProtocolException.class, () -> receiving(
+        var e = failure(ProtocolException.class, () -> receiving(
                 message(Bootstrap.MAGIC, Bootstrap.VERSION, SERVER, ByteBuffer.allocate(8))).exchange(CLIENT, region(1, 2, 3)));
         assertTrue(e.getMessage().startsWith("the peer sent a 8-byte application record, this side expects 16 bytes"),
                 e.getMessage());
@@ -125,20 +129,20 @@ class BootstrapTest {
     void malformedQueuePairDescriptionsAreRefused() {
         byte[] badMtu = message(Bootstrap.MAGIC, Bootstrap.VERSION, SERVER, ByteBuffer.allocate(0));
         ByteBuffer.wrap(badMtu).putInt(Bootstrap.HEADER_BYTES + QpInfo.BYTES - Long.BYTES - Integer.BYTES, 9);
-        var mtu = assertThrows(ProtocolException.class, () -> receiving(badMtu).exchange(CLIENT, ByteBuffer.allocate(0)));
+        var mtu = failure(ProtocolException.class, () -> receiving(badMtu).exchange(CLIENT, ByteBuffer.allocate(0)));
         assertTrue(mtu.getMessage().contains("no MTU has verbs code 9"), mtu.getMessage());
 
         byte[] wideQpn = message(Bootstrap.MAGIC, Bootstrap.VERSION, SERVER, ByteBuffer.allocate(0));
         ByteBuffer.wrap(wideQpn).putInt(Bootstrap.HEADER_BYTES, 0x0100_0000);
-        var qpn = assertThrows(ProtocolException.class, () -> receiving(wideQpn).exchange(CLIENT, ByteBuffer.allocate(0)));
+        var qpn = failure(ProtocolException.class, () -> receiving(wideQpn).exchange(CLIENT, ByteBuffer.allocate(0)));
         assertTrue(qpn.getMessage().contains("qpn 0x1000000 (24 bits)"), qpn.getMessage());
     }
 
     @Test
     void barriersCheckWhatArrives() {
-        var wrong = assertThrows(ProtocolException.class, () -> receiving(new byte[] {'G', 'E', 'T', ' '}).barrier());
+        var wrong = failure(ProtocolException.class, () -> receiving(new byte[] {'G', 'E', 'T', ' '}).barrier());
         assertEquals("the peer sent 0x47455420 where a barrier was expected", wrong.getMessage());
-        assertThrows(EOFException.class, () -> receiving(new byte[0]).barrier());
+        failure(EOFException.class, () -> receiving(new byte[0]).barrier());
     }
 
     @Test
@@ -152,6 +156,33 @@ class BootstrapTest {
         assertThrows(IllegalArgumentException.class, () -> Bootstrap.of(new Socket()));
     }
 
+    /**
+     * What {@code exchange} failed with: a {@link BootstrapFailedException} (a MooringException) whose cause is the
+     * {@code kind} of IOException, with the cause's message.
+     */
+    private static <T extends IOException> T failure(Class<T> kind, Executable exchange, String... why) {
+        var e = assertThrows(BootstrapFailedException.class, exchange, why.length == 0 ? null : why[0]);
+        T cause = assertInstanceOf(kind, e.getCause());
+        assertEquals(cause.getMessage(), e.getMessage());
+        return cause;
+    }
+
+    /** A peer that sends nothing: the socket's read timeout ends the exchange with the one timeout type. */
+    @Test
+    void aSilentPeerTimesOutWithMooringTimeoutException() throws Exception {
+        try (var server = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+             Socket s = new Socket(InetAddress.getLoopbackAddress(), server.getLocalPort());
+             Socket silent = server.accept()) {
+            assertTrue(silent.isConnected(), "a peer that never writes");
+            s.setSoTimeout(100);
+            var e = assertThrows(MooringTimeoutException.class, () -> Bootstrap.of(s).exchange(CLIENT,
+                    ByteBuffer.allocate(0)));
+            assertEquals("the bootstrap exchange got nothing from the peer within the socket's read timeout (100 ms)",
+                    e.getMessage());
+            assertInstanceOf(SocketTimeoutException.class, e.getCause());
+        }
+    }
+
     /** A message as the format in Bootstrap's javadoc lays it out, written independently of Bootstrap. */
     private static byte[] message(int magic, int version, QpInfo qp, ByteBuffer data) {
         ByteBuffer b = ByteBuffer.allocate(8 + QpInfo.BYTES + data.remaining());
@@ -162,6 +193,6 @@ class BootstrapTest {
     /** A bootstrap whose peer sent {@code bytes} and then closed; what this side sends is discarded. */
     private static Bootstrap receiving(byte[] bytes) {
         return new Bootstrap(Channels.newChannel(new ByteArrayInputStream(bytes)),
-                Channels.newChannel(new ByteArrayOutputStream()));
+                Channels.newChannel(new ByteArrayOutputStream()), null);
     }
 }

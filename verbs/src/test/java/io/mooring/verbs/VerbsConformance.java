@@ -1203,8 +1203,8 @@ abstract class VerbsConformance {
         assertEquals(ia.psn(), q.sendPsn());
         assertEquals(4, q.maxRdAtomic());
         assertEquals(8, q.maxDestRdAtomic());
-        assertEquals(2, q.minRnrTimer(), "20 µs is RNR code 2");
-        assertEquals(12, q.timeout(), "16 ms rounds up to 4.096 µs × 2^12");
+        assertEquals(2, q.minRnrTimerCode(), "20 µs is RNR code 2");
+        assertEquals(12, q.ackTimeoutCode(), "16 ms rounds up to 4.096 µs × 2^12");
         assertEquals(3, q.retryCount());
         assertEquals(5, q.rnrRetry());
         assertEquals(ib.gid(), q.destGid());

@@ -200,8 +200,8 @@ final class IbvQp implements QpOps {
             if (a.isSet(QpAttribute.MAX_DEST_RD_ATOMIC)) {
                 attr.set(JAVA_BYTE, ATTR_MAX_DEST_RD_ATOMIC, (byte) a.maxDestRdAtomic());
             }
-            if (a.isSet(QpAttribute.MIN_RNR_TIMER)) attr.set(JAVA_BYTE, ATTR_MIN_RNR_TIMER, (byte) a.minRnrTimer());
-            if (a.isSet(QpAttribute.TIMEOUT)) attr.set(JAVA_BYTE, ATTR_TIMEOUT, (byte) a.timeout());
+            if (a.isSet(QpAttribute.MIN_RNR_TIMER)) attr.set(JAVA_BYTE, ATTR_MIN_RNR_TIMER, (byte) a.minRnrTimerCode());
+            if (a.isSet(QpAttribute.TIMEOUT)) attr.set(JAVA_BYTE, ATTR_TIMEOUT, (byte) a.ackTimeoutCode());
             if (a.isSet(QpAttribute.RETRY_COUNT)) attr.set(JAVA_BYTE, ATTR_RETRY_CNT, (byte) a.retryCount());
             if (a.isSet(QpAttribute.RNR_RETRY)) attr.set(JAVA_BYTE, ATTR_RNR_RETRY, (byte) a.rnrRetry());
             if (a.isSet(QpAttribute.ADDRESS_VECTOR)) writeAddressVector(a);
@@ -244,7 +244,7 @@ final class IbvQp implements QpOps {
             checkNotDestroyed();
             int rc = callInt(Ibv.QUERY_QP, Ibv.errnoState(), qp, attr, QUERY_MASK, initAttr);
             if (rc != 0) throw IbvErrors.fail("ibv_query_qp", errnoOf(rc), name);
-            var q = new QpAttributes().state(stateOf(attr.get(JAVA_INT, ATTR_QP_STATE)))
+            var q = QpAttributes.builder().state(stateOf(attr.get(JAVA_INT, ATTR_QP_STATE)))
                     .access(Access.of(attr.get(JAVA_INT, ATTR_QP_ACCESS_FLAGS) & Access.mask(Access.REMOTE)))
                     .pkeyIndex(Short.toUnsignedInt(attr.get(JAVA_SHORT, ATTR_PKEY_INDEX)))
                     .port(Byte.toUnsignedInt(attr.get(JAVA_BYTE, ATTR_PORT_NUM)))
@@ -253,8 +253,8 @@ final class IbvQp implements QpOps {
                     .sendPsn(attr.get(JAVA_INT, ATTR_SQ_PSN) & QpAttributes.MAX_PSN)
                     .maxRdAtomic(Byte.toUnsignedInt(attr.get(JAVA_BYTE, ATTR_MAX_RD_ATOMIC)))
                     .maxDestRdAtomic(Byte.toUnsignedInt(attr.get(JAVA_BYTE, ATTR_MAX_DEST_RD_ATOMIC)))
-                    .minRnrTimer(attr.get(JAVA_BYTE, ATTR_MIN_RNR_TIMER) & 31)
-                    .timeout(attr.get(JAVA_BYTE, ATTR_TIMEOUT) & 31)
+                    .minRnrTimerCode(attr.get(JAVA_BYTE, ATTR_MIN_RNR_TIMER) & 31)
+                    .ackTimeoutCode(attr.get(JAVA_BYTE, ATTR_TIMEOUT) & 31)
                     .retryCount(attr.get(JAVA_BYTE, ATTR_RETRY_CNT) & 7)
                     .rnrRetry(attr.get(JAVA_BYTE, ATTR_RNR_RETRY) & 7)
                     .destLid(Short.toUnsignedInt(attr.get(JAVA_SHORT, ATTR_DLID)))
@@ -267,7 +267,7 @@ final class IbvQp implements QpOps {
             }
             int mtu = attr.get(JAVA_INT, ATTR_PATH_MTU);
             if (mtu >= IbvStructs.IBV_MTU_256 && mtu <= IbvStructs.IBV_MTU_4096) q.pathMtu(Mtu.of(mtu));
-            return q;
+            return q.build();
         }
     }
 

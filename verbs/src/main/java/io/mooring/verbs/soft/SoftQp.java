@@ -48,7 +48,7 @@ final class SoftQp implements QpOps {
     // Connection attributes, written by modify under lock before the state that uses them is published.
     volatile int access;
     private volatile QpInfo remote;
-    private QpAttributes attributes = new QpAttributes(); // guarded by lock: what modify set, for query
+    private QpAttributes attributes = QpAttributes.builder().build(); // guarded by lock: what modify set, for query
     volatile int minRnrTimer;
     volatile int timeout;
     volatile int retryCount;
@@ -116,14 +116,14 @@ final class SoftQp implements QpOps {
         lock.lock();
         try {
             if (a.isSet(QpAttribute.ACCESS_FLAGS)) access = Access.mask(a.access());
-            if (a.isSet(QpAttribute.MIN_RNR_TIMER)) minRnrTimer = a.minRnrTimer();
+            if (a.isSet(QpAttribute.MIN_RNR_TIMER)) minRnrTimer = a.minRnrTimerCode();
             if (a.isSet(QpAttribute.RQ_PSN)) responder.expect(a.receivePsn());
             if (a.isSet(QpAttribute.SQ_PSN)) sendPsn = a.sendPsn();
-            if (a.isSet(QpAttribute.TIMEOUT)) timeout = a.timeout();
+            if (a.isSet(QpAttribute.TIMEOUT)) timeout = a.ackTimeoutCode();
             if (a.isSet(QpAttribute.RETRY_COUNT)) retryCount = a.retryCount();
             if (a.isSet(QpAttribute.RNR_RETRY)) rnrRetry = a.rnrRetry();
             if (a.isSet(QpAttribute.MAX_RD_ATOMIC)) readDepth = Math.max(1, a.maxRdAtomic());
-            attributes.apply(a);
+            attributes = attributes.toBuilder().apply(a).build();
             switch (target) {
                 case RTR -> {
                     remote = new QpInfo(a.destQpNumber(), a.receivePsn(), a.destGid(), a.destLid(), a.pathMtu(),
@@ -137,7 +137,7 @@ final class SoftQp implements QpOps {
                     sendQueue.clear();
                     recvQueue.clear();
                     remote = null;
-                    attributes = new QpAttributes();
+                    attributes = QpAttributes.builder().build();
                     link.drop();
                 }
                 default -> { }
@@ -155,7 +155,7 @@ final class SoftQp implements QpOps {
     public QpAttributes query() {
         lock.lock();
         try {
-            return attributes.copy().state(state).sendPsn(sendPsn).receivePsn(responder.expectedPsn());
+            return attributes.toBuilder().state(state).sendPsn(sendPsn).receivePsn(responder.expectedPsn()).build();
         } finally {
             lock.unlock();
         }

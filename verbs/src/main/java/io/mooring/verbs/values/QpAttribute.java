@@ -21,7 +21,7 @@ public enum QpAttribute {
     ADDRESS_VECTOR(1 << 7),
     /** {@link QpAttributes#pathMtu}. */
     PATH_MTU(1 << 8),
-    /** {@link QpAttributes#timeout}. */
+    /** {@link QpAttributes#ackTimeoutCode}. */
     TIMEOUT(1 << 9),
     /** {@link QpAttributes#retryCount}. */
     RETRY_COUNT(1 << 10),
@@ -31,7 +31,7 @@ public enum QpAttribute {
     RQ_PSN(1 << 12),
     /** {@link QpAttributes#maxRdAtomic}. */
     MAX_RD_ATOMIC(1 << 13),
-    /** {@link QpAttributes#minRnrTimer}. */
+    /** {@link QpAttributes#minRnrTimerCode}. */
     MIN_RNR_TIMER(1 << 15),
     /** {@link QpAttributes#sendPsn}. */
     SQ_PSN(1 << 16),

@@ -10,41 +10,73 @@ import java.util.StringJoiner;
  * The attributes of a reliable-connected queue pair ({@code struct ibv_qp_attr}), by name: what one
  * {@code ibv_modify_qp} sets and what {@link io.mooring.verbs.QueuePair#query()} reports. Each setter checks its
  * value's range and records its {@link QpAttribute} group, so the verbs mask is derived from what was set
- * ({@link #mask()}), never written by hand. Unset fields read as 0 or null.
+ * ({@link #mask()}), never written by hand. Unset fields read as 0 or null. Its timers are the verbs' 5-bit codes,
+ * as {@code ibv_qp_attr} holds them ({@link io.mooring.verbs.ConnectOptions} takes them as durations).
  *
- * <p>A mutable value to fill and pass, like pyverbs' {@code QPAttr}: not thread-safe, and nothing keeps it after the
- * call it was passed to.
+ * <p>An immutable value made by a {@link Builder}, like pyverbs' {@code QPAttr} by name; {@link #toBuilder()} derives
+ * one from another, as a provider's query does from what its modifies set.
  */
 public final class QpAttributes {
     /** The largest packet sequence number: PSNs are 24 bits. */
     public static final int MAX_PSN = (1 << 24) - 1;
 
-    private int mask;
-    private QpState state;
-    private Set<Access> access = Set.of();
-    private int pkeyIndex;
-    private int port;
-    private Mtu pathMtu;
-    private int destQpNumber;
-    private int receivePsn;
-    private int sendPsn;
-    private int maxRdAtomic;
-    private int maxDestRdAtomic;
-    private int minRnrTimer;
-    private int timeout;
-    private int retryCount;
-    private int rnrRetry;
+    private final int mask;
+    private final QpState state;
+    private final Set<Access> access;
+    private final int pkeyIndex;
+    private final int port;
+    private final Mtu pathMtu;
+    private final int destQpNumber;
+    private final int receivePsn;
+    private final int sendPsn;
+    private final int maxRdAtomic;
+    private final int maxDestRdAtomic;
+    private final int minRnrTimer;
+    private final int timeout;
+    private final int retryCount;
+    private final int rnrRetry;
     // the address vector (ah_attr), one group
-    private Gid destGid;
-    private int destLid;
-    private long destToken;
-    private int sourceGidIndex;
-    private int hopLimit;
-    private int trafficClass;
-    private int serviceLevel;
+    private final Gid destGid;
+    private final int destLid;
+    private final long destToken;
+    private final int sourceGidIndex;
+    private final int hopLimit;
+    private final int trafficClass;
+    private final int serviceLevel;
 
-    /** Attributes with nothing set. */
-    public QpAttributes() {
+    private QpAttributes(Builder b) {
+        this.mask = b.mask;
+        this.state = b.state;
+        this.access = b.access;
+        this.pkeyIndex = b.pkeyIndex;
+        this.port = b.port;
+        this.pathMtu = b.pathMtu;
+        this.destQpNumber = b.destQpNumber;
+        this.receivePsn = b.receivePsn;
+        this.sendPsn = b.sendPsn;
+        this.maxRdAtomic = b.maxRdAtomic;
+        this.maxDestRdAtomic = b.maxDestRdAtomic;
+        this.minRnrTimer = b.minRnrTimer;
+        this.timeout = b.timeout;
+        this.retryCount = b.retryCount;
+        this.rnrRetry = b.rnrRetry;
+        this.destGid = b.destGid;
+        this.destLid = b.destLid;
+        this.destToken = b.destToken;
+        this.sourceGidIndex = b.sourceGidIndex;
+        this.hopLimit = b.hopLimit;
+        this.trafficClass = b.trafficClass;
+        this.serviceLevel = b.serviceLevel;
+    }
+
+    /** Nothing set yet: {@code builder().state(QpState.RTS).sendPsn(psn).build()}. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A builder with every group set here, to derive other attributes from these. */
+    public Builder toBuilder() {
+        return new Builder().apply(this);
     }
 
     /** The {@code IBV_QP_*} mask of the groups set. */
@@ -56,19 +88,9 @@ public final class QpAttributes {
         return (mask & attribute.bit()) != 0;
     }
 
-    private QpAttributes set(QpAttribute attribute) {
-        mask |= attribute.bit();
-        return this;
-    }
-
     /** {@code qp_state}: the state to move to, or (queried) the current one. */
     public QpState state() {
         return state;
-    }
-
-    public QpAttributes state(QpState target) {
-        this.state = target;
-        return set(QpAttribute.STATE);
     }
 
     /** {@code qp_access_flags}: what the peer may do through this QP (REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC). */
@@ -76,19 +98,9 @@ public final class QpAttributes {
         return access;
     }
 
-    public QpAttributes access(Set<Access> rights) {
-        this.access = remoteRights(rights);
-        return set(QpAttribute.ACCESS_FLAGS);
-    }
-
     /** {@code pkey_index}: the entry of the port's P_Key table (partition) the QP belongs to. */
     public int pkeyIndex() {
         return pkeyIndex;
-    }
-
-    public QpAttributes pkeyIndex(int index) {
-        this.pkeyIndex = inRange(index, 0, 0xffff, "pkeyIndex");
-        return set(QpAttribute.PKEY_INDEX);
     }
 
     /** {@code port_num}: the local port, from 1. */
@@ -96,19 +108,9 @@ public final class QpAttributes {
         return port;
     }
 
-    public QpAttributes port(int number) {
-        this.port = inRange(number, 1, 0xff, "port");
-        return set(QpAttribute.PORT);
-    }
-
     /** {@code path_mtu}: the largest packet payload on the path to the peer. */
     public Mtu pathMtu() {
         return pathMtu;
-    }
-
-    public QpAttributes pathMtu(Mtu mtu) {
-        this.pathMtu = Objects.requireNonNull(mtu, "pathMtu");
-        return set(QpAttribute.PATH_MTU);
     }
 
     /** {@code dest_qp_num}: the peer's queue pair number. */
@@ -116,29 +118,14 @@ public final class QpAttributes {
         return destQpNumber;
     }
 
-    public QpAttributes destQpNumber(int qpn) {
-        this.destQpNumber = inRange(qpn, 0, 0xff_ffff, "destQpNumber");
-        return set(QpAttribute.DEST_QPN);
-    }
-
     /** {@code rq_psn}: the PSN the receive side expects next (the peer's send PSN at connect). */
     public int receivePsn() {
         return receivePsn;
     }
 
-    public QpAttributes receivePsn(int psn) {
-        this.receivePsn = inRange(psn, 0, MAX_PSN, "receivePsn");
-        return set(QpAttribute.RQ_PSN);
-    }
-
     /** {@code sq_psn}: the PSN of the next packet sent (the first one at connect). */
     public int sendPsn() {
         return sendPsn;
-    }
-
-    public QpAttributes sendPsn(int psn) {
-        this.sendPsn = inRange(psn, 0, MAX_PSN, "sendPsn");
-        return set(QpAttribute.SQ_PSN);
     }
 
     /**
@@ -149,11 +136,6 @@ public final class QpAttributes {
         return maxRdAtomic;
     }
 
-    public QpAttributes maxRdAtomic(int depth) {
-        this.maxRdAtomic = inRange(depth, 0, 0xff, "maxRdAtomic");
-        return set(QpAttribute.MAX_RD_ATOMIC);
-    }
-
     /**
      * {@code max_dest_rd_atomic}: incoming READs and atomics this QP keeps resources for as responder (at most the
      * device's {@link DeviceAttributes#maxQpRdAtom()}).
@@ -162,29 +144,17 @@ public final class QpAttributes {
         return maxDestRdAtomic;
     }
 
-    public QpAttributes maxDestRdAtomic(int depth) {
-        this.maxDestRdAtomic = inRange(depth, 0, 0xff, "maxDestRdAtomic");
-        return set(QpAttribute.MAX_DEST_RD_ATOMIC);
-    }
-
-    /** {@code min_rnr_timer}: how long the peer is told to wait before retrying a SEND that found no receive (code). */
-    public int minRnrTimer() {
+    /**
+     * {@code min_rnr_timer}: how long the peer is told to wait before retrying a SEND that found no receive, as the
+     * verbs' 5-bit code (12: 0.64 ms; {@link io.mooring.verbs.ConnectOptions#minRnrTimer()} says it as a duration).
+     */
+    public int minRnrTimerCode() {
         return minRnrTimer;
     }
 
-    public QpAttributes minRnrTimer(int code) {
-        this.minRnrTimer = inRange(code, 0, 31, "minRnrTimer");
-        return set(QpAttribute.MIN_RNR_TIMER);
-    }
-
-    /** {@code timeout}: the local ACK timeout, 4.096 µs × 2^timeout (0: wait forever). */
-    public int timeout() {
+    /** {@code timeout}: the local ACK timeout's code n, for 4.096 µs × 2^n (0: wait forever). */
+    public int ackTimeoutCode() {
         return timeout;
-    }
-
-    public QpAttributes timeout(int code) {
-        this.timeout = inRange(code, 0, 31, "timeout");
-        return set(QpAttribute.TIMEOUT);
     }
 
     /** {@code retry_cnt}: transport retries before RETRY_EXC_ERR. */
@@ -192,29 +162,14 @@ public final class QpAttributes {
         return retryCount;
     }
 
-    public QpAttributes retryCount(int retries) {
-        this.retryCount = inRange(retries, 0, 7, "retryCount");
-        return set(QpAttribute.RETRY_COUNT);
-    }
-
     /** {@code rnr_retry}: RNR retries before RNR_RETRY_EXC_ERR; 7 retries forever. */
     public int rnrRetry() {
         return rnrRetry;
     }
 
-    public QpAttributes rnrRetry(int retries) {
-        this.rnrRetry = inRange(retries, 0, 7, "rnrRetry");
-        return set(QpAttribute.RNR_RETRY);
-    }
-
     /** {@code ah_attr.grh.dgid}: the peer port's GID; a vector with a GID carries a global route header. */
     public Gid destGid() {
         return destGid;
-    }
-
-    public QpAttributes destGid(Gid gid) {
-        this.destGid = Objects.requireNonNull(gid, "destGid");
-        return set(QpAttribute.ADDRESS_VECTOR);
     }
 
     /**
@@ -225,11 +180,6 @@ public final class QpAttributes {
         return destLid;
     }
 
-    public QpAttributes destLid(int lid) {
-        this.destLid = inRange(lid, 0, 0xffff, "destLid");
-        return set(QpAttribute.ADDRESS_VECTOR);
-    }
-
     /**
      * The peer's {@link io.mooring.verbs.QpInfo#token}, which the {@code soft} provider's TCP fabric presents to reach
      * the peer's QP; no {@code ibv_qp_attr} field (rdma-core ignores it), and never reported by a query.
@@ -238,19 +188,9 @@ public final class QpAttributes {
         return destToken;
     }
 
-    public QpAttributes destToken(long token) {
-        this.destToken = token;
-        return set(QpAttribute.ADDRESS_VECTOR);
-    }
-
     /** {@code ah_attr.grh.sgid_index}: the local GID to send from, by its index in the port's GID table. */
     public int sourceGidIndex() {
         return sourceGidIndex;
-    }
-
-    public QpAttributes sourceGidIndex(int index) {
-        this.sourceGidIndex = inRange(index, 0, 0xff, "sourceGidIndex");
-        return set(QpAttribute.ADDRESS_VECTOR);
     }
 
     /**
@@ -261,63 +201,14 @@ public final class QpAttributes {
         return hopLimit;
     }
 
-    public QpAttributes hopLimit(int hops) {
-        this.hopLimit = inRange(hops, 0, 0xff, "hopLimit");
-        return set(QpAttribute.ADDRESS_VECTOR);
-    }
-
     /** {@code ah_attr.grh.traffic_class}: the IPv6 traffic class / IPv4 TOS byte (DSCP and ECN) on RoCE v2. */
     public int trafficClass() {
         return trafficClass;
     }
 
-    public QpAttributes trafficClass(int value) {
-        this.trafficClass = inRange(value, 0, 0xff, "trafficClass");
-        return set(QpAttribute.ADDRESS_VECTOR);
-    }
-
     /** {@code ah_attr.sl}: the InfiniBand service level (rxe keeps none and reports 0). */
     public int serviceLevel() {
         return serviceLevel;
-    }
-
-    public QpAttributes serviceLevel(int level) {
-        this.serviceLevel = inRange(level, 0, 15, "serviceLevel");
-        return set(QpAttribute.ADDRESS_VECTOR);
-    }
-
-    /** Sets here every group that {@code c} sets, to its values: what a NIC keeps after a modify. */
-    public QpAttributes apply(QpAttributes c) {
-        if (c.isSet(QpAttribute.STATE)) state = c.state;
-        if (c.isSet(QpAttribute.ACCESS_FLAGS)) access = c.access;
-        if (c.isSet(QpAttribute.PKEY_INDEX)) pkeyIndex = c.pkeyIndex;
-        if (c.isSet(QpAttribute.PORT)) port = c.port;
-        if (c.isSet(QpAttribute.PATH_MTU)) pathMtu = c.pathMtu;
-        if (c.isSet(QpAttribute.DEST_QPN)) destQpNumber = c.destQpNumber;
-        if (c.isSet(QpAttribute.RQ_PSN)) receivePsn = c.receivePsn;
-        if (c.isSet(QpAttribute.SQ_PSN)) sendPsn = c.sendPsn;
-        if (c.isSet(QpAttribute.MAX_RD_ATOMIC)) maxRdAtomic = c.maxRdAtomic;
-        if (c.isSet(QpAttribute.MAX_DEST_RD_ATOMIC)) maxDestRdAtomic = c.maxDestRdAtomic;
-        if (c.isSet(QpAttribute.MIN_RNR_TIMER)) minRnrTimer = c.minRnrTimer;
-        if (c.isSet(QpAttribute.TIMEOUT)) timeout = c.timeout;
-        if (c.isSet(QpAttribute.RETRY_COUNT)) retryCount = c.retryCount;
-        if (c.isSet(QpAttribute.RNR_RETRY)) rnrRetry = c.rnrRetry;
-        if (c.isSet(QpAttribute.ADDRESS_VECTOR)) {
-            destGid = c.destGid;
-            destLid = c.destLid;
-            destToken = c.destToken;
-            sourceGidIndex = c.sourceGidIndex;
-            hopLimit = c.hopLimit;
-            trafficClass = c.trafficClass;
-            serviceLevel = c.serviceLevel;
-        }
-        mask |= c.mask;
-        return this;
-    }
-
-    /** A copy with the same fields set. */
-    public QpAttributes copy() {
-        return new QpAttributes().apply(this);
     }
 
     /** An unmodifiable copy of {@code rights}, which must all be rights a QP can grant its peer. */
@@ -364,5 +255,182 @@ public final class QpAttributes {
         if (isSet(QpAttribute.MAX_DEST_RD_ATOMIC)) s.add("MAX_DEST_RD_ATOMIC=" + maxDestRdAtomic);
         if (isSet(QpAttribute.DEST_QPN)) s.add("DEST_QPN=" + destQpNumber);
         return s.toString();
+    }
+
+    /**
+     * Attributes set by name: each setter sets the field its getter of {@link QpAttributes} describes, checks its
+     * value's range and records its group in the mask. Not thread-safe.
+     */
+    public static final class Builder {
+        private int mask;
+        private QpState state;
+        private Set<Access> access = Set.of();
+        private int pkeyIndex;
+        private int port;
+        private Mtu pathMtu;
+        private int destQpNumber;
+        private int receivePsn;
+        private int sendPsn;
+        private int maxRdAtomic;
+        private int maxDestRdAtomic;
+        private int minRnrTimer;
+        private int timeout;
+        private int retryCount;
+        private int rnrRetry;
+        // the address vector (ah_attr), one group
+        private Gid destGid;
+        private int destLid;
+        private long destToken;
+        private int sourceGidIndex;
+        private int hopLimit;
+        private int trafficClass;
+        private int serviceLevel;
+
+        private Builder() {
+        }
+
+        private Builder set(QpAttribute attribute) {
+            mask |= attribute.bit();
+            return this;
+        }
+
+        public Builder state(QpState target) {
+            this.state = target;
+            return set(QpAttribute.STATE);
+        }
+
+        public Builder access(Set<Access> rights) {
+            this.access = remoteRights(rights);
+            return set(QpAttribute.ACCESS_FLAGS);
+        }
+
+        public Builder pkeyIndex(int index) {
+            this.pkeyIndex = inRange(index, 0, 0xffff, "pkeyIndex");
+            return set(QpAttribute.PKEY_INDEX);
+        }
+
+        public Builder port(int number) {
+            this.port = inRange(number, 1, 0xff, "port");
+            return set(QpAttribute.PORT);
+        }
+
+        public Builder pathMtu(Mtu mtu) {
+            this.pathMtu = Objects.requireNonNull(mtu, "pathMtu");
+            return set(QpAttribute.PATH_MTU);
+        }
+
+        public Builder destQpNumber(int qpn) {
+            this.destQpNumber = inRange(qpn, 0, 0xff_ffff, "destQpNumber");
+            return set(QpAttribute.DEST_QPN);
+        }
+
+        public Builder receivePsn(int psn) {
+            this.receivePsn = inRange(psn, 0, MAX_PSN, "receivePsn");
+            return set(QpAttribute.RQ_PSN);
+        }
+
+        public Builder sendPsn(int psn) {
+            this.sendPsn = inRange(psn, 0, MAX_PSN, "sendPsn");
+            return set(QpAttribute.SQ_PSN);
+        }
+
+        public Builder maxRdAtomic(int depth) {
+            this.maxRdAtomic = inRange(depth, 0, 0xff, "maxRdAtomic");
+            return set(QpAttribute.MAX_RD_ATOMIC);
+        }
+
+        public Builder maxDestRdAtomic(int depth) {
+            this.maxDestRdAtomic = inRange(depth, 0, 0xff, "maxDestRdAtomic");
+            return set(QpAttribute.MAX_DEST_RD_ATOMIC);
+        }
+
+        public Builder minRnrTimerCode(int code) {
+            this.minRnrTimer = inRange(code, 0, 31, "minRnrTimerCode");
+            return set(QpAttribute.MIN_RNR_TIMER);
+        }
+
+        public Builder ackTimeoutCode(int code) {
+            this.timeout = inRange(code, 0, 31, "ackTimeoutCode");
+            return set(QpAttribute.TIMEOUT);
+        }
+
+        public Builder retryCount(int retries) {
+            this.retryCount = inRange(retries, 0, 7, "retryCount");
+            return set(QpAttribute.RETRY_COUNT);
+        }
+
+        public Builder rnrRetry(int retries) {
+            this.rnrRetry = inRange(retries, 0, 7, "rnrRetry");
+            return set(QpAttribute.RNR_RETRY);
+        }
+
+        public Builder destGid(Gid gid) {
+            this.destGid = Objects.requireNonNull(gid, "destGid");
+            return set(QpAttribute.ADDRESS_VECTOR);
+        }
+
+        public Builder destLid(int lid) {
+            this.destLid = inRange(lid, 0, 0xffff, "destLid");
+            return set(QpAttribute.ADDRESS_VECTOR);
+        }
+
+        public Builder destToken(long token) {
+            this.destToken = token;
+            return set(QpAttribute.ADDRESS_VECTOR);
+        }
+
+        public Builder sourceGidIndex(int index) {
+            this.sourceGidIndex = inRange(index, 0, 0xff, "sourceGidIndex");
+            return set(QpAttribute.ADDRESS_VECTOR);
+        }
+
+        public Builder hopLimit(int hops) {
+            this.hopLimit = inRange(hops, 0, 0xff, "hopLimit");
+            return set(QpAttribute.ADDRESS_VECTOR);
+        }
+
+        public Builder trafficClass(int value) {
+            this.trafficClass = inRange(value, 0, 0xff, "trafficClass");
+            return set(QpAttribute.ADDRESS_VECTOR);
+        }
+
+        public Builder serviceLevel(int level) {
+            this.serviceLevel = inRange(level, 0, 15, "serviceLevel");
+            return set(QpAttribute.ADDRESS_VECTOR);
+        }
+
+        /** Sets here every group that {@code c} sets, to its values: what a NIC keeps after a modify. */
+        public Builder apply(QpAttributes c) {
+            if (c.isSet(QpAttribute.STATE)) state = c.state;
+            if (c.isSet(QpAttribute.ACCESS_FLAGS)) access = c.access;
+            if (c.isSet(QpAttribute.PKEY_INDEX)) pkeyIndex = c.pkeyIndex;
+            if (c.isSet(QpAttribute.PORT)) port = c.port;
+            if (c.isSet(QpAttribute.PATH_MTU)) pathMtu = c.pathMtu;
+            if (c.isSet(QpAttribute.DEST_QPN)) destQpNumber = c.destQpNumber;
+            if (c.isSet(QpAttribute.RQ_PSN)) receivePsn = c.receivePsn;
+            if (c.isSet(QpAttribute.SQ_PSN)) sendPsn = c.sendPsn;
+            if (c.isSet(QpAttribute.MAX_RD_ATOMIC)) maxRdAtomic = c.maxRdAtomic;
+            if (c.isSet(QpAttribute.MAX_DEST_RD_ATOMIC)) maxDestRdAtomic = c.maxDestRdAtomic;
+            if (c.isSet(QpAttribute.MIN_RNR_TIMER)) minRnrTimer = c.minRnrTimer;
+            if (c.isSet(QpAttribute.TIMEOUT)) timeout = c.timeout;
+            if (c.isSet(QpAttribute.RETRY_COUNT)) retryCount = c.retryCount;
+            if (c.isSet(QpAttribute.RNR_RETRY)) rnrRetry = c.rnrRetry;
+            if (c.isSet(QpAttribute.ADDRESS_VECTOR)) {
+                destGid = c.destGid;
+                destLid = c.destLid;
+                destToken = c.destToken;
+                sourceGidIndex = c.sourceGidIndex;
+                hopLimit = c.hopLimit;
+                trafficClass = c.trafficClass;
+                serviceLevel = c.serviceLevel;
+            }
+            mask |= c.mask;
+            return this;
+        }
+
+        /** The attributes set so far; the builder may go on. */
+        public QpAttributes build() {
+            return new QpAttributes(this);
+        }
     }
 }
