@@ -189,13 +189,11 @@ final class Requester {
 
     /**
      * Waits, for the {@link SendWindow}, until the QP changes after {@code seen}, an answer after {@code answered}
-     * arrives on {@code link} (or it closes), or {@code deadline} passes; spins a little first, as answers to a
-     * pipeline of requests come close together.
+     * arrives on {@code link} (or it closes), or {@code deadline} passes. It parks at once: an answer is a network
+     * round trip away, which a spin would not outlast, and spinning on a loaded host takes the core the answer needs.
      */
     void awaitWindow(int seen, TcpLink link, int answered, long deadline) throws InterruptedException {
         link.wakes(Thread.currentThread());
-        long spinEnd = System.nanoTime() + SPIN_NANOS;
-        while (waiting(seen, link, answered) && System.nanoTime() - spinEnd < 0) Thread.onSpinWait();
         parked = true;
         try {
             for (long left = deadline - System.nanoTime(); waiting(seen, link, answered) && left > 0;
