@@ -149,10 +149,11 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
         place.deregister();
     }
 
-    /** The server's bound address for an accepted channel; null for a connected one (the endpoint has none). */
+    /** This side's end of the session's bootstrap connection, as a socket's local address; null before a connect. */
     @Override
     protected SocketAddress localAddress0() {
-        return parent() != null ? parent().localAddress() : null;
+        RdmaSession s = session;
+        return s == null ? null : s.localAddress();
     }
 
     @Override

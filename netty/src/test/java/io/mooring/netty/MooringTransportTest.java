@@ -141,6 +141,22 @@ class MooringTransportTest {
         server.close().sync();
     }
 
+    /** Each end's local address is the address the other end sees it at, as with sockets (a client's was null). */
+    @Test
+    void aConnectedChannelsLocalAddressIsWhereTheAcceptedChannelSeesItFrom() throws Exception {
+        Channel server = bindEcho();
+        Channel client = connect(server, new ChannelInboundHandlerAdapter()).sync().channel();
+        awaitChildren(1);
+        Channel child = children.getFirst();
+        var local = (InetSocketAddress) client.localAddress();
+        assertEquals(child.remoteAddress(), local);
+        assertTrue(local.getPort() > 0 && !local.getAddress().isAnyLocalAddress(), local::toString);
+        assertEquals(client.remoteAddress(), child.localAddress());
+        client.close().sync();
+        assertEquals(local, client.localAddress(), "a closed channel keeps its address, as a socket channel does");
+        server.close().sync();
+    }
+
     @Test
     void aReaderThatReadsNothingMakesTheWriterUnwritable() throws Exception {
         // The server reads nothing until told: its session takes no message, the client's credits run out.

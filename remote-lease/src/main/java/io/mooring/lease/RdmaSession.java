@@ -87,6 +87,11 @@ public final class RdmaSession implements AutoCloseable {
         return link.peerAddress();
     }
 
+    /** This side's address (its end of the bootstrap connection): what a socket's local address is to a channel. */
+    public SocketAddress localAddress() {
+        return link.localAddress();
+    }
+
     /**
      * Another session to the same peer, on the same endpoint — so the same protection domain, arena and registered
      * memory — with queue pairs of its own (async-rdma's {@code new_connect}): for traffic that must not wait behind
