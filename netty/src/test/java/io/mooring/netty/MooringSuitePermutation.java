@@ -24,7 +24,8 @@ import java.util.List;
 
 /**
  * Netty's transport testsuite on the Mooring transport, as the epoll and io_uring transports plug in: one combination
- * of a server and a client bootstrap, each side an endpoint of its own on a soft device with a group over it, made once
+ * of a server and a client bootstrap, each side an endpoint of its own on a device ({@link TransportFixture#DEVICE}:
+ * soft, or rxe0 in the VM) with a group over it, made once
  * for the whole run (as Netty's own permutations share their groups) and left to the JVM's end. The allocators are
  * Netty's (heap and direct: copied once when written) plus a {@link MooringByteBufAllocator} over the client's arena
  * (posted as they are where the protection domain allows).
@@ -59,7 +60,7 @@ final class MooringSuitePermutation {
         final EventLoopGroup group;
 
         Side() {
-            ProtectionDomain pd = RdmaDevices.open("soft:soft0", GRAPH).allocateProtectionDomain();
+            ProtectionDomain pd = RdmaDevices.open(TransportFixture.DEVICE, GRAPH).allocateProtectionDomain();
             RdmaArena arena = RdmaArena.builder(pd).chunkSize(4 << 20)
                     .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
             endpoint = RdmaEndpoint.builder(pd, arena).build();
