@@ -52,11 +52,7 @@ class ArchitectureTest {
             "verbs/src/main/java/io/mooring/verbs/ibv/IbvStructs.java", // an ABI header: offsets of the C structs
             // 528: the pin word, state and slice of the allocation fast path, kept in one screen-ordered class
             // until a split is measured not to slow it (JMH AllocateClose); #29
-            "allocator/src/main/java/io/mooring/allocator/Block.java",
-            // 526: the one class Netty instantiates carries Channel, DuplexChannel and SocketChannel (~40 public
-            // methods Netty's suite calls); its unsafe, connect attempt, sends and config are already classes of their
-            // own, and its read path shares the loop-only state of the rest. #27
-            "netty/src/main/java/io/mooring/netty/MooringChannel.java");
+            "allocator/src/main/java/io/mooring/allocator/Block.java");
 
     /** Issue #29: what does not follow the rules yet (docs/api-style.md's table says what each becomes). */
     static final Set<String> PENDING_ASYNC = Set.of();

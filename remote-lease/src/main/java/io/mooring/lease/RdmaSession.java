@@ -87,7 +87,7 @@ public final class RdmaSession implements AutoCloseable {
         return link.peerAddress();
     }
 
-    /** This side's address (its end of the bootstrap connection): what a socket's local address is to a channel. */
+    /** This side's address (its end of the bootstrap connection), as a socket's local address. */
     public SocketAddress localAddress() {
         return link.localAddress();
     }
@@ -178,8 +178,7 @@ public final class RdmaSession implements AutoCloseable {
     /**
      * Waits for the next message.
      *
-     * @throws SessionLostException once the session has ended (the peer left, or this side closed it) and nothing is
-     *                              left to receive
+     * @throws SessionLostException once the session has ended (by the peer or this side) and nothing is left to receive
      */
     public InboundMessage receive() {
         return endpoint.await.join(messages.receive());
