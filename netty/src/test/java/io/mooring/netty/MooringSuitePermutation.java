@@ -40,8 +40,6 @@ import java.util.List;
  * <li>{@code SocketSslEchoTest} runs over every 7th of its permutations ({@link MooringSocketSslEchoTest}): all of
  *     them outlast the build's fork timeout on this machine. {@code SocketSslSessionReuseTest},
  *     {@code SocketSslClientRenegotiateTest} and {@code SocketSslLargeCertificateTest}: not run yet.
- * <li>{@code TrafficShapingHandlerTest}: 7 of 9 pass; the two read-shaping tests measure intervals that come out
- *     shorter than they expect (74 ms, not over 100) — not analysed.
  * <li>{@code SocketAddressesTest} (domain socket addresses), {@code AbstractSocketReuseFdTest} (file descriptors),
  *     the {@code Datagram*} tests: nothing of theirs exists on a session. {@code ServerSocketSuspendTest}: its clients
  *     are plain {@code java.net.Socket}s, which make no session; not adapted yet.
