@@ -9,8 +9,8 @@
 # remote-lease: IbvConformanceTest (the provider conformance suite on rxe0), IbvRxeTest (soak, memory windows,
 # error flush, teardown orders), the layout/encoding tests, and IbvLeaseTest (leases isolated on rxe). CLASS is a
 # simple name in one of those modules' test packages (e.g. TwoProcessTest of chaos, with -Dmooring.chaos.owner and
-# -Dmooring.chaos.peer naming ibv:rxe0), or a fully qualified one; -D options become system
-# properties of the test JVM, e.g. -Dmooring.soak.iterations=20000.
+# -Dmooring.chaos.peer naming ibv:rxe0; netty's with -Dmooring.netty.test.device=ibv:rxe0), or a fully qualified
+# one; -D options become system properties of the test JVM, e.g. -Dmooring.soak.iterations=20000.
 #
 # Exit status: 0 when every test passed, 1 if any failed, 2 if none ran; 124 if the whole run exceeded
 # MOORING_RXE_TIMEOUT seconds (default 2400); 125 if the VM could not be booted or lacks rxe0. JUnit XML
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 timeout_s=${MOORING_RXE_TIMEOUT:-2400}
 vm=scripts/rxe-vm.sh
 reports=$PWD/verbs/target/rxe-reports
-modules=(verbs remote-lease chaos) # whose test classes can run; the build adds what they depend on
+modules=(verbs remote-lease chaos netty) # whose test classes can run; the build adds what they depend on
 
 for arg in "$@"; do
   case $arg in
@@ -32,7 +32,7 @@ for arg in "$@"; do
 done
 
 echo "rxe-test: compiling on the host"
-./mooring mvn -q -pl test-support,lifecycle,verbs,allocator,remote-lease,chaos test-compile \
+./mooring mvn -q -pl test-support,lifecycle,verbs,allocator,remote-lease,chaos,netty test-compile \
   org.apache.maven.plugins:maven-dependency-plugin:3.9.0:build-classpath \
   -Dmdep.includeScope=test -Dmdep.outputFile=target/rxe-classpath.txt
 # Each module's test and main classes, then the union of their dependencies (the verbs module's brings the

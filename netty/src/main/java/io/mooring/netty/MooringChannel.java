@@ -1,9 +1,7 @@
 package io.mooring.netty;
 
 import io.mooring.lease.ConnectFailedException;
-import io.mooring.lease.InboundMessage;
 import io.mooring.lease.RdmaSession;
-import io.mooring.lease.SessionLostException;
 import io.mooring.verbs.WorkCompletion;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.AbstractChannel;
@@ -12,9 +10,6 @@ import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
-import io.netty.channel.RecvByteBufAllocator;
-import io.netty.channel.socket.ChannelInputShutdownEvent;
-import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.DuplexChannel;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.SocketChannelConfig;
@@ -36,9 +31,10 @@ import java.util.concurrent.CompletionException;
  * other is copied once into a registered buffer — the copies of one flush gathered into as few messages as fit, as a
  * socket's {@code writev} sends them. A copied write succeeds once its copy is handed to the session; one sent as it is
  * succeeds when its send completes — the NIC reads the caller's memory until then, so a writer may reuse a buffer once
- * its write succeeded — and the writes behind it wait for that. Each message received goes up the pipeline as buffers
- * over the very block the NIC wrote (at most the {@code RECVBUF_ALLOCATOR}'s guess each); the pipeline's release gives
- * the block back to the arena. Only {@link ByteBuf}s are written.
+ * its write succeeded — and a write behind it that must be copied waits for that (one sent as it is follows at once).
+ * Each message received goes up the pipeline as buffers over the very block the NIC wrote (at most the
+ * {@code RECVBUF_ALLOCATOR}'s guess each; {@link InboundStream}); the pipeline's release gives the block back to the
+ * arena. Only {@link ByteBuf}s are written.
  *
  * <p>Connect by {@link InetSocketAddress} to a {@link MooringServerChannel}'s bound address (the endpoint's bootstrap);
  * {@code CONNECT_TIMEOUT_MILLIS} bounds it. Back-pressure: at most {@value #MAX_IN_FLIGHT} messages are handed to the
@@ -61,23 +57,16 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
     /** Messages handed to the session and not yet sent, at most. */
     static final int MAX_IN_FLIGHT = 32;
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
-    /** The immediate of a reset (SO_LINGER 0): an empty message with it ends the stream as a failure. */
-    private static final int RESET = 0x52535421;
 
     private final MooringChannelConfig config;
     private final LoopPlace place;
     private volatile RdmaSession session;
     private volatile boolean open = true;
     private final SessionSends sends = new SessionSends();
-    private volatile boolean inputShutdown;
+    private final InboundStream inbound;
     private volatile boolean outputShutdown;
-    // the loop's thread only
-    private boolean receiving;    // a receive waits on the session
-    private boolean readPending;  // the pipeline asked for a read
-    private boolean reading;      // in readHeld: a read asked for meanwhile waits for its end
-    private ByteBuf held;         // received and not read yet, all or the rest of one message: at most one
-    private boolean peerEnded;    // the peer's end of output, or of the session, came: nothing more will
-    private ByteBuf sentAsIs;     // the outbound buffer's current message, posted as it is: its write waits for the send
+    /** The outbound buffer's first messages, posted as they are: their writes wait for their sends (the loop's). */
+    private int postedAsIs;
     private final PendingConnect connect;
 
     /** A channel to connect (what {@code Bootstrap.channel(MooringChannel.class)} makes). */
@@ -91,6 +80,7 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
         this.session = session;
         this.config = new MooringChannelConfig(this);
         this.place = new LoopPlace(this);
+        this.inbound = new InboundStream(this, place);
         this.connect = new PendingConnect(this, place);
     }
 
@@ -149,10 +139,11 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
         place.deregister();
     }
 
-    /** The server's bound address for an accepted channel; null for a connected one (the endpoint has none). */
+    /** This side's end of the session's bootstrap connection, as a socket's local address; null before a connect. */
     @Override
     protected SocketAddress localAddress0() {
-        return parent() != null ? parent().localAddress() : null;
+        RdmaSession s = session;
+        return s == null ? null : s.localAddress();
     }
 
     @Override
@@ -182,8 +173,7 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
     protected void doClose() {
         open = false;
         connect.closed();
-        if (held != null) held.release(); // taken ahead of a read that will not come
-        held = null;
+        inbound.freeHeld();
         RdmaSession s = session;
         if (s == null) return;
         Duration linger = config.linger(s.endpoint());
@@ -199,133 +189,43 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
     private void reset(RdmaSession s) {
         ByteBuf marker = place.transport().allocator().directBuffer(1);
         try {
-            s.sendWithImmAsync(MooringBuffers.blockOf(marker), 0, RESET).whenComplete((wc, e) -> marker.release());
+            s.sendWithImmAsync(MooringBuffers.blockOf(marker), 0, InboundStream.RESET).whenComplete((wc, e) -> marker.release());
         } catch (RuntimeException e) {
             marker.release(); // the session is going anyway
         }
     }
 
-    // ---- reading ------------------------------------------------------------------------------------------------
+    // ---- reading: the InboundStream's -------------------------------------------------------------------------
 
-    /**
-     * A read: what is held is read on a task of its own (not here, where an auto-read asks from within the last read's
-     * {@code channelReadComplete}: a message split by many reads would nest as deep), else the next message is.
-     */
     @Override
     protected void doBeginRead() {
-        readPending = true;
-        if (reading) return;
-        if (held != null) eventLoop().execute(this::readHeld);
-        else receive();
+        inbound.beginRead();
     }
 
     /** Auto-read was turned off: a read asked for by auto-read alone is no longer pending (as NIO's channels do). */
     void clearReadPending() {
-        if (!isRegistered() || eventLoop().inEventLoop()) readPending = false;
-        else eventLoop().execute(() -> readPending = false);
-    }
-
-    /**
-     * Keeps one receive waiting on the session — also after a read, so one message is taken ahead of the next read and
-     * the peer's end is seen even by a channel that reads no more (as epoll sees a peer's FIN without a read).
-     */
-    private void receive() {
-        RdmaSession s = session;
-        if (receiving || held != null || peerEnded || !open || s == null) return;
-        receiving = true;
-        place.whenDone(s::receiveAsync, this::received, InboundMessage::close);
-    }
-
-    private void received(InboundMessage m, Throwable error) {
-        receiving = false;
-        if (error != null) {
-            inputEnded(error);
-        } else if (!open) {
-            m.close();
-        } else if (m.hasImmediate()) { // the peer's reset: only that carries an immediate
-            m.close();
-            peerEnded = true;
-            pipeline().fireExceptionCaught(new IOException("connection reset by " + m.session().peerAddress()
-                    + " (it closed with SO_LINGER 0)"));
-            unsafe().close(unsafe().voidPromise());
-        } else if (m.length() == 0) { // the peer's end of output: a write is never empty
-            m.close();
-            inputEnded(null);
-        } else if (inputShutdown) { // shut down here: freed, and its credit goes back so that the peer may go on
-            m.close();
-            receive();
-        } else {
-            held = place.transport().allocator().wrap(m.block(), m.length()); // the block the NIC wrote, no copy
-            if (readPending) readHeld();
-        }
+        inbound.clearReadPending();
     }
 
     /** Whether a message was taken from the session ahead of a read (the loop's thread): for tests. */
     boolean holdsMessageAhead() {
-        return held != null;
+        return inbound.holdsMessageAhead();
     }
 
-    /**
-     * One read loop, as a socket channel's: the held message goes up the pipeline whole, or in parts of at most the
-     * {@code RCVBUF_ALLOCATOR}'s guess (slices of the same block), while its handle says to read on; then
-     * {@code channelReadComplete}, and the next message is received ahead.
-     */
-    @SuppressWarnings("deprecation") // Handle: what Unsafe.recvBufAllocHandle() gives, as Netty's own channels use it
-    private void readHeld() {
-        if (!readPending || held == null || !open) return;
-        RecvByteBufAllocator.Handle handle = unsafe().recvBufAllocHandle();
-        handle.reset(config);
-        reading = true;
-        do {
-            readPending = false;
-            int guess = Math.max(1, handle.guess());
-            int length = Math.min(held.readableBytes(), guess);
-            ByteBuf part = held;
-            if (length < held.readableBytes()) {
-                part = held.readRetainedSlice(length);
-            } else {
-                held = null;
-            }
-            handle.attemptedBytesRead(guess);
-            handle.lastBytesRead(length);
-            handle.incMessagesRead(1);
-            pipeline().fireChannelRead(part);
-        } while (held != null && open && handle.continueReading());
-        reading = false;
-        handle.readComplete();
-        pipeline().fireChannelReadComplete(); // where auto-read asks for the next read
-        if (readPending && held != null) eventLoop().execute(this::readHeld); // read() was called in the loop
-        receive();
+    RdmaSession session() {
+        return session;
     }
 
-    /**
-     * The peer will send no more: it shut its output down ({@code error} null), closed the session, or the session
-     * broke. What it sent before has been read. With {@code ALLOW_HALF_CLOSURE} the input is shut down — a
-     * {@link ChannelInputShutdownEvent} and, every byte having been read, a {@link ChannelInputShutdownReadComplete} —
-     * and the channel may still write (while the peer's session lasts); without it the channel closes.
-     */
-    private void inputEnded(Throwable error) {
-        peerEnded = true;
-        if (!open) return;
-        if (error != null && !(error instanceof SessionLostException)) {
-            pipeline().fireExceptionCaught(error);
-            unsafe().close(unsafe().voidPromise());
-        } else if (!config.isAllowHalfClosure()) {
-            unsafe().close(unsafe().voidPromise());
-        } else {
-            if (!inputShutdown) {
-                inputShutdown = true;
-                pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
-            }
-            pipeline().fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
-        }
+    /** Messages of the outbound buffer posted as they are and not sent yet (the loop's thread): for tests. */
+    int postedAsIs() {
+        return postedAsIs;
     }
 
     // ---- half-closure -------------------------------------------------------------------------------------------
 
     @Override
     public boolean isInputShutdown() {
-        return inputShutdown || !isActive();
+        return inbound.isShutdown() || !isActive();
     }
 
     @Override
@@ -335,7 +235,7 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
 
     @Override
     public boolean isShutdown() {
-        return inputShutdown && outputShutdown || !isActive();
+        return inbound.isShutdown() && outputShutdown || !isActive();
     }
 
     @Override
@@ -355,10 +255,7 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
             } else if (session == null) {
                 promise.setFailure(new NotYetConnectedException());
             } else {
-                inputShutdown = true;
-                if (held != null) held.release();
-                held = null;
-                receive();
+                inbound.shutDown();
                 promise.setSuccess();
             }
         });
@@ -386,7 +283,7 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
         outputShutdown = true;
         RdmaSession s = session;
         if (s == null) throw new NotYetConnectedException();
-        post(s, place.transport().allocator().directBuffer(1), 0);
+        post(s, place.transport().allocator().directBuffer(1), 0, false);
     }
 
     @Override
@@ -413,35 +310,55 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
     // ---- writing ------------------------------------------------------------------------------------------------
 
     /**
-     * Posts the flushed writes as messages: a buffer that can be is posted as it is, and the writes behind it wait for
-     * its send; others are gathered into registered copies of up to the peer's message size ({@link OutboundMessages}).
+     * Posts the flushed writes as messages: buffers that can be are posted as they are — their writes succeed as their
+     * sends complete, in order, and a write behind them that must be copied waits for that —; others are gathered into
+     * registered copies of up to the peer's message size ({@link OutboundMessages}).
      */
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
         RdmaSession s = session;
         int max = s.peerMaxMessageSize();
-        while (sentAsIs == null && sends.inFlight() < MAX_IN_FLIGHT) {
-            Object msg = in.current();
-            if (msg == null) return;
-            ByteBuf buf = (ByteBuf) msg;
-            int readable = buf.readableBytes();
-            if (readable == 0) {
+        while (postedAsIs == 0 && sends.inFlight() < MAX_IN_FLIGHT) {
+            var buf = (ByteBuf) in.current();
+            if (buf == null) return;
+            if (buf.readableBytes() == 0) {
                 in.remove();
             } else if (OutboundMessages.postsAsIs(buf, max, s)) {
-                sentAsIs = buf; // removed, its write succeeding, when its send completes (sent)
-                post(s, buf.retain(), readable);
-                return;
+                break;
             } else {
                 ByteBuf message = OutboundMessages.gather(in, max, s, place.transport().allocator());
                 int length = message.readableBytes();
-                post(s, message, length);
+                post(s, message, length, false);
                 in.removeBytes(length); // the writes succeed: their bytes are the session's to deliver, even past close
             }
         }
+        postAsIs(in, s, max);
     }
 
-    /** Hands the first {@code length} bytes of {@code message} to the session; it is released once sent. */
-    private void post(RdmaSession s, ByteBuf message, int length) throws IOException {
+    /**
+     * Posts, behind the outbound buffer's first messages already posted as they are, the next ones that can be too;
+     * they stay in the buffer, each removed as its send completes ({@link #sent}).
+     */
+    private void postAsIs(ChannelOutboundBuffer in, RdmaSession s, int max) throws Exception {
+        int[] posted = {0};
+        in.forEachFlushedMessage(msg -> {
+            if (posted[0]++ < postedAsIs) return true;
+            var buf = (ByteBuf) msg;
+            int readable = buf.readableBytes();
+            if (readable == 0 || sends.inFlight() >= MAX_IN_FLIGHT || !OutboundMessages.postsAsIs(buf, max, s)) {
+                return false;
+            }
+            post(s, buf.retain(), readable, true);
+            postedAsIs++;
+            return true;
+        });
+    }
+
+    /**
+     * Hands the first {@code length} bytes of {@code message} to the session; it is released once sent. {@code asIs}:
+     * the message is the outbound buffer's own, whose write succeeds when it is sent.
+     */
+    private void post(RdmaSession s, ByteBuf message, int length, boolean asIs) throws IOException {
         CompletableFuture<WorkCompletion> sent;
         try {
             sent = s.sendAsync(MooringBuffers.blockOf(message), length);
@@ -453,15 +370,15 @@ public final class MooringChannel extends AbstractChannel implements SocketChann
         sent.whenComplete((wc, e) -> {
             message.release(); // any thread: the buffer's block goes back to the arena
             sends.completed();
-            place.execute(() -> sent(message, e), () -> { });
+            place.execute(() -> sent(message, asIs, e), () -> { });
         });
     }
 
     /** {@code message}'s send completed (on the loop): sends complete in the order they were posted. */
-    private void sent(ByteBuf message, Throwable error) {
+    private void sent(ByteBuf message, boolean asIs, Throwable error) {
         ChannelOutboundBuffer out = unsafe().outboundBuffer();
-        if (message == sentAsIs) {
-            sentAsIs = null;
+        if (asIs) {
+            postedAsIs--;
             // Still the current message unless a close or shutdownOutput failed the writes meanwhile.
             if (error == null && out != null && out.current() == message) out.removeBytes(message.readableBytes());
         }

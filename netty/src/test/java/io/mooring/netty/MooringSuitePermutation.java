@@ -24,10 +24,10 @@ import java.util.List;
 
 /**
  * Netty's transport testsuite on the Mooring transport, as the epoll and io_uring transports plug in: one combination
- * of a server and a client bootstrap, each side an endpoint of its own on a soft device with a group over it, made once
- * for the whole run (as Netty's own permutations share their groups) and left to the JVM's end. The allocators are
- * Netty's (heap and direct: copied once when written) plus a {@link MooringByteBufAllocator} over the client's arena
- * (posted as they are where the protection domain allows).
+ * of a server and a client bootstrap, each side an endpoint of its own on a device ({@link TransportFixture#DEVICE}:
+ * soft, or rxe0 in the VM) with a group over it, made once for the whole run (as Netty's own permutations share their
+ * groups) and left to the JVM's end. The allocators are Netty's (heap and direct: copied once when written) plus a
+ * {@link MooringByteBufAllocator} over the client's arena (posted as they are where the protection domain allows).
  *
  * <p>Netty 4.2.20's {@code io.netty.testsuite.transport.socket} classes run here as {@code Mooring<Class>} subclasses
  * (a few adapted, with why in each). Those that do not run, and why:
@@ -37,11 +37,9 @@ import java.util.List;
  * <li>{@code SocketChannelNotYetConnectedTest}, {@code SocketChannelEOFTest}: their peer is a plain
  *     {@code java.net.ServerSocket} (no session handshake), and one binds the client to a local address, which a
  *     session does not have.
- * <li>{@code SocketSslEchoTest}: 237 of its permutations ran without a failure in 5 minutes, then the fork timed
- *     out; too slow for the build on this machine. {@code SocketSslSessionReuseTest},
+ * <li>{@code SocketSslEchoTest} runs over every 7th of its permutations ({@link MooringSocketSslEchoTest}): all of
+ *     them outlast the build's fork timeout on this machine. {@code SocketSslSessionReuseTest},
  *     {@code SocketSslClientRenegotiateTest} and {@code SocketSslLargeCertificateTest}: not run yet.
- * <li>{@code TrafficShapingHandlerTest}: 7 of 9 pass; the two read-shaping tests measure intervals that come out
- *     shorter than they expect (74 ms, not over 100) — not analysed.
  * <li>{@code SocketAddressesTest} (domain socket addresses), {@code AbstractSocketReuseFdTest} (file descriptors),
  *     the {@code Datagram*} tests: nothing of theirs exists on a session. {@code ServerSocketSuspendTest}: its clients
  *     are plain {@code java.net.Socket}s, which make no session; not adapted yet.
@@ -59,7 +57,7 @@ final class MooringSuitePermutation {
         final EventLoopGroup group;
 
         Side() {
-            ProtectionDomain pd = RdmaDevices.open("soft:soft0", GRAPH).allocateProtectionDomain();
+            ProtectionDomain pd = RdmaDevices.open(TransportFixture.DEVICE, GRAPH).allocateProtectionDomain();
             RdmaArena arena = RdmaArena.builder(pd).chunkSize(4 << 20)
                     .access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND)).build();
             endpoint = RdmaEndpoint.builder(pd, arena).build();

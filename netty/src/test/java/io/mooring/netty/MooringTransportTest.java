@@ -141,6 +141,22 @@ class MooringTransportTest {
         server.close().sync();
     }
 
+    /** Each end's local address is the address the other end sees it at, as with sockets (a client's was null). */
+    @Test
+    void aConnectedChannelsLocalAddressIsWhereTheAcceptedChannelSeesItFrom() throws Exception {
+        Channel server = bindEcho();
+        Channel client = connect(server, new ChannelInboundHandlerAdapter()).sync().channel();
+        awaitChildren(1);
+        Channel child = children.getFirst();
+        var local = (InetSocketAddress) client.localAddress();
+        assertEquals(child.remoteAddress(), local);
+        assertTrue(local.getPort() > 0 && !local.getAddress().isAnyLocalAddress(), local::toString);
+        assertEquals(client.remoteAddress(), child.localAddress());
+        client.close().sync();
+        assertEquals(local, client.localAddress(), "a closed channel keeps its address, as a socket channel does");
+        server.close().sync();
+    }
+
     @Test
     void aReaderThatReadsNothingMakesTheWriterUnwritable() throws Exception {
         // The server reads nothing until told: its session takes no message, the client's credits run out.
@@ -277,12 +293,45 @@ class MooringTransportTest {
         } finally {
             buf.release();
         }
-        byte[] echoed = received.expect((long) size * rounds).get(30, TimeUnit.SECONDS);
+        assertFills(received.expect((long) size * rounds).get(30, TimeUnit.SECONDS), size);
+        client.close().sync();
+        server.close().sync();
+    }
+
+    /** Each {@code size} bytes of {@code echoed} are one fill, the n-th filled with n. */
+    private static void assertFills(byte[] echoed, int size) {
         for (int at = 0; at < echoed.length; at++) {
             if (echoed[at] != (byte) (at / size)) {
                 throw new AssertionError("byte " + at + " of fill " + at / size + " came as " + echoed[at]);
             }
         }
+    }
+
+    /**
+     * Buffers of the channel's allocator written in one flush are all handed to the session at once, each write
+     * succeeding as its send completes: one send at a time (as before) kept a stream of registered writes to a fraction
+     * of what the session carries.
+     */
+    @Test
+    void registeredWritesOfOneFlushGoOutTogetherAndEachSucceedsWhenSent() throws Exception {
+        Channel server = bindEcho();
+        int size = 4096;
+        int writes = 8;
+        var received = new Received(size * writes);
+        var client = (MooringChannel) f.clientBootstrap(received).connect(server.localAddress()).sync().channel();
+        List<ChannelFuture> written = new ArrayList<>();
+        int posted = client.eventLoop().submit(() -> {
+            for (int w = 0; w < writes; w++) {
+                ByteBuf buf = client.alloc().directBuffer(size);
+                for (int i = 0; i < size; i++) buf.writeByte(w);
+                written.add(client.write(buf));
+            }
+            client.flush();
+            return client.postedAsIs(); // in the same task: no send's completion can have reached the loop yet
+        }).get(10, TimeUnit.SECONDS);
+        assertEquals(writes, posted, "registered writes handed to the session before the first send completed");
+        for (ChannelFuture w : written) assertTrue(w.await(10, TimeUnit.SECONDS) && w.isSuccess(), () -> "" + w.cause());
+        assertFills(received.expect((long) size * writes).get(30, TimeUnit.SECONDS), size);
         client.close().sync();
         server.close().sync();
     }

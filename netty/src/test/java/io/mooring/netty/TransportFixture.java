@@ -18,11 +18,15 @@ import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Two sides on soft devices of their own, each an arena, an endpoint and an event loop group of the Mooring transport.
+ * Two sides on devices of their own, each an arena, an endpoint and an event loop group of the Mooring transport: soft
+ * ones, or those {@code -Dmooring.netty.test.device} names (in the rxe VM: {@code ibv:rxe0}, see {@code .ci/run}).
  * Closing shuts the groups down, closes the endpoints and checks that every block came back to each arena and that
  * the graph is left empty.
  */
 final class TransportFixture {
+    /** The device both sides open. */
+    static final String DEVICE = System.getProperty("mooring.netty.test.device", "soft:soft0");
+
     final ResourceGraph graph = ResourceGraph.builder().name("netty-transport-test").build();
     final Side server = new Side();
     final Side client = new Side();
@@ -33,7 +37,7 @@ final class TransportFixture {
         final EventLoopGroup group;
 
         Side() {
-            ProtectionDomain pd = RdmaDevices.open("soft:soft0", graph).allocateProtectionDomain();
+            ProtectionDomain pd = RdmaDevices.open(DEVICE, graph).allocateProtectionDomain();
             arena = RdmaArena.builder(pd).chunkSize(1 << 20).access(EnumSet.of(Access.LOCAL_WRITE, Access.MW_BIND))
                     .build();
             endpoint = RdmaEndpoint.builder(pd, arena).build();

@@ -87,6 +87,11 @@ public final class RdmaSession implements AutoCloseable {
         return link.peerAddress();
     }
 
+    /** This side's address (its end of the bootstrap connection), as a socket's local address. */
+    public SocketAddress localAddress() {
+        return link.localAddress();
+    }
+
     /**
      * Another session to the same peer, on the same endpoint — so the same protection domain, arena and registered
      * memory — with queue pairs of its own (async-rdma's {@code new_connect}): for traffic that must not wait behind
@@ -173,8 +178,7 @@ public final class RdmaSession implements AutoCloseable {
     /**
      * Waits for the next message.
      *
-     * @throws SessionLostException once the session has ended (the peer left, or this side closed it) and nothing is
-     *                              left to receive
+     * @throws SessionLostException once the session has ended (by the peer or this side) and nothing is left to receive
      */
     public InboundMessage receive() {
         return endpoint.await.join(messages.receive());

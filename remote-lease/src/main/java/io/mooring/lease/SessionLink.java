@@ -93,6 +93,7 @@ final class SessionLink {
 
     private final Socket socket;
     private final SocketAddress peerAddress;
+    private final SocketAddress localAddress;
     private final PeerAccount peer;
     private final Bootstrap bootstrap;
     /** The session in the lifecycle graph: the parent of what it made and of the remote segments the peer leased it. */
@@ -134,6 +135,7 @@ final class SessionLink {
     SessionLink(RdmaEndpoint endpoint, Socket socket, PeerAccount peer) throws IOException {
         this.socket = socket;
         this.peerAddress = socket.getRemoteSocketAddress();
+        this.localAddress = socket.getLocalSocketAddress();
         this.peer = peer;
         var pd = endpoint.pd();
         this.node = pd.resource().graph().create("session", "to " + peerAddress, this::undoParts, pd.resource());
@@ -290,6 +292,10 @@ final class SessionLink {
 
     SocketAddress peerAddress() {
         return peerAddress;
+    }
+
+    SocketAddress localAddress() {
+        return localAddress;
     }
 
     PeerAccount peer() {
