@@ -135,7 +135,8 @@ final class LeaseClient {
 
     /**
      * Sends a control request; the future completes with its answer, or fails after the request timeout with a
-     * {@link MooringTimeoutException}: the session lives on, and an answer coming later is dropped.
+     * {@link MooringTimeoutException}: the session lives on, and an answer coming later is dropped (a lease it grants
+     * released, {@link #answered}).
      *
      * @throws FlowControlException if {@value #MAX_PENDING} requests already wait for the peer's answer
      */
@@ -171,11 +172,21 @@ final class LeaseClient {
         return new LeaseRefusedException(ErrorCodes.INVALID_REQUEST, "peer answered " + answer);
     }
 
-    /** The peer's answer to one of this side's requests (GRANT, RENEWED, RELEASE_ACK, ERROR). */
+    /**
+     * The peer's answer to one of this side's requests (GRANT, RENEWED, RELEASE_ACK, ERROR). A GRANT no call waits for
+     * any more (it timed out) is released at once, as its segment's close would: else the owner would count the lease
+     * against this host's limits until it expires. A late RENEWED made nothing this side does not hold already (the
+     * segment is still open, or its RELEASE went out); the other answers made nothing at all.
+     */
     void answered(Message m) {
         CompletableFuture<Message> waiting = pending.get(m.requestId());
-        if (waiting != null) waiting.complete(m);
-        else LOG.log(Level.DEBUG, "answer to no pending request: " + m);
+        if (waiting != null && waiting.complete(m)) return; // else its caller gave up, or gives up just now
+        if (m instanceof Message.Grant g) {
+            LOG.log(Level.DEBUG, "releasing lease " + g.leaseId() + ", granted after its request timed out");
+            link.tell(new Message.Release(link.nextRequestId(), g.leaseId()));
+        } else {
+            LOG.log(Level.DEBUG, "answer to no pending request: " + m);
+        }
     }
 
     /**
