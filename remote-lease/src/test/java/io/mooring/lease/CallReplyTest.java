@@ -354,6 +354,24 @@ class CallReplyTest {
         }
     }
 
+    /**
+     * A session this side closed reports itself as one that ended (api-style.md): the receive pending at the close and
+     * every call after it fail with the same {@link SessionLostException}, so a loop ends one way whichever came first.
+     */
+    @Test
+    void aSessionClosedHereFailsThePendingReceiveAndEveryLaterCallAlike() throws Exception {
+        connect("soft:soft0");
+        var pending = caller.receiveAsync();
+        caller.close();
+        var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> pending.get(10, TimeUnit.SECONDS));
+        assertEquals(SessionLostException.class, failed.getCause().getClass());
+        var after = assertThrows(SessionLostException.class, caller::receive);
+        assertEquals("session to " + caller.peerAddress() + " closed by this side", after.getMessage());
+        try (Block request = callerArena.allocateShared(8, 8)) {
+            assertThrows(SessionLostException.class, () -> caller.callAsync(request));
+        }
+    }
+
     private static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!condition.getAsBoolean()) {
