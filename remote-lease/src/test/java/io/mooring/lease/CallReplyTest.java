@@ -23,6 +23,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -363,7 +364,7 @@ class CallReplyTest {
         connect("soft:soft0");
         var pending = caller.receiveAsync();
         caller.close();
-        var failed = assertThrows(java.util.concurrent.ExecutionException.class, () -> pending.get(10, TimeUnit.SECONDS));
+        var failed = assertThrows(ExecutionException.class, () -> pending.get(10, TimeUnit.SECONDS));
         assertEquals(SessionLostException.class, failed.getCause().getClass());
         var after = assertThrows(SessionLostException.class, caller::receive);
         assertEquals("session to " + caller.peerAddress() + " closed by this side", after.getMessage());
