@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.verbs.testing.FaultPlan;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -45,6 +46,32 @@ class LateAnswerTest extends EndpointPeers {
                 assertEquals(null, owner.lostReason());
                 assertEquals(2, slow.counts().of(FaultPlan.Fault.LOCAL_DELAY), "the bind and the invalidation");
             }
+        }
+    }
+
+    /**
+     * Only a GRANT answering a REQUEST of this side's that timed out is released: one for a request never made (a
+     * hostile owner's) gets no RELEASE, so such GRANTs cannot fill this side's outbox, which does not count RELEASEs.
+     */
+    @Test
+    void onlyAGrantForARequestThatTimedOutIsReleased() throws Exception {
+        RdmaListener listener = listen(RdmaEndpoint.builder(ownerPd, ownerArena).requestTimeout(Duration.ofMillis(200)));
+        var accepted = listener.acceptAsync();
+        try (RawPeer owner = new RawPeer(peerPd, listener.address())) {
+            RdmaSession holder = accepted.get(10, TimeUnit.SECONDS);
+            var request = holder.requestRemoteAsync(64, Duration.ofSeconds(30), RW);
+            long id = HostilePeerTest.requestOf(owner).requestId();
+            var e = assertThrows(ExecutionException.class, () -> request.get(10, TimeUnit.SECONDS));
+            assertInstanceOf(MooringTimeoutException.class, e.getCause());
+
+            long nanos = Duration.ofSeconds(30).toNanos();
+            owner.send(new Message.Grant(id + 1000, 8, 0x1000, 64, 1, nanos)); // never requested
+            owner.send(new Message.Grant(id, 7, 0x1000, 64, 1, nanos));
+            owner.send(new Message.Grant(id, 9, 0x1000, 64, 1, nanos)); // twice: released once is all it takes
+            List<Long> released = owner.everything(Duration.ofSeconds(1)).stream()
+                    .filter(m -> m instanceof Message.Release).map(m -> ((Message.Release) m).leaseId()).toList();
+            assertEquals(List.of(7L), released);
+            assertEquals(null, holder.lostReason());
         }
     }
 }
