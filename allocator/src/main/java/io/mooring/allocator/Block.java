@@ -1,5 +1,6 @@
 package io.mooring.allocator;
 
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.MemoryRegion;
 import io.mooring.verbs.values.Access;
 import java.lang.foreign.Arena;
@@ -142,7 +143,7 @@ public final class Block implements AutoCloseable {
      * when it does not escape the caller: the JIT keeps it in registers); they are all equal and die together.
      * After a {@linkplain #handOff() hand-off}, the first thread to call this takes hold of the block.
      *
-     * @throws IllegalStateException if the block is closed
+     * @throws ResourceClosedException if the block is closed
      * @throws WrongThreadException  if the block is checked and another thread holds it
      */
     public MemorySegment segment() {
@@ -189,7 +190,7 @@ public final class Block implements AutoCloseable {
      * once, into the closer's cache (see the class comment) — for an unchecked block (which any thread may use) that
      * is all a hand-off does; for a shared block nothing.
      *
-     * @throws IllegalStateException if the block is closed
+     * @throws ResourceClosedException if the block is closed
      * @throws WrongThreadException  if another thread holds it (until its first hand-off, the allocating thread)
      */
     public void handOff() {
@@ -274,8 +275,8 @@ public final class Block implements AutoCloseable {
         if ((state & STATUS) != OPEN) throw closed();
     }
 
-    IllegalStateException closed() {
-        return new IllegalStateException("block 0x" + Long.toHexString(address) + " is closed");
+    ResourceClosedException closed() {
+        return new ResourceClosedException("block 0x" + Long.toHexString(address) + " is closed");
     }
 
     /**
@@ -289,7 +290,7 @@ public final class Block implements AutoCloseable {
      * and the collection finds the block freed locally already and frees it only once. A pin by another thread waits
      * until the owner is seen outside the allocator, so no owner's close overwrites it unseen (see {@link #pin}).
      *
-     * @throws IllegalStateException if it was already closed (nothing else happens)
+     * @throws ResourceClosedException if it was already closed (nothing else happens)
      * @throws WrongThreadException  if it was handed off and another thread holds it (nothing happens)
      */
     @Override
@@ -412,7 +413,7 @@ public final class Block implements AutoCloseable {
      *
      * @param onClose run once if the block is closed while this pin is held, on the closing thread (what it throws
      *                is logged, never thrown into the close); may be null
-     * @throws IllegalStateException if the block is closed
+     * @throws ResourceClosedException if the block is closed
      */
     public Pin pin(Runnable onClose) {
         return BlockPin.pin(this, onClose);
@@ -442,8 +443,8 @@ public final class Block implements AutoCloseable {
         return (int) (SizeClasses.largeSize(size) >>> SizeClasses.LOG2_PAGE);
     }
 
-    private IllegalStateException alreadyClosed() {
-        return new IllegalStateException("block 0x" + Long.toHexString(address) + " of " + size
+    private ResourceClosedException alreadyClosed() {
+        return new ResourceClosedException("block 0x" + Long.toHexString(address) + " of " + size
                 + " bytes is already closed");
     }
 

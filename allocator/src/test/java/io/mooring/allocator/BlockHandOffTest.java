@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.mooring.lifecycle.ResourceClosedException;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -55,7 +56,7 @@ class BlockHandOffTest {
             });
             assertEquals(2, read);
             assertFalse(b.isOpen());
-            assertThrows(IllegalStateException.class, b::segment);
+            assertThrows(ResourceClosedException.class, b::segment);
             assertEquals(0, arena.stats().liveBlocks(), "freed by its closer, the owner idle");
             assertEquals(0, arena.stats().uncollectedFrees());
             long reusedBy = on(second, () -> {
@@ -170,9 +171,9 @@ class BlockHandOffTest {
                 return null;
             });
             assertEquals(0, arena.stats().liveBlocks(), "freed by its closer, the owner idle");
-            assertThrows(IllegalStateException.class, b::segment);
-            assertThrows(IllegalStateException.class, b::close);
-            assertThrows(IllegalStateException.class, b::handOff);
+            assertThrows(ResourceClosedException.class, b::segment);
+            assertThrows(ResourceClosedException.class, b::close);
+            assertThrows(ResourceClosedException.class, b::handOff);
         }
     }
 
@@ -208,7 +209,7 @@ class BlockHandOffTest {
                             held.incrementAndGet();
                             b.close();
                             closed.incrementAndGet();
-                        } catch (WrongThreadException | IllegalStateException refused) {
+                        } catch (WrongThreadException | ResourceClosedException refused) {
                             // another racer holds it, or closed it
                         }
                         return null;
@@ -219,7 +220,7 @@ class BlockHandOffTest {
                     try {
                         b.close();
                         closed.incrementAndGet();
-                    } catch (WrongThreadException | IllegalStateException refused) {
+                    } catch (WrongThreadException | ResourceClosedException refused) {
                         // a racer holds it, or closed it
                     }
                     return null;
@@ -284,7 +285,7 @@ class BlockHandOffTest {
                 on(second, () -> b.segment().set(JAVA_LONG, 0, 1));
                 b.segment().get(JAVA_LONG, 0);
                 b.close();
-                assertThrows(IllegalStateException.class, b::handOff);
+                assertThrows(ResourceClosedException.class, b::handOff);
             }
             assertEquals(0, arena.stats().liveBlocks());
             assertEquals(0, unchecked.stats().liveBlocks());

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.lifecycle.ClosePolicy;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceState;
 import io.mooring.testing.CapturedLog;
 import java.lang.foreign.MemorySegment;
@@ -47,7 +48,7 @@ class BlockPinTest {
             b.close();
             assertFalse(b.isOpen());
             assertThrows(IllegalStateException.class, () -> seg.get(ValueLayout.JAVA_LONG, 0), "the scope is closed");
-            assertThrows(IllegalStateException.class, b::close, "a second close still throws");
+            assertThrows(ResourceClosedException.class, b::close, "a second close still throws");
             assertEquals(1, told.get(), "onClose ran once, on the closing thread");
             ArenaStats s = arena.stats();
             assertEquals(1, s.closedPinnedBlocks());
@@ -151,10 +152,10 @@ class BlockPinTest {
         try (RdmaArena arena = fx.arena().build()) {
             Block b = arena.allocate(64);
             b.close();
-            var e = assertThrows(IllegalStateException.class, () -> b.pin(null));
+            var e = assertThrows(ResourceClosedException.class, () -> b.pin(null));
             assertTrue(e.getMessage().contains("closed"), e.getMessage());
             AtomicReference<Throwable> elsewhere = new AtomicReference<>();
-            Thread.ofPlatform().start(() -> elsewhere.set(assertThrows(IllegalStateException.class,
+            Thread.ofPlatform().start(() -> elsewhere.set(assertThrows(ResourceClosedException.class,
                     () -> b.pin(null)))).join();
             assertTrue(elsewhere.get().getMessage().contains("closed"));
         }
@@ -183,8 +184,8 @@ class BlockPinTest {
                 last.close();
                 first.close(); // the list: first, then last
             }).join();
-            assertThrows(IllegalStateException.class, () -> last.pin(null));
-            assertThrows(IllegalStateException.class, () -> first.pin(null));
+            assertThrows(ResourceClosedException.class, () -> last.pin(null));
+            assertThrows(ResourceClosedException.class, () -> first.pin(null));
             arena.allocate(64).close(); // the owner's next call collects both
             assertEquals(0, arena.stats().uncollectedFrees());
             assertEquals(0, arena.stats().liveBlocks());
@@ -370,7 +371,7 @@ class BlockPinTest {
                         Thread.onSpinWait();
                         held.remove(b.address());
                         p.close();
-                    } catch (IllegalStateException refused) {
+                    } catch (ResourceClosedException refused) {
                         // closed first: fine
                     }
                     attempts.incrementAndGet();

@@ -103,7 +103,7 @@ class RdmaArenaTest {
         try (RdmaArena arena = fx.arena().build()) {
             Block a = arena.allocate(64);
             a.close();
-            var e = assertThrows(IllegalStateException.class, a::close);
+            var e = assertThrows(ResourceClosedException.class, a::close);
             assertTrue(e.getMessage().contains("already closed"), e.getMessage());
             Block b = arena.allocate(64);
             Block c = arena.allocate(64);
@@ -122,8 +122,8 @@ class RdmaArenaTest {
             segment.set(ValueLayout.JAVA_LONG, 0, 42);
             b.close();
             assertThrows(IllegalStateException.class, () -> segment.get(ValueLayout.JAVA_LONG, 0));
-            assertThrows(IllegalStateException.class, b::segment);
-            assertThrows(IllegalStateException.class, b::lkey);
+            assertThrows(ResourceClosedException.class, b::segment);
+            assertThrows(ResourceClosedException.class, b::lkey);
         }
     }
 
@@ -134,7 +134,7 @@ class RdmaArenaTest {
             var segment = b.segment();
             b.close();
             segment.get(ValueLayout.JAVA_LONG, 0); // the price of unchecked mode: no fault
-            assertThrows(IllegalStateException.class, b::segment);
+            assertThrows(ResourceClosedException.class, b::segment);
         }
     }
 
@@ -149,7 +149,7 @@ class RdmaArenaTest {
             assertFalse(b.isOpen());
             assertEquals(1, arena.stats().uncollectedFrees());
             assertEquals(1, arena.stats().classes().get(SizeClasses.indexOf(64)).live(), "not reused yet");
-            assertThrows(IllegalStateException.class, b::segment);
+            assertThrows(ResourceClosedException.class, b::segment);
             try (Block next = arena.allocate(64)) { // the owner's next call collects it
                 assertEquals(0, arena.stats().uncollectedFrees());
                 assertEquals(b.address(), next.address(), "the region is reused only now");
@@ -182,7 +182,7 @@ class RdmaArenaTest {
             assertThrows(IllegalStateException.class, () -> segment.get(ValueLayout.JAVA_LONG, 0), "dead at once");
             assertEquals(0, arena.stats().uncollectedFrees(), "freed by the closer, not left for its owner to collect");
             assertEquals(0, arena.stats().liveBlocks());
-            assertThrows(IllegalStateException.class, b::close);
+            assertThrows(ResourceClosedException.class, b::close);
         }
     }
 
@@ -193,7 +193,7 @@ class RdmaArenaTest {
             Block b = arena.allocate(64);
             Thread closer = Thread.ofVirtual().start(b::close);
             closer.join();
-            assertThrows(IllegalStateException.class, b::close, "a second close, by the owner, is refused");
+            assertThrows(ResourceClosedException.class, b::close, "a second close, by the owner, is refused");
             arena.purge();
             assertEquals(0, arena.stats().uncollectedFrees());
             assertEquals(0, arena.stats().liveBlocks());
@@ -246,7 +246,7 @@ class RdmaArenaTest {
                             start.await();
                             try {
                                 b.close();
-                            } catch (IllegalStateException e) {
+                            } catch (ResourceClosedException e) {
                                 refused.incrementAndGet();
                             }
                         }
@@ -260,7 +260,7 @@ class RdmaArenaTest {
                     start.await();
                     try {
                         blocks[i].close();
-                    } catch (IllegalStateException e) {
+                    } catch (ResourceClosedException e) {
                         refused.incrementAndGet();
                     }
                 }

@@ -12,6 +12,7 @@ import io.mooring.lease.RdmaEndpoint;
 import io.mooring.lease.RdmaListener;
 import io.mooring.lease.RdmaSession;
 import io.mooring.lease.RemoteSegment;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.ConnectOptions;
@@ -836,7 +837,7 @@ final class ChaosRun implements AutoCloseable {
     private static byte[] snapshot(Block block, long offset, int length) {
         try {
             return block.segment().asSlice(offset, length).toArray(ValueLayout.JAVA_BYTE);
-        } catch (IllegalStateException e) {
+        } catch (ResourceClosedException | IllegalStateException e) { // the block's close, or its scope's
             return null; // the lease ended and its block was closed meanwhile
         }
     }

@@ -1,6 +1,7 @@
 package io.mooring.chronicle;
 
 import io.mooring.allocator.Block;
+import io.mooring.lifecycle.ResourceClosedException;
 import java.lang.foreign.MemorySegment;
 import net.openhft.chronicle.bytes.Bytes;
 import net.openhft.chronicle.bytes.BytesStore;
@@ -41,7 +42,7 @@ public final class ChronicleBlocks {
      * size. Reading back what was written works as with any {@code Bytes}; to read what the block already holds,
      * set the write position (Chronicle's read limit) to the number of bytes there.
      *
-     * @throws IllegalStateException if the block is closed
+     * @throws ResourceClosedException if the block is closed
      * @throws WrongThreadException  if the block is confined to another thread
      */
     public static Bytes<Void> bytes(Block block) {
@@ -56,7 +57,7 @@ public final class ChronicleBlocks {
      * ...), every access checked against the block's size. It is a {@code Bytes} whose read and write limits are
      * the block's size, seen as a store; its {@code bytesForRead()} and {@code bytesForWrite()} are bounded too.
      *
-     * @throws IllegalStateException if the block is closed
+     * @throws ResourceClosedException if the block is closed
      * @throws WrongThreadException  if the block is confined to another thread
      */
     public static BytesStore<?, Void> bytesStore(Block block) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.verbs.RdmaDevices;
 import java.lang.foreign.MemorySegment;
@@ -122,7 +123,7 @@ class ChronicleBlocksTest {
     void aClosedBlockOrAnotherThreadsBlockGivesNoView() throws Exception {
         Block closed = arena.allocate(64);
         closed.close();
-        assertThrows(IllegalStateException.class, () -> ChronicleBlocks.bytes(closed));
+        assertThrows(ResourceClosedException.class, () -> ChronicleBlocks.bytes(closed));
 
         try (Block confined = arena.allocate(64)) {
             var e = CompletableFuture.supplyAsync(() -> {

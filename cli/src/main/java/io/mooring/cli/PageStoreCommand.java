@@ -4,8 +4,8 @@ import io.mooring.examples.pagestore.PageClient;
 import io.mooring.examples.pagestore.PageServer;
 import io.mooring.examples.pagestore.PageStore;
 import io.mooring.examples.pagestore.Pages;
+import io.mooring.lifecycle.MooringException;
 import io.mooring.verbs.RdmaDevices;
-import io.mooring.verbs.VerbsException;
 import java.io.IOException;
 import java.net.BindException;
 import java.net.InetSocketAddress;
@@ -82,7 +82,7 @@ final class PageStoreCommand extends DeviceCommand {
         } catch (ExecutionException e) {
             err().println("mooring pagestore: cannot connect to " + connect.getHostString() + ":" + connect.getPort()
                     + ": " + e.getCause());
-        } catch (IOException | VerbsException | IllegalArgumentException | IllegalStateException e) {
+        } catch (IOException | MooringException | IllegalArgumentException | IllegalStateException e) {
             err().println("mooring pagestore: " + e.getMessage());
         }
         return 1;

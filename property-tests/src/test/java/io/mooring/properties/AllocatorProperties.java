@@ -9,6 +9,7 @@ import static org.quicktheories.generators.SourceDSL.lists;
 import io.mooring.allocator.ArenaStats;
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.lifecycle.ResourceGraph;
 import io.mooring.lifecycle.ResourceInfo;
 import io.mooring.lifecycle.ResourceListener;
@@ -138,7 +139,7 @@ class AllocatorProperties {
                     if (mine.isEmpty()) return;
                     Block b = mine.remove(s.a() % mine.size());
                     close(b);
-                    assertThrows(IllegalStateException.class, b::close, "second close of " + b);
+                    assertThrows(ResourceClosedException.class, b::close, "second close of " + b);
                 }
                 case PURGE -> arena.purge();
             }

@@ -1020,7 +1020,7 @@ class LeaseProperties {
         private static byte[] snapshot(Block block) {
             try {
                 return block.segment().toArray(ValueLayout.JAVA_BYTE);
-            } catch (IllegalStateException e) {
+            } catch (ResourceClosedException | IllegalStateException e) { // the block's close, or its scope's
                 return null;
             }
         }

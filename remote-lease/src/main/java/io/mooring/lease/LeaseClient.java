@@ -44,6 +44,11 @@ final class LeaseClient {
     /** Posts a WRITE with immediate, spending a message credit. */
     private final Function<WorkRequest, CompletableFuture<WorkCompletion>> writeWithImm;
     private final Map<Long, CompletableFuture<Message>> pending = new ConcurrentHashMap<>();
+    /**
+     * REQUESTs that timed out, whose GRANT may still come (at most {@value #MAX_PENDING}): only a GRANT of one of these
+     * is released, so that a peer sending GRANTs for requests never made cannot fill this side's outbox with RELEASEs.
+     */
+    private final Set<Long> gaveUp = ConcurrentHashMap.newKeySet();
     private final Map<Long, RemoteSegment.State> remote = new ConcurrentHashMap<>();
     private final AtomicLong leakedSegments = new AtomicLong();
 
@@ -135,7 +140,8 @@ final class LeaseClient {
 
     /**
      * Sends a control request; the future completes with its answer, or fails after the request timeout with a
-     * {@link MooringTimeoutException}: the session lives on, and an answer coming later is dropped.
+     * {@link MooringTimeoutException}: the session lives on, and an answer coming later is dropped (a lease it grants
+     * released, {@link #answered}).
      *
      * @throws FlowControlException if {@value #MAX_PENDING} requests already wait for the peer's answer
      */
@@ -157,6 +163,7 @@ final class LeaseClient {
             if (e == null) return m;
             Throwable cause = e instanceof CompletionException ? e.getCause() : e;
             if (cause instanceof TimeoutException) {
+                if (request instanceof Message.Request && gaveUp.size() < MAX_PENDING) gaveUp.add(request.requestId());
                 throw new MooringTimeoutException("no answer to " + request.getClass().getSimpleName()
                         .toUpperCase(Locale.ROOT) + " " + request.requestId() + " within the request timeout ("
                         + requestTimeout + ") from " + link.peerAddress() + "; the session goes on");
@@ -171,11 +178,23 @@ final class LeaseClient {
         return new LeaseRefusedException(ErrorCodes.INVALID_REQUEST, "peer answered " + answer);
     }
 
-    /** The peer's answer to one of this side's requests (GRANT, RENEWED, RELEASE_ACK, ERROR). */
+    /**
+     * The peer's answer to one of this side's requests (GRANT, RENEWED, RELEASE_ACK, ERROR). A GRANT for a REQUEST
+     * that timed out is released at once, as its segment's close would: else the owner would count the lease against
+     * this host's limits until it expires. A late RENEWED made nothing this side does not hold already (the segment is
+     * still open, or its RELEASE went out); the other answers made nothing at all.
+     */
     void answered(Message m) {
         CompletableFuture<Message> waiting = pending.get(m.requestId());
-        if (waiting != null) waiting.complete(m);
-        else LOG.log(Level.DEBUG, "answer to no pending request: " + m);
+        if (waiting != null && waiting.complete(m)) return;
+        // Its caller gave up just now (the timeout won the race) or before.
+        boolean late = gaveUp.remove(m.requestId()) || waiting != null;
+        if (m instanceof Message.Grant g && late) {
+            LOG.log(Level.DEBUG, "releasing lease " + g.leaseId() + ", granted after its request timed out");
+            link.tell(new Message.Release(link.nextRequestId(), g.leaseId()));
+        } else {
+            LOG.log(Level.DEBUG, "answer to no pending request: " + m);
+        }
     }
 
     /**
@@ -191,6 +210,7 @@ final class LeaseClient {
     /** The session ended: every waiting call fails, every segment is unusable, and its lease ended with the session. */
     void linkLost(String reason) {
         pending.values().forEach(f -> f.completeExceptionally(new SessionLostException(reason)));
+        gaveUp.clear();
         for (Long id : remote.keySet()) {
             RemoteSegment.State s = remote.remove(id);
             if (s == null) continue; // its RELEASE went out meanwhile: its answer fails with the session

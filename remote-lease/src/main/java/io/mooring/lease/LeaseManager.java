@@ -2,6 +2,7 @@ package io.mooring.lease;
 
 import io.mooring.allocator.Block;
 import io.mooring.lifecycle.Housekeeper;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.QueuePair;
 import io.mooring.verbs.values.Access;
@@ -149,7 +150,7 @@ public final class LeaseManager implements AutoCloseable {
         }
         try {
             lease.pin = block.pin(() -> blockClosed(lease));
-        } catch (IllegalStateException e) {
+        } catch (ResourceClosedException | IllegalStateException e) { // closed, or pinned the most it can be
             abandon(lease);
             throw refuse(ErrorCodes.INVALID_REQUEST, "cannot lease " + block + ": " + e.getMessage());
         }

@@ -330,7 +330,7 @@ public final class RdmaSession implements AutoCloseable {
      * @throws SessionLostException    if the session is gone
      * @throws FlowControlException    if {@value LeaseClient#MAX_PENDING} requests already wait for the peer's answer
      * @throws MooringTimeoutException if the peer did not answer within the {@link RdmaEndpoint#requestTimeout()}: the
-     *         session goes on; a lease granted after it is not taken (the peer counts it until its duration ends)
+     *         session goes on; a lease granted after it is released as it arrives
      */
     public RemoteSegment requestRemote(long size, Duration duration, Set<Access> access) {
         return endpoint.await.join(requestRemoteAsync(size, duration, access));

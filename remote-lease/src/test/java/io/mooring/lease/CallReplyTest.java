@@ -23,6 +23,7 @@ import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -351,6 +352,24 @@ class CallReplyTest {
         }
         try (Block request = serverArena.allocateShared(8, 8)) {
             assertThrows(SessionLostException.class, () -> server.callAsync(request));
+        }
+    }
+
+    /**
+     * A session this side closed reports itself as one that ended (api-style.md): the receive pending at the close and
+     * every call after it fail with the same {@link SessionLostException}, so a loop ends one way whichever came first.
+     */
+    @Test
+    void aSessionClosedHereFailsThePendingReceiveAndEveryLaterCallAlike() throws Exception {
+        connect("soft:soft0");
+        var pending = caller.receiveAsync();
+        caller.close();
+        var failed = assertThrows(ExecutionException.class, () -> pending.get(10, TimeUnit.SECONDS));
+        assertEquals(SessionLostException.class, failed.getCause().getClass());
+        var after = assertThrows(SessionLostException.class, caller::receive);
+        assertEquals("session to " + caller.peerAddress() + " closed by this side", after.getMessage());
+        try (Block request = callerArena.allocateShared(8, 8)) {
+            assertThrows(SessionLostException.class, () -> caller.callAsync(request));
         }
     }
 

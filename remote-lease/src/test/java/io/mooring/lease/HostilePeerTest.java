@@ -439,7 +439,7 @@ class HostilePeerTest extends EndpointPeers {
     }
 
     /** The next REQUEST the raw peer receives. */
-    private static Message.Request requestOf(RawPeer peer) throws InterruptedException {
+    static Message.Request requestOf(RawPeer peer) throws InterruptedException {
         for (int i = 0; i < 100; i++) {
             for (Message m : peer.everything(Duration.ofMillis(20))) if (m instanceof Message.Request r) return r;
         }

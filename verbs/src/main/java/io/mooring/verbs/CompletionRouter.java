@@ -91,9 +91,9 @@ final class CompletionRouter implements CompletionSink {
      * with EIO): no completion will complete them. See {@link QpQueues#cqFailed} for what is discarded.
      */
     void pollingFailed(RuntimeException cause) {
-        String reason = name + " can no longer be polled, so this request's completion will not come: "
-                + cause.getMessage();
-        qps.forEach(q -> q.cqFailed(this, reason));
+        var why = new VerbsException("ibv_poll_cq", cause instanceof VerbsException v ? v.errno() : 0, name,
+                "it can no longer be polled, so this request's completion will not come: " + cause.getMessage(), cause);
+        qps.forEach(q -> q.cqFailed(this, why));
     }
 
     @Override

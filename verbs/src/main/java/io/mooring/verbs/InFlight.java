@@ -196,12 +196,12 @@ final class InFlight extends RequestSlots {
     }
 
     @Override
-    void discardAllLocked(String reason) {
+    void discardAllLocked(RuntimeException why) {
         for (Ring r : rings) {
             for (int slot = 0; slot < r.size; slot++) {
                 long seq = (long) STATE.getAcquire(r.state, slot);
                 if (seq < 0 || !take(r, seq)) continue; // free, or the poller is retiring it
-                fail(r.futures[slot], reason);
+                fail(r.futures[slot], why);
                 empty(r, slot, false);
             }
         }
@@ -212,10 +212,10 @@ final class InFlight extends RequestSlots {
      * Fails the futures of the outstanding requests but keeps the requests (caller holds {@link #lock}): the NIC may
      * still work on them, so their regions stay pinned until a poll, reset or destroy retires them.
      */
-    void failFuturesLocked(String reason) {
+    void failFuturesLocked(RuntimeException why) {
         for (Ring r : rings) {
             for (int slot = 0; slot < r.size; slot++) {
-                if ((long) STATE.getAcquire(r.state, slot) >= 0) fail(r.futures[slot], reason);
+                if ((long) STATE.getAcquire(r.state, slot) >= 0) fail(r.futures[slot], why);
             }
         }
     }

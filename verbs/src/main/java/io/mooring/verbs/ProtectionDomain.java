@@ -1,6 +1,7 @@
 package io.mooring.verbs;
 
 import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.spi.PdOps;
 import io.mooring.verbs.spi.SrqOps;
 import io.mooring.verbs.values.Access;
@@ -164,7 +165,7 @@ public final class ProtectionDomain extends VerbsObject {
             made = Attach.make("srq", () -> ops.createSrq(maxWr, maxSge, events), srq -> "max_wr=" + maxWr
                     + " max_sge=" + maxSge, srq -> SharedReceiveQueue.destroyAction(srq, slots), resource);
         } catch (RuntimeException e) {
-            slots.discardAll("its creation failed", true); // leaves the context's table
+            slots.discardAll(new ResourceClosedException("its creation failed"), true); // leaves the context's table
             throw e;
         }
         slots.name(made.resource().info().name());

@@ -77,9 +77,9 @@ final class QpConnector {
             modify(QpState.RESET);
             psn = freshPsn(psn);
         }
-        String reason = "qpn " + ops.qpNumber() + " was reset before this request completed";
-        queues.send.discardAll(reason, false);
-        if (!queues.shared) queues.receive.discardAll(reason, false);
+        var why = new QpResetException(qp.toString());
+        queues.send.discardAll(why, false);
+        if (!queues.shared) queues.receive.discardAll(why, false);
     }
 
     QpAttributes query() {

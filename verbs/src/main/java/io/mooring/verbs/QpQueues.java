@@ -51,9 +51,10 @@ final class QpQueues {
             try {
                 qp.destroy();
                 table.remove(qp.qpNumber(), queues);
-                String reason = "qpn " + qp.qpNumber() + " was destroyed before this request completed";
-                queues.send.discardAll(reason, true);
-                if (!queues.shared) queues.receive.discardAll(reason, true);
+                var why = new ResourceClosedException("qpn " + qp.qpNumber()
+                        + " was destroyed before this request completed");
+                queues.send.discardAll(why, true);
+                if (!queues.shared) queues.receive.discardAll(why, true);
             } finally {
                 queues.unlock();
             }
@@ -67,7 +68,7 @@ final class QpQueues {
      * ERROR. Any other QP may still be working on them: their futures fail, but their regions stay pinned until a
      * reset or destroy. A shared receive queue's receives are left alone: a QP on another CQ may take them.
      */
-    void cqFailed(CompletionRouter cq, String reason) {
+    void cqFailed(CompletionRouter cq, VerbsException why) {
         boolean sends = sendCq == cq;
         boolean receives = !shared && recvCq == cq;
         if (!sends && !receives) return;
@@ -81,16 +82,16 @@ final class QpQueues {
                 s = null; // unknown: the NIC may be working on them
             }
             boolean idle = s == QpState.ERROR || s == QpState.RESET;
-            if (sends) failOrDiscard(send, idle, reason);
-            if (receives) failOrDiscard(ownReceive(), idle, reason);
+            if (sends) failOrDiscard(send, idle, why);
+            if (receives) failOrDiscard(ownReceive(), idle, why);
         } finally {
             unlock();
         }
     }
 
-    private static void failOrDiscard(InFlight queue, boolean discard, String reason) {
-        if (discard) queue.discardAllLocked(reason);
-        else queue.failFuturesLocked(reason);
+    private static void failOrDiscard(InFlight queue, boolean discard, VerbsException why) {
+        if (discard) queue.discardAllLocked(why);
+        else queue.failFuturesLocked(why);
     }
 
     /** Takes the QP's queue locks (send, then its own receive queue's), which every post and modify hold. */

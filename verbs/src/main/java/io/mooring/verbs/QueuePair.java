@@ -138,9 +138,9 @@ public final class QueuePair extends VerbsObject {
     }
 
     /**
-     * Any state → RESET: outstanding requests are discarded without completions (their futures fail), and the QP
-     * draws a new random PSN for its next connection, so that packets of the old one still in the fabric do not
-     * fall into the new one's sequence.
+     * Any state → RESET: outstanding requests are discarded without completions (their futures fail with a
+     * {@link QpResetException}), and the QP draws a new random PSN for its next connection, so that packets of the
+     * old one still in the fabric do not fall into the new one's sequence.
      */
     public void reset() {
         connector.reset();

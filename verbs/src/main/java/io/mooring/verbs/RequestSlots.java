@@ -52,16 +52,16 @@ abstract sealed class RequestSlots permits InFlight, SrqInFlight {
 
     /**
      * Drops every outstanding request: after a reset (the NIC discards them without completions) or a destroy
-     * (the NIC no longer touches their memory). Their regions are released and their futures failed.
+     * (the NIC no longer touches their memory). Their regions are released and their futures failed with {@code why}.
      *
-     * @param permanently whether the queue accepts no more requests
+     * @param permanently whether the queue accepts no more requests ({@code why}'s message says why)
      */
-    final void discardAll(String reason, boolean permanently) {
+    final void discardAll(RuntimeException why, boolean permanently) {
         lock.lock();
         try {
-            discardAllLocked(reason);
+            discardAllLocked(why);
             if (permanently && closedReason == null) {
-                closedReason = reason;
+                closedReason = why.getMessage();
                 closed();
             }
         } finally {
@@ -79,7 +79,7 @@ abstract sealed class RequestSlots permits InFlight, SrqInFlight {
         }
     }
 
-    abstract void discardAllLocked(String reason);
+    abstract void discardAllLocked(RuntimeException why);
 
     abstract int outstandingLocked();
 
@@ -90,7 +90,7 @@ abstract sealed class RequestSlots permits InFlight, SrqInFlight {
         return (id & RECEIVE_BIT) != 0;
     }
 
-    static void fail(CompletableFuture<?> future, String reason) {
-        if (future != null) future.completeExceptionally(new IllegalStateException(reason));
+    static void fail(CompletableFuture<?> future, RuntimeException why) {
+        if (future != null) future.completeExceptionally(why);
     }
 }

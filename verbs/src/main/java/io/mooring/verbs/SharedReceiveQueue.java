@@ -2,6 +2,7 @@ package io.mooring.verbs;
 
 import io.mooring.lifecycle.DestroyAction;
 import io.mooring.lifecycle.Resource;
+import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.spi.SrqOps;
 import io.mooring.verbs.values.DeviceAttributes;
 import io.mooring.verbs.values.QpCapabilities;
@@ -66,7 +67,8 @@ public final class SharedReceiveQueue extends VerbsObject {
     static DestroyAction destroyAction(SrqOps ops, SrqInFlight slots) {
         return () -> {
             ops.destroy();
-            slots.discardAll("its shared receive queue was destroyed before this receive completed", true);
+            slots.discardAll(new ResourceClosedException(
+                    "its shared receive queue was destroyed before this receive completed"), true);
         };
     }
 

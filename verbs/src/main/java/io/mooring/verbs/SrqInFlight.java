@@ -121,11 +121,11 @@ final class SrqInFlight extends RequestSlots {
     }
 
     @Override
-    void discardAllLocked(String reason) {
+    void discardAllLocked(RuntimeException why) {
         for (int slot = 0; slot < depth; slot++) {
             int s = (int) STATE.getAcquire(state, slot);
             if ((s & 3) != POSTED || !STATE.compareAndSet(state, slot, s, s - POSTED + RETIRING)) continue;
-            fail(futures[slot], reason);
+            fail(futures[slot], why);
             empty(slot);
             free[freeCount++] = slot;
         }

@@ -69,7 +69,7 @@ class InFlightHandOverTest {
         var retiredIt = new boolean[1];
         Thread poller = Thread.ofVirtual().start(() -> retiredIt[0] = held.ring.retire(held.id, true, retired));
         held.awaitEntered();
-        held.ring.discardAll("reset", false); // the poller holds the slot: nothing of it is the discard's
+        held.ring.discardAll(new QpResetException("qp"), false); // the poller holds the slot: nothing of it is the discard's
         held.releaseAndCheck(poller);
         assertTrue(retiredIt[0]);
         assertEquals(7, retired.userWrId);
@@ -78,7 +78,7 @@ class InFlightHandOverTest {
     @Test
     void thePollerLeavesTheSlotADiscardIsEmptying() throws Exception {
         var held = new Held();
-        Thread discarder = Thread.ofVirtual().start(() -> held.ring.discardAll("reset", false));
+        Thread discarder = Thread.ofVirtual().start(() -> held.ring.discardAll(new QpResetException("qp"), false));
         held.awaitEntered();
         assertFalse(held.ring.retire(held.id, true, new RequestSlots.Retired()), "a completion of a discarded request");
         held.releaseAndCheck(discarder);

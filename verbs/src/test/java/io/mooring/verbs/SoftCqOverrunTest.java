@@ -1,6 +1,7 @@
 package io.mooring.verbs;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -122,6 +123,7 @@ class SoftCqOverrunTest {
         stall.countDown(); // the dispatcher polls again: EIO
 
         var failed = assertThrows(ExecutionException.class, () -> waiting.get(5, TimeUnit.SECONDS));
+        assertInstanceOf(VerbsException.class, failed.getCause());
         assertTrue(failed.getCause().getMessage().contains("overran its capacity of 2"), failed::toString);
         var refused = assertThrows(VerbsException.class, () -> tiny.poll(new WorkCompletion[] {new WorkCompletion()}));
         assertEquals(Errno.EIO.number(), refused.errno(), refused::getMessage);

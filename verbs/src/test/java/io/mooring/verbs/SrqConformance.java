@@ -271,7 +271,7 @@ abstract class SrqConformance {
         for (QueuePair qp : server) qp.close();
         assertEquals(ResourceState.DESTROYED, srq.resource().state());
         var failed = assertThrows(CompletionException.class, pending::join);
-        assertTrue(failed.getCause() instanceof IllegalStateException, failed::toString);
+        assertTrue(failed.getCause() instanceof ResourceClosedException, failed::toString);
         inbox.close(); // the discarded receive let go of it
         assertEquals(ResourceState.DESTROYED, inbox.resource().state());
     }

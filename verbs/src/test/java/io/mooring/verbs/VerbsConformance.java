@@ -3,6 +3,7 @@ package io.mooring.verbs;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -976,6 +977,26 @@ abstract class VerbsConformance {
         }
         // Soft: 19-20 of 20. Fewer where threads wake later than the linger: 9-15 of 20 on rxe under TCG.
         assertTrue(served > 0 && nextPolledHere > 0, nextPolledHere + " of " + served + " waits after a served one polled");
+    }
+
+    /**
+     * Requests outstanding when their QP is reset or closed never complete: their futures fail with a type a caller
+     * branches on — a {@link QpResetException} naming the QP after a reset (post them again on the next connection),
+     * a {@link ResourceClosedException} naming it after its close.
+     */
+    @Test
+    void requestsOfAResetOrClosedQpFailTyped() {
+        var discarded = b.qp.postAsync(ReceiveRequest.into(b.open(64, 0), 0, 64));
+        b.qp.reset();
+        var reset = assertThrows(CompletionException.class, discarded::join);
+        var why = assertInstanceOf(QpResetException.class, reset.getCause());
+        assertTrue(why.getMessage().contains(b.qp.toString()), why::getMessage);
+
+        var orphan = a.qp.postAsync(ReceiveRequest.into(a.open(64, 0), 0, 64));
+        a.qp.close();
+        var closed = assertThrows(CompletionException.class, orphan::join);
+        var gone = assertInstanceOf(ResourceClosedException.class, closed.getCause());
+        assertTrue(gone.getMessage().startsWith("qpn " + a.qp.number() + " was destroyed"), gone::getMessage);
     }
 
     /**
