@@ -1,6 +1,7 @@
 package io.mooring.verbs;
 
 import io.mooring.verbs.values.SgeList;
+import java.util.Arrays;
 
 /**
  * The local buffers of a work request ({@code struct ibv_sge[]}): address, length and lkey per entry, in a
@@ -11,10 +12,12 @@ import io.mooring.verbs.values.SgeList;
  * checks them, and a bad one fails the request with LOC_PROT_ERR.
  */
 public final class ScatterGatherList implements SgeList {
-    private final long[] address = new long[CAPACITY];
-    private final int[] length = new int[CAPACITY];
-    private final int[] lkey = new int[CAPACITY];
-    private final MemoryRegion[] region = new MemoryRegion[CAPACITY];
+    // One entry first, grown up to CAPACITY by the requests that need more: a session keeps requests for reuse, and
+    // almost every one of them has a single entry.
+    private long[] address = new long[1];
+    private int[] length = new int[1];
+    private int[] lkey = new int[1];
+    private MemoryRegion[] region = new MemoryRegion[1];
     private int count;
 
     ScatterGatherList() {}
@@ -37,9 +40,7 @@ public final class ScatterGatherList implements SgeList {
     }
 
     private void put(long a, int len, int key, MemoryRegion mr) {
-        if (count == CAPACITY) {
-            throw new IllegalArgumentException("a work request holds at most " + CAPACITY + " scatter/gather entries");
-        }
+        if (count == address.length) grow();
         address[count] = a;
         length[count] = len;
         lkey[count] = key;
@@ -47,8 +48,19 @@ public final class ScatterGatherList implements SgeList {
         count++;
     }
 
+    private void grow() {
+        if (count == CAPACITY) {
+            throw new IllegalArgumentException("a work request holds at most " + CAPACITY + " scatter/gather entries");
+        }
+        int bigger = Math.min(CAPACITY, 2 * count);
+        address = Arrays.copyOf(address, bigger);
+        length = Arrays.copyOf(length, bigger);
+        lkey = Arrays.copyOf(lkey, bigger);
+        region = Arrays.copyOf(region, bigger);
+    }
+
     void clear() {
-        java.util.Arrays.fill(region, 0, count, null);
+        Arrays.fill(region, 0, count, null);
         count = 0;
     }
 

@@ -205,6 +205,29 @@ abstract class VerbsConformance {
     }
 
     /**
+     * A request's list grows from one entry to 16 and refuses a 17th; the entries of one as long as the QP takes are
+     * gathered in order.
+     */
+    @Test
+    void aRequestTakesSixteenEntriesAndGathersThemInOrder() {
+        MemoryRegion src = a.open(16 * 4, 0);
+        for (int i = 0; i < 16 * 4; i++) src.segment().set(ValueLayout.JAVA_BYTE, i, (byte) i);
+        var sixteen = new WorkRequest().opcode(Opcode.RDMA_WRITE);
+        for (int e = 0; e < 16; e++) sixteen.local(src, 4L * e, 4);
+        assertThrows(IllegalArgumentException.class, () -> sixteen.local(src, 0, 4), "a 17th entry");
+        int n = QpCapabilities.DEFAULT.maxSendSge();
+        MemoryRegion dst = b.open(4L * n, 0);
+        var write = new WorkRequest().opcode(Opcode.RDMA_WRITE).remote(dst.address(), dst.rkey());
+        for (int e = n - 1; e >= 0; e--) write.local(src, 4L * e, 4); // backwards: entry k is bytes 4 × (n - 1 - k)
+        a.qp.post(write);
+        a.expect(WcStatus.SUCCESS);
+        for (int k = 0; k < n; k++) {
+            assertEquals(-1, dst.segment().asSlice(4L * k, 4).mismatch(src.segment().asSlice(4L * (n - 1 - k), 4)),
+                    "entry " + k);
+        }
+    }
+
+    /**
      * A zero-length WRITE or READ reaches no memory, so its rkey is not checked (IBTA C9-88; rxe's check_rkey): a
      * WRITE with immediate of no bytes is a notification that names no region. It was refused as a remote access
      * error, failing both QPs.
