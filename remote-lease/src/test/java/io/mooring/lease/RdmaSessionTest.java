@@ -658,15 +658,20 @@ class RdmaSessionTest {
         echo(owner);
         int rounds = 50;
         var cq = requester.queuePair().recvCq(); // the endpoint's, as the blocking forms wait through it
-        int blocking = echoesDeliveredToTheirWaiter(rounds, answer -> {
-            cq.await(answer, Duration.ofSeconds(10));
-            return answer.join();
-        });
-        int plain = echoesDeliveredToTheirWaiter(rounds, answer -> answer.get());
+        String seen = "";
         // Without the polling wait, the dispatcher delivers every plain one. On emulated CPUs (rxe in the VM under
         // TCG, vCPUs in turn) shares swing from run to run (11 against 34 seen): there only the mechanism is asked for.
-        assertTrue(EmulatedCpus.inUse() ? plain > 0 : plain >= blocking / 2, plain + " of " + rounds + " plain waits polled for themselves, against "
-                + blocking + " of the blocking form's");
+        // Elsewhere a loaded host once gave 7 against 47: a pair of runs is taken again, three times at most.
+        for (int attempt = 0; attempt < 3; attempt++) {
+            int blocking = echoesDeliveredToTheirWaiter(rounds, answer -> {
+                cq.await(answer, Duration.ofSeconds(10));
+                return answer.join();
+            });
+            int plain = echoesDeliveredToTheirWaiter(rounds, answer -> answer.get());
+            if (EmulatedCpus.inUse() ? plain > 0 : plain >= blocking / 2) return;
+            seen += " " + plain + " of " + rounds + " plain waits against " + blocking + " of the blocking form's;";
+        }
+        throw new AssertionError("too few plain waits polled for themselves:" + seen);
     }
 
     /** How a test waits for the echo whose future is {@code answer}. */
