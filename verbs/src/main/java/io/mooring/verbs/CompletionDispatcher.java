@@ -51,8 +51,6 @@ public final class CompletionDispatcher implements AutoCloseable {
     private final Consumer<WorkCompletion> handler;
     private final CompletionQueue.DispatcherSlot slot;
     private final Thread thread;
-    /** Binds {@link #DISPATCHING} to this dispatcher: made once, as every caller's wait binds it anew. */
-    private final ScopedValue.Carrier dispatching = ScopedValue.where(DISPATCHING, this);
     /** Held by whoever polls the CQ and delivers: this thread, or a caller waiting in {@link #await}. */
     private final ReentrantLock poller = new ReentrantLock();
     /** The batch a polling caller fills: guarded by {@link #poller}, so one serves every caller. */
@@ -108,7 +106,7 @@ public final class CompletionDispatcher implements AutoCloseable {
     }
 
     private void run() {
-        dispatching.run(this::dispatch);
+        ScopedValue.where(DISPATCHING, this).run(this::dispatch);
     }
 
     private void dispatch() {
@@ -227,7 +225,7 @@ public final class CompletionDispatcher implements AutoCloseable {
 
     /** Polls and delivers on the caller's thread until {@code f} is done, {@code until} or this dispatcher's end. */
     private void pollFor(CompletableFuture<?> f, long until) throws InterruptedException {
-        dispatching.call(() -> {
+        ScopedValue.where(DISPATCHING, this).call(() -> {
             long left;
             try {
                 while (!f.isDone() && running && (left = until - System.nanoTime()) > 0) {
