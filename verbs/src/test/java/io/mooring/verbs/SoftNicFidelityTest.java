@@ -203,6 +203,44 @@ class SoftNicFidelityTest {
         }
     }
 
+    // ---- retransmitted atomics --------------------------------------------------------------------------------
+
+    /**
+     * Eight fetch-and-adds in flight at once over TCP, the responder held inside the last one until the requester takes
+     * it for hung and sends all eight again, which the responder has executed by then: each retransmission must be
+     * answered with the value its atomic found then, never executed again — not only the last one's, as the
+     * requester resends every request in flight from the oldest.
+     */
+    @Test
+    void atomicsSentAgainTogetherGetTheirFirstResults() throws Exception {
+        int n = 8;
+        Duration hold = Duration.ofMillis(SoftInternals.hungPeerMillis() + 1500); // one going back, not seven
+        open("soft1", FAST.toBuilder().retryCount(7).maxRdAtomic(n).maxDestRdAtomic(n).build());
+        MemoryRegion counter = b.open(8, 0);
+        MemoryRegion results = a.open(8L * n, 0xff);
+        var accesses = new java.util.concurrent.atomic.AtomicInteger();
+        SoftInternals.onAdmittedAccess("soft1", counter.lkey(), () -> {
+            if (accesses.incrementAndGet() == n) sleep(hold);
+        });
+        for (int i = 0; i < n; i++) {
+            a.qp.post(WorkRequest.fetchAndAdd(results, 8L * i, counter.address(), counter.rkey(), 1).wrId(i));
+        }
+        for (int i = 0; i < n; i++) assertEquals(i, a.expect(WcStatus.SUCCESS).wrId());
+        for (int i = 0; i < n; i++) {
+            assertEquals(i, results.segment().get(ValueLayout.JAVA_LONG, 8L * i), "fetch-and-add " + i);
+        }
+        assertEquals(n, counter.segment().get(ValueLayout.JAVA_LONG, 0), "an atomic was executed twice");
+        assertEquals(n, accesses.get(), "a retransmitted atomic touched the memory again");
+    }
+
+    private static void sleep(Duration d) {
+        try {
+            Thread.sleep(d);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     // ---- key indexes ----------------------------------------------------------------------------------------
 
     @Test

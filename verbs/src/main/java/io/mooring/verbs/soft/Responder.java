@@ -27,8 +27,7 @@ final class Responder {
     private final ReentrantLock responding = new ReentrantLock(); // one incoming request at a time
     private final RecvWork received = new RecvWork();            // guarded by responding: the receive being filled
     private volatile int expectedPsn; // written under responding: the PSN of the next new incoming request
-    private int lastAtomicPsn = -1;   // guarded by responding: a duplicated atomic is answered, not executed again
-    private long lastAtomicOriginal;
+    private final AtomicReplay atomics = new AtomicReplay(); // guarded by responding
 
     Responder(SoftQp qp) {
         this.qp = qp;
@@ -44,7 +43,7 @@ final class Responder {
         responding.lock();
         try {
             expectedPsn = psn;
-            lastAtomicPsn = -1;
+            atomics.forget();
         } finally {
             responding.unlock();
         }
@@ -88,10 +87,7 @@ final class Responder {
                 }
             };
             if (answer.kind() == Wire.Kind.ACK) {
-                if (op.isAtomic()) {
-                    lastAtomicPsn = r.psn();
-                    lastAtomicOriginal = answer.atomicOriginal();
-                }
+                if (op.isAtomic()) atomics.executed(r.psn(), answer.atomicOriginal(), qp.destReadDepth);
                 expectedPsn = Wire.nextPsn(expectedPsn);
             }
             return answer;
@@ -102,14 +98,13 @@ final class Responder {
 
     /**
      * A retransmission of a request already executed (its answer was lost or late): a READ is served again,
-     * the last atomic's original value is replayed, anything else is acknowledged — never executed twice.
+     * an atomic's original value is replayed (a requester with several in flight may resend them all), anything else
+     * is acknowledged — never executed twice. An atomic too old to be remembered is dropped: the requester gave up on
+     * it long ago.
      */
     private Wire.Response duplicate(Wire.Request r, Opcode op) {
         if (op == Opcode.RDMA_READ) return remoteRead(r);
-        if (op.isAtomic()) {
-            return r.psn() == lastAtomicPsn ? Wire.Response.atomic(lastAtomicOriginal) : Wire.Response.DROPPED;
-        }
-        return Wire.Response.ACK;
+        return op.isAtomic() ? atomics.replay(r.psn()) : Wire.Response.ACK;
     }
 
     /**

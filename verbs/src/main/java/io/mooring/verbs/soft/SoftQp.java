@@ -54,6 +54,7 @@ final class SoftQp implements QpOps {
     volatile int retryCount;
     volatile int rnrRetry;
     volatile int readDepth = 1; // max_rd_atomic: the READs and atomics the requester has in flight at most
+    volatile int destReadDepth = 1; // max_dest_rd_atomic: the atomics whose results the responder keeps for replay
     volatile int sendPsn;  // written by the requester: the PSN of the next new request
     volatile int resets;   // written under lock: a request taken before a reset is never sent after it
     volatile FaultInjector faults; // written under lock; null: none injected
@@ -123,6 +124,7 @@ final class SoftQp implements QpOps {
             if (a.isSet(QpAttribute.RETRY_COUNT)) retryCount = a.retryCount();
             if (a.isSet(QpAttribute.RNR_RETRY)) rnrRetry = a.rnrRetry();
             if (a.isSet(QpAttribute.MAX_RD_ATOMIC)) readDepth = Math.max(1, a.maxRdAtomic());
+            if (a.isSet(QpAttribute.MAX_DEST_RD_ATOMIC)) destReadDepth = Math.max(1, a.maxDestRdAtomic());
             attributes = attributes.toBuilder().apply(a).build();
             switch (target) {
                 case RTR -> {

@@ -39,6 +39,11 @@ public final class SoftInternals {
         return java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(Requester.IDLE_NANOS);
     }
 
+    /** How long a requester with requests in flight over TCP waits for an answer before it sends them again. */
+    public static long hungPeerMillis() {
+        return java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(TcpLink.HUNG_PEER_NANOS);
+    }
+
     private static SoftDevice device(String name) {
         return SoftDevice.get(name, Integer.parseInt(name.substring("soft".length())));
     }
