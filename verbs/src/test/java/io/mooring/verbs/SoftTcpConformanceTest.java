@@ -5,11 +5,16 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.mooring.lifecycle.ResourceGraph;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** soft0 and soft1: every operation crosses the TCP fabric (inside one JVM; see also the two-process test). */
 class SoftTcpConformanceTest extends VerbsConformance {
+    /** Runs each side on a thread of its own: the common pool has one worker on two cores, which would take turns. */
+    private static final Executor OWN_THREAD = task -> Thread.ofPlatform().start(task);
+
     @Override
     DeviceContext openFirst(ResourceGraph graph) {
         return RdmaDevices.open("soft:soft0", graph);
@@ -37,13 +42,47 @@ class SoftTcpConformanceTest extends VerbsConformance {
         MemoryRegion bMemory = b.open((long) size * inFlight, 0xb2);
         MemoryRegion aLocal = a.open((long) size * inFlight, 0);
         MemoryRegion bLocal = b.open((long) size * inFlight, 0);
-        var fromA = CompletableFuture.runAsync(() -> flood(a, aLocal, bMemory, size, inFlight, rounds));
-        var fromB = CompletableFuture.runAsync(() -> flood(b, bLocal, aMemory, size, inFlight, rounds));
+        var fromA = CompletableFuture.runAsync(() -> flood(a, aLocal, bMemory, size, inFlight, rounds), OWN_THREAD);
+        var fromB = CompletableFuture.runAsync(() -> flood(b, bLocal, aMemory, size, inFlight, rounds), OWN_THREAD);
         fromA.get(2, TimeUnit.MINUTES);
         fromB.get(2, TimeUnit.MINUTES);
         for (int i = 0; i < inFlight; i += 2) { // the READs' slots hold what they read
             assertEquals((byte) 0xb2, aLocal.segment().get(ValueLayout.JAVA_BYTE, (long) i * size + size - 1));
             assertEquals((byte) 0xa1, bLocal.segment().get(ValueLayout.JAVA_BYTE, (long) i * size + size - 1));
+        }
+    }
+
+    /**
+     * Both sides READ more than both sockets' buffers hold from each other at the same moment: a reader that wrote
+     * its answer itself would block on a peer whose reader is stuck writing its own, each waiting for the other to
+     * read, for good.
+     */
+    @Test
+    void answersLargerThanTheSocketsBuffersBothWaysAtOnceNeverStall() throws Exception {
+        int size = 64 << 20;
+        MemoryRegion aMemory = a.open(size, 0xa1);
+        MemoryRegion bMemory = b.open(size, 0xb2);
+        MemoryRegion aLocal = a.open(size, 0);
+        MemoryRegion bLocal = b.open(size, 0);
+        var together = new CyclicBarrier(2);
+        var fromA = CompletableFuture.runAsync(() -> readAtOnce(together, a, aLocal, bMemory, size), OWN_THREAD);
+        var fromB = CompletableFuture.runAsync(() -> readAtOnce(together, b, bLocal, aMemory, size), OWN_THREAD);
+        fromA.get(2, TimeUnit.MINUTES);
+        fromB.get(2, TimeUnit.MINUTES);
+        assertEquals((byte) 0xb2, aLocal.segment().get(ValueLayout.JAVA_BYTE, size - 1));
+        assertEquals((byte) 0xa1, bLocal.segment().get(ValueLayout.JAVA_BYTE, size - 1));
+    }
+
+    private static void readAtOnce(CyclicBarrier together, Endpoint side, MemoryRegion local, MemoryRegion remote,
+                                   int size) {
+        for (int round = 0; round < 4; round++) {
+            try {
+                together.await(1, TimeUnit.MINUTES);
+            } catch (Exception e) {
+                throw new AssertionError("the other side did not come", e);
+            }
+            side.qp.post(WorkRequest.read(local, 0, size).remote(remote.address(), remote.rkey()).wrId(round));
+            assertEquals(round, side.expect(WcStatus.SUCCESS).wrId());
         }
     }
 

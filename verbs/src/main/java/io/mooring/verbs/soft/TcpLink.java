@@ -19,7 +19,7 @@ import java.util.concurrent.locks.LockSupport;
  * One TCP connection between two connected QPs, carrying both directions: each side's requester sends numbered
  * REQUEST frames, one at a time ({@link #exchange}) or many before the first answer ({@link #post}, by its
  * {@link SendWindow}); each side's reader thread executes the peer's REQUESTs against its QP in order and answers each
- * with a RESPONSE of the same number, so answers come back in the order of the requests. Frames are length-checked;
+ * with a RESPONSE of the same number ({@link AnswerWriter}), so answers come back in the order of the requests. Frames are length-checked;
  * anything malformed closes the connection (the requester then sees no answer, as on a broken wire).
  *
  * <pre>
@@ -92,19 +92,20 @@ final class TcpLink implements Link {
     private int sequence;               // requester thread only: the number of the last request posted
     private volatile Thread waiter;     // the requester thread waiting for answers: unparked by each one
     private volatile boolean closed;
-    private boolean answersUnflushed;   // reader thread only: answers written since it last flushed
+    private final AnswerWriter answerWriter;
 
-    private TcpLink(Socket socket, SoftQp qp, int peerQpn) throws IOException {
+    private TcpLink(Socket socket, SoftQp qp, int peerQpn, String device) throws IOException {
         this.socket = socket;
         this.qp = qp;
         this.peerQpn = peerQpn;
         this.in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
         this.out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
+        this.answerWriter = new AnswerWriter(this, out, "soft-link-answers-" + device + "-" + qp.qpNumber());
     }
 
     /** Attaches a connected socket to {@code qp} and starts reading it, or closes it if {@code qp} refuses it. */
     static void start(Socket socket, SoftQp qp, int peerQpn, String device, Hello hello) throws IOException {
-        var link = new TcpLink(socket, qp, peerQpn);
+        var link = new TcpLink(socket, qp, peerQpn, device);
         if (!qp.attach(link, hello)) {
             link.close();
             return;
@@ -205,12 +206,6 @@ final class TcpLink implements Link {
     private void readLoop() {
         try {
             while (!closed) {
-                if (answersUnflushed && in.available() == 0) { // requests that came together are answered together
-                    answersUnflushed = false;
-                    synchronized (out) {
-                        out.flush();
-                    }
-                }
                 byte type = in.readByte();
                 switch (type) {
                     case REQUEST -> serve();
@@ -243,17 +238,19 @@ final class TcpLink implements Link {
         in.readFully(payload, 0, carried);
         Wire.Response answer = qp.respond(new Wire.Request(opcode, peerQpn, psn, raddr, rkey, length, payload, imm,
                 compareAdd, swap), this);
-        synchronized (out) {
-            out.writeByte(RESPONSE);
-            out.writeInt(seq);
-            out.writeByte(answer.kind().code);
-            out.writeByte(answer.rnrTimer());
-            out.writeLong(answer.atomicOriginal());
-            int answered = read && answer.kind() == Wire.Kind.ACK ? length : 0;
-            out.writeInt(answered);
-            out.write(payload, 0, answered);
-        }
-        answersUnflushed = true;
+        answerWriter.owe(seq, answer, payload, read && answer.kind() == Wire.Kind.ACK ? length : 0);
+    }
+
+    /** Writes the RESPONSE frame answering request {@code seq}; the caller holds {@code out}'s monitor. */
+    static void writeAnswer(DataOutputStream out, int seq, Wire.Response answer, byte[] data, int length)
+            throws IOException {
+        out.writeByte(RESPONSE);
+        out.writeInt(seq);
+        out.writeByte(answer.kind().code);
+        out.writeByte(answer.rnrTimer());
+        out.writeLong(answer.atomicOriginal());
+        out.writeInt(length);
+        out.write(data, 0, length);
     }
 
     private void accept() throws IOException {
@@ -285,6 +282,7 @@ final class TcpLink implements Link {
         closed = true;
         qp.detach(this);
         TcpFabric.closeQuietly(socket);
+        answerWriter.closed();
         LockSupport.unpark(waiter); // a requester waiting for an answer that cannot come now
     }
 }
