@@ -395,7 +395,7 @@ class SoftNicFidelityTest {
     /** A HELLO frame as TcpLink lays it out, claiming to be a newer dial of {@code from} than any before. */
     private static void writeHello(DataOutputStream out, QpInfo from, QpInfo to, long token) throws IOException {
         out.writeInt(0x4d4f4f52);
-        out.writeShort(3);
+        out.writeShort(4);
         out.writeInt(from.qpn());
         out.writeInt(to.qpn());
         out.writeLong(from.gid().subnetPrefix());
@@ -411,6 +411,7 @@ class SoftNicFidelityTest {
         Arrays.fill(payload, (byte) fill);
         out.writeByte(1);
         out.writeInt(1);
+        out.writeLong(0); // consumed: nothing of the other direction read
         out.writeInt(Opcode.RDMA_WRITE.code());
         out.writeInt(psn);
         out.writeLong(target.address());

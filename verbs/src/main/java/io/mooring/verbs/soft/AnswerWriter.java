@@ -1,32 +1,36 @@
 package io.mooring.verbs.soft;
 
-import java.io.DataOutputStream;
 import java.io.IOException;
 import java.util.ArrayDeque;
 
 /**
- * The answers a {@link TcpLink} owes its peer, written to the connection by a virtual thread of their own, so that the
- * link's reader never waits on a write: two peers READing more from each other at once than their sockets' buffers
- * hold would otherwise each block writing an answer that the other's reader, blocked the same way, never reads. What
- * is owed is bounded by what an honest peer's {@link SendWindow} can have in flight; a peer asking for more makes the
- * reader wait for room, which stalls that peer's own connection and nothing else. Answers that came together go out
- * with one flush.
+ * Writes the answers a {@link TcpLink}'s reader may not write itself (see there: a write that could block), in order,
+ * on a virtual thread of its own made at the first such answer. What is owed is bounded by what an honest peer's
+ * {@link SendWindow} can have in flight; a peer asking for more makes the reader wait for room, which stalls that
+ * peer's own connection and nothing else. Answers owed together go out with one flush.
  */
 final class AnswerWriter {
-    /** One answer, with the bytes of a READ's ({@code length} of {@code data}). */
+    /** One answer, with the bytes of a READ's ({@code length} of {@code data}); a null answer only flushes. */
     private record Owed(int seq, Wire.Response answer, byte[] data, int length) {}
 
-    private final TcpLink link;
-    private final DataOutputStream out; // shared with the requester's requests: written under its monitor
-    private final String name;
-    private final ArrayDeque<Owed> owed = new ArrayDeque<>(2); // guarded by itself
-    private long owedBytes;   // guarded by owed
-    private boolean started;  // guarded by owed: the writing thread runs (made at the first answer)
+    private static final Owed FLUSH = new Owed(0, null, null, 0);
 
-    AnswerWriter(TcpLink link, DataOutputStream out, String name) {
+    private final TcpLink link;
+    private final String name;
+    private final ArrayDeque<Owed> owed = new ArrayDeque<>(2); // guarded by itself; the head until written
+    private long owedBytes;   // guarded by owed
+    private boolean started;  // guarded by owed: the writing thread runs
+
+    AnswerWriter(TcpLink link, String name) {
         this.link = link;
-        this.out = out;
         this.name = name;
+    }
+
+    /** Whether nothing is owed: an answer written by the reader now would not overtake one. */
+    boolean isIdle() {
+        synchronized (owed) {
+            return owed.isEmpty();
+        }
     }
 
     /**
@@ -47,14 +51,25 @@ final class AnswerWriter {
                     throw new IOException("interrupted");
                 }
             }
-            owed.add(new Owed(seq, answer, data, length));
-            owedBytes += length;
-            if (!started) {
-                started = true;
-                Thread.ofVirtual().name(name).start(this::writeLoop);
-            }
-            owed.notifyAll();
+            add(new Owed(seq, answer, data, length));
         }
+    }
+
+    /** Flushes what the reader wrote, as it could not without waiting. */
+    void flushSoon() {
+        synchronized (owed) {
+            add(FLUSH);
+        }
+    }
+
+    private void add(Owed o) {
+        owed.add(o);
+        owedBytes += o.length;
+        if (!started) {
+            started = true;
+            Thread.ofVirtual().name(name).start(this::writeLoop);
+        }
+        owed.notifyAll();
     }
 
     /** Wakes the writing thread and a waiting reader: the connection closed. */
@@ -68,20 +83,15 @@ final class AnswerWriter {
         try {
             Owed next;
             while ((next = awaitNext()) != null) {
-                synchronized (out) {
-                    TcpLink.writeAnswer(out, next.seq, next.answer, next.data, next.length);
+                boolean last;
+                synchronized (owed) {
+                    last = owed.size() == 1;
                 }
-                boolean drained;
+                link.writeAnswer(next.seq, next.answer, next.data, next.length, last);
                 synchronized (owed) {
                     owed.poll();
                     owedBytes -= next.length;
-                    drained = owed.isEmpty();
                     owed.notifyAll(); // a reader waiting for room
-                }
-                if (drained) {
-                    synchronized (out) {
-                        out.flush();
-                    }
                 }
             }
         } catch (IOException e) {

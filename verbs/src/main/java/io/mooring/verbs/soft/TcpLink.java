@@ -14,27 +14,41 @@ import java.net.Socket;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * One TCP connection between two connected QPs, carrying both directions: each side's requester sends numbered
  * REQUEST frames, one at a time ({@link #exchange}) or many before the first answer ({@link #post}, by its
  * {@link SendWindow}); each side's reader thread executes the peer's REQUESTs against its QP in order and answers each
- * with a RESPONSE of the same number ({@link AnswerWriter}), so answers come back in the order of the requests. Frames are length-checked;
+ * with a RESPONSE of the same number, so answers come back in the order of the requests. Frames are length-checked;
  * anything malformed closes the connection (the requester then sees no answer, as on a broken wire).
+ *
+ * <p>A reader must never wait on a write: two peers READing more from each other at once than their sockets' buffers
+ * hold would each block writing an answer that the other's reader, blocked the same way, never reads. So every frame
+ * says how many bytes of the other direction its sender's reader has taken ({@code consumed}), and a reader writes an
+ * answer itself only while what the peer has not taken yet, with the answer, is at most {@link #DIRECT_BYTES} — far
+ * less than a socket's buffers hold, so the write cannot block. Any other answer goes to the {@link AnswerWriter}.
  *
  * <pre>
  * HELLO    magic:int version:short srcQpn:int dstQpn:int srcGid:16 srcLid:int dial:int token:long
- * REQUEST  type:byte(1) seq:int opcode:int psn:int raddr:long rkey:int length:int imm:int cmpAdd:long swap:long
- *          payloadLength:int payload
- * RESPONSE type:byte(2) seq:int kind:byte rnrTimer:byte atomicOriginal:long dataLength:int data
+ * REQUEST  type:byte(1) seq:int consumed:long opcode:int psn:int raddr:long rkey:int length:int imm:int cmpAdd:long
+ *          swap:long payloadLength:int payload
+ * RESPONSE type:byte(2) seq:int consumed:long kind:byte rnrTimer:byte atomicOriginal:long dataLength:int data
  * </pre>
  */
 final class TcpLink implements Link {
     private static final System.Logger LOG = System.getLogger(TcpLink.class.getName());
     static final int MAGIC = 0x4d4f4f52; // "MOOR"
-    static final short VERSION = 3;
+    static final short VERSION = 4;
     private static final byte REQUEST = 1;
     private static final byte RESPONSE = 2;
+    private static final int REQUEST_HEADER = 61;
+    private static final int RESPONSE_HEADER = 27;
+    /**
+     * How much the peer may not have taken yet, a direct answer included, for the reader to write that answer itself:
+     * a fraction of the smallest buffers a connection starts with (16 KiB to send, 128 KiB to receive, by default).
+     */
+    static final int DIRECT_BYTES = 16 * 1024;
     private static final int MAX_PAYLOAD = 1 << 30;
     /**
      * TCP does not lose requests, and the responder answers every one (DROPPED when it is not ready), so a
@@ -85,6 +99,12 @@ final class TcpLink implements Link {
     private final int peerQpn; // who is at the other end: requests are executed on its behalf only
     private final DataInputStream in;
     private final DataOutputStream out;
+    /** Taken to write frames: blocking by the requester and the answer writer, tried only by the reader. */
+    private final ReentrantLock writing = new ReentrantLock();
+    private long written;               // guarded by writing: bytes of the frames written
+    private volatile long consumed;     // written by the reader thread only: bytes of the frames it read
+    private volatile long peerConsumed; // reader thread only: bytes of ours the peer's reader had read, by its last frame
+    private boolean answersUnflushed;   // reader thread only: answers it wrote since it last flushed
     /** Answers not yet taken, oldest first; the n-th answer to arrive is that of request n. Guarded by itself. */
     private final ArrayDeque<Wire.Response> answers = new ArrayDeque<>(2);
     private int taken;                  // guarded by answers: the number of the last answer taken (or discarded)
@@ -100,7 +120,7 @@ final class TcpLink implements Link {
         this.peerQpn = peerQpn;
         this.in = new DataInputStream(new BufferedInputStream(socket.getInputStream()));
         this.out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream()));
-        this.answerWriter = new AnswerWriter(this, out, "soft-link-answers-" + device + "-" + qp.qpNumber());
+        this.answerWriter = new AnswerWriter(this, "soft-link-answers-" + device + "-" + qp.qpNumber());
     }
 
     /** Attaches a connected socket to {@code qp} and starts reading it, or closes it if {@code qp} refuses it. */
@@ -140,9 +160,12 @@ final class TcpLink implements Link {
         if (closed) return -1;
         int seq = ++sequence;
         try {
-            synchronized (out) {
+            int carried = r.payload() == null || r.isRead() ? 0 : r.length(); // a READ's length: what it asks
+            writing.lock();
+            try {
                 out.writeByte(REQUEST);
                 out.writeInt(seq);
+                out.writeLong(consumed);
                 out.writeInt(r.opcode());
                 out.writeInt(r.psn());
                 out.writeLong(r.remoteAddress());
@@ -151,9 +174,11 @@ final class TcpLink implements Link {
                 out.writeInt(r.immediate());
                 out.writeLong(r.compareAdd());
                 out.writeLong(r.swap());
-                int carried = r.payload() == null || r.isRead() ? 0 : r.length(); // a READ's length: what it asks
                 out.writeInt(carried);
                 if (carried > 0) out.write(r.payload(), 0, carried);
+                written += REQUEST_HEADER + carried;
+            } finally {
+                writing.unlock();
             }
             return seq;
         } catch (IOException e) {
@@ -165,8 +190,11 @@ final class TcpLink implements Link {
     /** Sends what {@link #post} wrote; false if the connection is closed (or closes now). */
     boolean flush() {
         try {
-            synchronized (out) {
+            writing.lock();
+            try {
                 out.flush();
+            } finally {
+                writing.unlock();
             }
             return !closed;
         } catch (IOException e) {
@@ -206,6 +234,18 @@ final class TcpLink implements Link {
     private void readLoop() {
         try {
             while (!closed) {
+                if (answersUnflushed && in.available() == 0) { // requests that came together are answered together
+                    answersUnflushed = false;
+                    if (writing.tryLock()) {
+                        try {
+                            out.flush();
+                        } finally {
+                            writing.unlock();
+                        }
+                    } else {
+                        answerWriter.flushSoon(); // whoever writes now may block: never wait for it here
+                    }
+                }
                 byte type = in.readByte();
                 switch (type) {
                     case REQUEST -> serve();
@@ -224,6 +264,7 @@ final class TcpLink implements Link {
 
     private void serve() throws IOException {
         int seq = in.readInt();
+        peerConsumed = in.readLong();
         int opcode = in.readInt();
         int psn = in.readInt();
         long raddr = in.readLong();
@@ -236,30 +277,57 @@ final class TcpLink implements Link {
         boolean read = opcode == Opcode.RDMA_READ.code();
         byte[] payload = new byte[read ? length : carried]; // a READ's answer is written into it
         in.readFully(payload, 0, carried);
+        consumed += REQUEST_HEADER + carried;
         Wire.Response answer = qp.respond(new Wire.Request(opcode, peerQpn, psn, raddr, rkey, length, payload, imm,
                 compareAdd, swap), this);
-        answerWriter.owe(seq, answer, payload, read && answer.kind() == Wire.Kind.ACK ? length : 0);
+        int answered = read && answer.kind() == Wire.Kind.ACK ? length : 0;
+        if (answerWriter.isIdle() && writing.tryLock()) {
+            try {
+                if (written - peerConsumed + RESPONSE_HEADER + answered <= DIRECT_BYTES) {
+                    writeAnswer(seq, answer, payload, answered);
+                    answersUnflushed = true;
+                    return;
+                }
+            } finally {
+                writing.unlock();
+            }
+        }
+        answerWriter.owe(seq, answer, payload, answered);
     }
 
-    /** Writes the RESPONSE frame answering request {@code seq}; the caller holds {@code out}'s monitor. */
-    static void writeAnswer(DataOutputStream out, int seq, Wire.Response answer, byte[] data, int length)
-            throws IOException {
+    /** Writes the RESPONSE frame answering request {@code seq}; the caller holds {@link #writing}. */
+    private void writeAnswer(int seq, Wire.Response answer, byte[] data, int length) throws IOException {
         out.writeByte(RESPONSE);
         out.writeInt(seq);
+        out.writeLong(consumed);
         out.writeByte(answer.kind().code);
         out.writeByte(answer.rnrTimer());
         out.writeLong(answer.atomicOriginal());
         out.writeInt(length);
         out.write(data, 0, length);
+        written += RESPONSE_HEADER + length;
+    }
+
+    /** Writes an answer for the {@link AnswerWriter}, flushing it if {@code flush}; may block. */
+    void writeAnswer(int seq, Wire.Response answer, byte[] data, int length, boolean flush) throws IOException {
+        writing.lock();
+        try {
+            if (answer != null) writeAnswer(seq, answer, data, length);
+            if (flush) out.flush();
+        } finally {
+            writing.unlock();
+        }
     }
 
     private void accept() throws IOException {
         int seq = in.readInt();
+        peerConsumed = in.readLong();
         int code = in.readUnsignedByte();
         int rnrTimer = in.readUnsignedByte();
         long original = in.readLong();
         byte[] data = new byte[checkedLength(in.readInt())];
         in.readFully(data);
+        consumed += RESPONSE_HEADER + data.length;
         Wire.Kind kind = Wire.Kind.of(code);
         if (kind == null) throw new IOException("unknown response kind " + code + " in the answer to request " + seq);
         var answer = new Wire.Response(kind, rnrTimer, data.length == 0 ? null : data, original);
