@@ -37,6 +37,9 @@ final class ControlChannel implements AutoCloseable {
     private static final int SLOT = MessageCodec.MAX_MESSAGE;
 
     private final Block buffers;
+    /** Filled afresh for each post, each guarded by itself: the QP copies a request as it is posted. */
+    private final ReceiveRequest receiveRequest = new ReceiveRequest();
+    private final WorkRequest sendRequest = new WorkRequest();
     private final ArrayDeque<Integer> freeSendSlots = new ArrayDeque<>(); // guarded by this
     private final ArrayDeque<Queued> outbox = new ArrayDeque<>(2);          // guarded by this
     /** Queued messages that no lease bounds, guarded by this. */
@@ -56,7 +59,9 @@ final class ControlChannel implements AutoCloseable {
 
     /** Gives the receive buffer {@code slot} back to the QP, once its message was decoded. */
     void repost(int slot) {
-        qp.post(ReceiveRequest.into(buffers.region(), offset(slot), SLOT).wrId(slot));
+        synchronized (receiveRequest) {
+            qp.post(receiveRequest.reset().local(buffers.region(), offset(slot), SLOT).wrId(slot));
+        }
     }
 
     /** The {@code length} bytes received into {@code slot}; valid until {@link #repost} of the slot. */
@@ -91,7 +96,9 @@ final class ControlChannel implements AutoCloseable {
         int length = MessageCodec.encode(m, buffers.segment().asSlice((long) slot * SLOT, SLOT));
         CompletableFuture<WorkCompletion> sent;
         try {
-            sent = qp.postAsync(WorkRequest.send(buffers.region(), offset(slot), length));
+            synchronized (sendRequest) {
+                sent = qp.postAsync(sendRequest.reset().local(buffers.region(), offset(slot), length));
+            }
         } catch (RuntimeException e) {
             sent = CompletableFuture.failedFuture(e);
         }

@@ -56,6 +56,8 @@ import java.util.function.Function;
  */
 public final class LeaseCache<K> implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(LeaseCache.class.getName());
+    /** How often a load waiting for a lease to come free runs the cache's pending maintenance ({@link #awaitLease}). */
+    private static final long MAINTENANCE_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
     private final AsyncLoadingCache<K, CachedLease> cache;
     private final Duration timeout;
@@ -211,13 +213,29 @@ public final class LeaseCache<K> implements AutoCloseable {
         if (leases.tryAcquire()) return ask(key, loader);
         return CompletableFuture.supplyAsync(() -> {
             try {
-                if (leases.tryAcquire(timeout.toNanos(), TimeUnit.NANOSECONDS)) return ask(key, loader);
+                if (awaitLease()) return ask(key, loader);
                 return CompletableFuture.<CachedLease>failedFuture(new MooringTimeoutException("no lease of the peer's"
                         + " came free in " + timeout + " to load " + key + ": the cache's segments are all in use"));
             } catch (InterruptedException e) {
                 return CompletableFuture.<CachedLease>failedFuture(e);
             }
         }, executor).thenCompose(asked -> asked);
+    }
+
+    /**
+     * Waits at most the request timeout for a lease to come free: for an eviction's release to be acknowledged. Caffeine
+     * owes that eviction once it has applied the weight of the load that filled the cache; but a weight that reaches it
+     * while its maintenance runs is left, on an executor other than the common pool, to the next cache activity — and
+     * none may come while this waits. So the wait runs the cache's pending maintenance itself, now and every
+     * {@link #MAINTENANCE_NANOS} until a lease comes free.
+     */
+    private boolean awaitLease() throws InterruptedException {
+        long end = System.nanoTime() + timeout.toNanos();
+        for (long left = timeout.toNanos(); left > 0; left = end - System.nanoTime()) {
+            cache.synchronous().cleanUp();
+            if (leases.tryAcquire(Math.min(left, MAINTENANCE_NANOS), TimeUnit.NANOSECONDS)) return true;
+        }
+        return false;
     }
 
     /** Asks the loader for {@code key}'s segment, with a lease of the peer's taken for it. */

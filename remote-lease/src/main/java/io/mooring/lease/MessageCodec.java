@@ -72,9 +72,11 @@ final class MessageCodec {
             this.body = body;
         }
 
+        private static final Type[] ALL = values(); // values() copies its array on every call
+
         /** The type with {@code code}, or null. */
         static Type of(int code) {
-            for (Type t : values()) if (t.code == code) return t;
+            for (Type t : ALL) if (t.code == code) return t;
             return null;
         }
     }

@@ -23,6 +23,8 @@ final class MessageReceives implements AutoCloseable {
     private final int messageSize;
     private final Block[] blocks; // by slot, the receive's wrId; touched by the dispatcher, grown under this
     private int posted;           // slots in use, guarded by this
+    /** Filled afresh for each post, guarded by this: the queue copies a request as it is posted. */
+    private final ReceiveRequest request = new ReceiveRequest();
 
     MessageReceives(ProtectionDomain pd, RdmaArena arena, int messageSize, int capacity) {
         this.srq = pd.createSharedReceiveQueue(SrqAttributes.builder().maxWr(capacity).build());
@@ -53,9 +55,9 @@ final class MessageReceives implements AutoCloseable {
     }
 
     /** Posts slot {@code slot}'s block again: its receive carried no data (a WRITE with immediate) or was flushed. */
-    void repost(int slot) {
+    synchronized void repost(int slot) {
         Block b = blocks[slot];
-        srq.post(ReceiveRequest.into(b.region(), b.regionOffset(), messageSize).wrId(slot));
+        srq.post(request.reset().local(b.region(), b.regionOffset(), messageSize).wrId(slot));
     }
 
     /**

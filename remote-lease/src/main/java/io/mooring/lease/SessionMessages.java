@@ -32,6 +32,11 @@ final class SessionMessages {
     private final Duration requestTimeout;
     /** The session an inbound message names as its origin, where a reply goes. */
     private final RdmaSession origin;
+    /**
+     * Every message's send request, filled afresh for each post: only the flow's one poster at a time fills it, and the
+     * QP copies a request as it is posted.
+     */
+    private final WorkRequest sendRequest = new WorkRequest();
 
     SessionMessages(RdmaSession origin, SessionLink link, MessageReceives receives, Await await,
                     Duration requestTimeout, int window) {
@@ -76,7 +81,7 @@ final class SessionMessages {
         link.checkUsable();
         checkFits(message, length, trailer == null ? 0 : MessageFrame.TRAILER);
         return flow.send(() -> {
-            var wr = WorkRequest.send(message.region(), message.regionOffset(), length);
+            var wr = sendRequest.reset().local(message.region(), message.regionOffset(), length);
             if (trailer != null) wr.local(trailer.region(), trailer.regionOffset(), MessageFrame.TRAILER);
             if (frame != -1) wr.opcode(Opcode.SEND_WITH_IMM).immediate(frame);
             return link.dataQp().postAsync(wr);
