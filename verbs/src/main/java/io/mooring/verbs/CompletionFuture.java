@@ -13,6 +13,9 @@ import java.util.concurrent.TimeoutException;
  * completions are delivered.
  */
 final class CompletionFuture<T> extends CompletableFuture<T> {
+    /** Waits this long or longer (146 years) are waits without bound. */
+    private static final long UNBOUNDED_NANOS = Long.MAX_VALUE / 2;
+
     private final CompletionQueue cq;
 
     CompletionFuture(CompletionQueue cq) {
@@ -48,9 +51,17 @@ final class CompletionFuture<T> extends CompletableFuture<T> {
         return super.join();
     }
 
-    /** The plain parked wait, for {@link CompletionDispatcher#parkUntilDone} once polling is not for this caller. */
+    /**
+     * The plain parked wait, for {@link CompletionDispatcher#parkUntilDone} once polling is not for this caller. A wait
+     * without bound ({@link CompletionQueue#FOREVER}, less what the caller spent polling) parks without a timeout: a
+     * virtual thread's timed park schedules, and then cancels, a timer task for its wake-up — per blocking READ.
+     */
     void parkUntilDone(long timeoutNanos) throws InterruptedException, ExecutionException, TimeoutException {
-        super.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        if (timeoutNanos >= UNBOUNDED_NANOS) {
+            super.get();
+        } else {
+            super.get(timeoutNanos, TimeUnit.NANOSECONDS);
+        }
     }
 
     private void awaitDone(long timeoutNanos) throws InterruptedException {

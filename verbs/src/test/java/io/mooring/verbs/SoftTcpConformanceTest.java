@@ -86,6 +86,45 @@ class SoftTcpConformanceTest extends VerbsConformance {
         }
     }
 
+    /**
+     * READs, WRITEs and SENDs of many sizes in flight together — from 1 byte to past what a link's reader keeps its
+     * buffer for (256 KiB), and back — each move their own bytes. The reader serves every request from one buffer it
+     * reuses and the requester reads answers into arrays it gave back: one reused too early, or of another size, would
+     * show here as another request's bytes.
+     */
+    @Test
+    void requestsOfManySizesInFlightTogetherMoveTheirOwnBytes() {
+        a.qp.reset();
+        b.qp.reset();
+        connect(FAST.toBuilder().maxRdAtomic(16).maxDestRdAtomic(16).build());
+        int[] sizes = {1, 8192, 100, 300_000, 8192, 17, 65_536, 8192, 300_000, 3, 8192};
+        long[] at = new long[sizes.length + 1];
+        for (int k = 0; k < sizes.length; k++) at[k + 1] = at[k] + sizes[k];
+        long total = at[sizes.length];
+        MemoryRegion src = a.open(total, 0);
+        MemoryRegion back = a.open(total, 0);
+        MemoryRegion readable = b.open(total, 0);
+        MemoryRegion writable = b.open(total, 0);
+        MemoryRegion inbox = b.open(total, 0);
+        for (long i = 0; i < total; i++) {
+            src.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
+            readable.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13 + 5));
+        }
+        for (int k = 0; k < sizes.length; k++) b.qp.post(ReceiveRequest.into(inbox, at[k], sizes[k]).wrId(k));
+        for (int k = 0; k < sizes.length; k++) {
+            a.qp.post(WorkRequest.read(back, at[k], sizes[k]).remote(readable.address() + at[k], readable.rkey())
+                    .wrId(3L * k));
+            a.qp.post(WorkRequest.write(src, at[k], sizes[k]).remote(writable.address() + at[k], writable.rkey())
+                    .wrId(3L * k + 1));
+            a.qp.post(WorkRequest.send(src, at[k], sizes[k]).wrId(3L * k + 2));
+        }
+        for (int i = 0; i < 3 * sizes.length; i++) assertEquals(i, a.expect(WcStatus.SUCCESS).wrId());
+        for (int k = 0; k < sizes.length; k++) assertEquals(k, b.expect(WcStatus.SUCCESS).wrId());
+        assertEquals(-1, back.segment().mismatch(readable.segment()), "what the READs brought");
+        assertEquals(-1, writable.segment().mismatch(src.segment()), "what the WRITEs left");
+        assertEquals(-1, inbox.segment().mismatch(src.segment()), "what the SENDs delivered");
+    }
+
     /** {@code rounds} times: {@code inFlight} READs and WRITEs (alternating) of {@code remote}, then their completions. */
     private static void flood(Endpoint side, MemoryRegion local, MemoryRegion remote, int size, int inFlight,
                               int rounds) {

@@ -82,6 +82,7 @@ public final class PageClient {
         var writes = new Latencies();
         try (Block page = session.endpoint().arena().allocate(Pages.BYTES, 64);
              Block request = session.endpoint().arena().allocate(Pages.WRITE_REQUEST, 64)) {
+            MemorySegment pageBytes = page.segment(); // where every READ of this task lands
             while (left.getAndDecrement() > 0) {
                 int p = random.nextInt(Pages.COUNT);
                 long t = System.nanoTime();
@@ -89,7 +90,7 @@ public final class PageClient {
                     write(session, request, p, random.nextLong());
                     writes.add(System.nanoTime() - t);
                 } else {
-                    read(table, page, p);
+                    read(table, page, pageBytes, p);
                     reads.add(System.nanoTime() - t);
                 }
             }
@@ -97,12 +98,11 @@ public final class PageClient {
         return new long[][] {reads.sorted(), writes.sorted()};
     }
 
-    private void read(RemoteSegment table, Block page, int p) {
+    /** READs page {@code p} into {@code page} (whose bytes are {@code m}) until it arrives whole, and checks it. */
+    private void read(RemoteSegment table, Block page, MemorySegment m, int p) {
         long atLeast = confirmed.get(p);
-        MemorySegment m;
         while (true) {
             table.read(page, (long) p * Pages.BYTES);
-            m = page.segment();
             if (Pages.checksumHolds(m, 0)) break;
             torn.incrementAndGet(); // a write landed during the READ: read again
         }

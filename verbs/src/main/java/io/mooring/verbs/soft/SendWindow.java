@@ -141,6 +141,7 @@ final class SendWindow {
                     WcStatus status = w.opcode == Opcode.RDMA_READ && read.length < lengths[i]
                             ? WcStatus.REM_OP_ERR // the peer answered a READ with fewer bytes than it asked
                             : requester.finish(w, answer, read, lengths[i]);
+                    link.recycle(answer.data()); // its bytes are where the request wanted them now
                     if (status != WcStatus.SUCCESS) {
                         fail(status);
                         return true;

@@ -50,6 +50,9 @@ final class TcpLink implements Link {
      */
     static final int DIRECT_BYTES = 16 * 1024;
     private static final int MAX_PAYLOAD = 1 << 30;
+    private static final byte[] NO_BYTES = {};
+    /** The largest request payload (or READ answer) the reader keeps its buffer for; a larger one gets its own. */
+    private static final int KEPT_PAYLOAD = 256 * 1024;
     /**
      * TCP does not lose requests, and the responder answers every one (DROPPED when it is not ready), so a
      * missing answer means a hung or vanished peer, not a lost packet: wait at least this long for it rather
@@ -107,12 +110,17 @@ final class TcpLink implements Link {
     private boolean answersUnflushed;   // reader thread only: answers it wrote since it last flushed
     /** Answers not yet taken, oldest first; the n-th answer to arrive is that of request n. Guarded by itself. */
     private final ArrayDeque<Wire.Response> answers = new ArrayDeque<>(2);
+    /** Answers' byte arrays the requester is done with, filled again by later answers of their size. Guarded by answers. */
+    private final ArrayDeque<byte[]> spareData = new ArrayDeque<>(2);
     private int taken;                  // guarded by answers: the number of the last answer taken (or discarded)
     private volatile int arrived;       // written under answers: the number of the last answer that arrived
     private int sequence;               // requester thread only: the number of the last request posted
     private volatile Thread waiter;     // the requester thread waiting for answers: unparked by each one
     private volatile boolean closed;
     private final AnswerWriter answerWriter;
+    /** Reader thread only: the peer's request being served, and its payload (or a READ's answer), reused. */
+    private final Wire.Request served = new Wire.Request();
+    private byte[] servedPayload = new byte[64];
 
     private TcpLink(Socket socket, SoftQp qp, int peerQpn, String device) throws IOException {
         this.socket = socket;
@@ -149,6 +157,7 @@ final class TcpLink implements Link {
         }
         if (answer.data() == null) return answer;
         System.arraycopy(answer.data(), 0, r.payload(), 0, Math.min(answer.data().length, r.length()));
+        recycle(answer.data());
         return Wire.Response.ACK; // a READ's bytes, now where the requester expects them
     }
 
@@ -217,6 +226,26 @@ final class TcpLink implements Link {
         }
     }
 
+    /**
+     * The requester is done with {@code data}, the bytes of an answer it took: a later answer of that size is read
+     * into it, so that a stream of READs allocates nothing per answer. Requester thread only.
+     */
+    void recycle(byte[] data) {
+        if (data == null || data.length > KEPT_PAYLOAD) return;
+        synchronized (answers) {
+            if (spareData.size() < SendWindow.MAX_REQUESTS) spareData.push(data);
+        }
+    }
+
+    /** An array for an answer's {@code bytes}: one the requester gave back if it has that size, else a new one. */
+    private byte[] answerData(int bytes) {
+        synchronized (answers) {
+            byte[] spare = spareData.poll();
+            if (spare != null && spare.length == bytes) return spare;
+        }
+        return new byte[bytes];
+    }
+
     /** The number of the last answer that arrived: it changes with each, which {@link #wakes} the waiter. */
     int arrived() {
         return arrived;
@@ -275,10 +304,10 @@ final class TcpLink implements Link {
         long swap = in.readLong();
         int carried = checkedLength(in.readInt());
         boolean read = opcode == Opcode.RDMA_READ.code();
-        byte[] payload = new byte[read ? length : carried]; // a READ's answer is written into it
+        byte[] payload = payloadBuffer(read ? length : carried); // a READ's answer is written into it
         in.readFully(payload, 0, carried);
         consumed += REQUEST_HEADER + carried;
-        Wire.Response answer = qp.respond(new Wire.Request(opcode, peerQpn, psn, raddr, rkey, length, payload, imm,
+        Wire.Response answer = qp.respond(served.set(opcode, peerQpn, psn, raddr, rkey, length, payload, imm,
                 compareAdd, swap), this);
         int answered = read && answer.kind() == Wire.Kind.ACK ? length : 0;
         if (answerWriter.isIdle() && writing.tryLock()) {
@@ -292,6 +321,7 @@ final class TcpLink implements Link {
                 writing.unlock();
             }
         }
+        if (answered > 0 && payload == servedPayload) servedPayload = NO_BYTES; // the writer's until written
         answerWriter.owe(seq, answer, payload, answered);
     }
 
@@ -319,18 +349,30 @@ final class TcpLink implements Link {
         }
     }
 
+    /**
+     * Where a request's payload of {@code bytes} (or a READ's answer) is read to: the reader's own buffer, grown as
+     * needed up to {@link #KEPT_PAYLOAD} — the responder copies out of it (or into it, for the answer) before the next
+     * request is read — so that a stream of 8 KiB READs allocates nothing per request.
+     */
+    private byte[] payloadBuffer(int bytes) {
+        if (bytes <= servedPayload.length) return servedPayload;
+        if (bytes > KEPT_PAYLOAD) return new byte[bytes];
+        return servedPayload = new byte[Math.max(bytes, Math.min(2 * servedPayload.length, KEPT_PAYLOAD))];
+    }
+
     private void accept() throws IOException {
         int seq = in.readInt();
         peerConsumed = in.readLong();
         int code = in.readUnsignedByte();
         int rnrTimer = in.readUnsignedByte();
         long original = in.readLong();
-        byte[] data = new byte[checkedLength(in.readInt())];
-        in.readFully(data);
-        consumed += RESPONSE_HEADER + data.length;
+        int length = checkedLength(in.readInt());
+        byte[] data = length == 0 ? null : answerData(length);
+        if (data != null) in.readFully(data);
+        consumed += RESPONSE_HEADER + length;
         Wire.Kind kind = Wire.Kind.of(code);
         if (kind == null) throw new IOException("unknown response kind " + code + " in the answer to request " + seq);
-        var answer = new Wire.Response(kind, rnrTimer, data.length == 0 ? null : data, original);
+        var answer = new Wire.Response(kind, rnrTimer, data, original);
         synchronized (answers) {
             if (seq != arrived + 1) throw new IOException("answer " + seq + " after answer " + arrived);
             answers.add(answer);

@@ -14,8 +14,8 @@ final class Wire {
      * order; a retransmission keeps its number, so the responder can tell a duplicate from a new request. A SEND or
      * WRITE carries the first {@code length} bytes of {@code payload}; a READ's answer is written there (the
      * requester's buffer, as a NIC's READ response lands in the requester's memory). Mutable: a requester reuses one
-     * for every request it sends (the responder keeps none), so sending allocates nothing; {@link #copy} one to hold
-     * it.
+     * for every request it sends, a TCP reader one for every request it serves (the responder keeps none), so
+     * neither allocates per request; {@link #copy} one to hold it.
      */
     static final class Request {
         private int opcode;
@@ -30,11 +30,6 @@ final class Wire {
         private long swap;
 
         Request() {}
-
-        Request(int opcode, int srcQpn, int psn, long remoteAddress, int rkey, int length, byte[] payload,
-                int immediate, long compareAdd, long swap) {
-            set(opcode, srcQpn, psn, remoteAddress, rkey, length, payload, immediate, compareAdd, swap);
-        }
 
         Request set(int opcode, int srcQpn, int psn, long remoteAddress, int rkey, int length, byte[] payload,
                     int immediate, long compareAdd, long swap) {
@@ -57,7 +52,7 @@ final class Wire {
          */
         Request copy() {
             byte[] p = isRead() ? new byte[length] : payload;
-            return new Request(opcode, srcQpn, psn, remoteAddress, rkey, length, p, immediate, compareAdd, swap);
+            return new Request().set(opcode, srcQpn, psn, remoteAddress, rkey, length, p, immediate, compareAdd, swap);
         }
 
         boolean isRead() {
