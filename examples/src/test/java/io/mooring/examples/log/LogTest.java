@@ -52,7 +52,9 @@ class LogTest {
 
     @Test
     void writersOnTheirOwnSessionsAppendUntilOneSealsTheLog() throws Exception {
-        Duration lease = Duration.ofMillis(500);
+        // Short, so that writers renew within the test; a writer renews at half the term, so one append that took
+        // longer than that would find its lease expired: 250 ms did, twice, on a host at a load of 10 and more.
+        Duration lease = Duration.ofSeconds(1);
         int size = 1 << 20;
         int payload = 200;
         withServerAndWriters((server, listener, writers) -> {
