@@ -7,13 +7,15 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /**
  * How the blocking forms wait for their async twins: through their completion queue, whose dispatcher lets a waiting
  * platform thread poll for its own completion (one wake-up, not two); they throw what the future fails with,
- * unwrapped. The queue refuses a wait where completions are delivered ({@link CompletionDispatcher#checkMayWait()}):
- * callbacks chained on the async forms run there, and a wait there would wait for a completion only that thread can
- * deliver — a deadlock until some timeout, for every session of the endpoint.
+ * unwrapped. A wait where completions are delivered is refused ({@link CompletionDispatcher#checkMayWait()}) before
+ * the work is started: callbacks chained on the async forms run there, and a wait there would wait for a completion
+ * only that thread can deliver — a deadlock until some timeout, for every session of the endpoint — while work
+ * started anyway would go on without its caller (a receive taking the next message, a write landing unreported).
  */
 final class Await {
     private final CompletionQueue cq;
@@ -23,8 +25,16 @@ final class Await {
         this.cq = cq;
     }
 
-    /** Waits for {@code f} without a bound (its own timeouts end it); an interrupt is kept for later, as join does. */
-    <T> T join(CompletableFuture<T> f) {
+    /**
+     * Starts {@code work} and waits for it without a bound (its own timeouts end it); an interrupt is kept for later, as
+     * join does.
+     */
+    <T> T join(Supplier<CompletableFuture<T>> work) {
+        CompletionDispatcher.checkMayWait();
+        return join(work.get());
+    }
+
+    private <T> T join(CompletableFuture<T> f) {
         if (!f.isDone()) {
             try {
                 cq.await(f, CompletionQueue.FOREVER);
@@ -41,23 +51,25 @@ final class Await {
     }
 
     /**
-     * Waits for {@code f} — {@code what} the caller waits for — at most {@code timeout}; cancels it if the wait ends
-     * first. If {@code f} completes between the wait's end and the cancel, its outcome is returned (or thrown) after
+     * Starts {@code work} and waits for it — {@code what} the caller waits for — at most {@code timeout}; cancels it if
+     * the wait ends first. If {@code f} completes between the wait's end and the cancel, its outcome is returned (or thrown) after
      * all: it may hold what only this caller can take (a received message, a sent message's completion).
      *
      * @throws MooringTimeoutException naming {@code what} and the timeout
      */
-    <T> T within(CompletableFuture<T> f, Duration timeout, String what) {
-        return within(f, timeout, what, () -> true);
+    <T> T within(Supplier<CompletableFuture<T>> work, Duration timeout, String what) {
+        return within(work, timeout, what, () -> true);
     }
 
     /**
-     * {@link #within(CompletableFuture, Duration, String)} for work that may be under way when the wait ends: then
+     * {@link #within(Supplier, Duration, String)} for work that may be under way when the wait ends: then
      * {@code withdraw} says whether it could still be called off (it was not started, and now never is) — else the
      * work holds the caller's memory until it completes, so this waits for that, without bound (its own timeouts end
      * it), instead of throwing.
      */
-    <T> T within(CompletableFuture<T> f, Duration timeout, String what, BooleanSupplier withdraw) {
+    <T> T within(Supplier<CompletableFuture<T>> work, Duration timeout, String what, BooleanSupplier withdraw) {
+        CompletionDispatcher.checkMayWait();
+        CompletableFuture<T> f = work.get();
         if (!f.isDone()) {
             try {
                 if (!cq.await(f, timeout) && withdraw.getAsBoolean() && f.cancel(false)) {

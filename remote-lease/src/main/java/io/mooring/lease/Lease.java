@@ -299,7 +299,7 @@ public final class Lease implements AutoCloseable {
      */
     @Override
     public void close() {
-        manager.await.join(manager.endAsync(this, EndReason.RELEASED));
+        manager.await.join(() -> manager.endAsync(this, EndReason.RELEASED));
     }
 
     @Override

@@ -7,6 +7,7 @@ import com.github.benmanes.caffeine.cache.Scheduler;
 import com.github.benmanes.caffeine.cache.stats.CacheStats;
 import io.mooring.lifecycle.MooringTimeoutException;
 import io.mooring.lifecycle.ResourceClosedException;
+import io.mooring.verbs.CompletionDispatcher;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -161,11 +162,12 @@ public final class LeaseCache<K> implements AutoCloseable {
      *         {@link IllegalStateException} if interrupted (the interrupt is kept)
      */
     public BorrowedLease acquire(K key) {
+        CompletionDispatcher.checkMayWait(); // before the load: refused, it must not borrow for nobody
         CompletableFuture<BorrowedLease> borrowed = acquireAsync(key);
         // What giving up cancels: not the load's own stage, which still borrows, and is then given back below.
         CompletableFuture<BorrowedLease> waited = borrowed.isDone() ? borrowed : borrowed.copy();
         try {
-            return await.within(waited, acquireTimeout, "a cached lease");
+            return await.within(() -> waited, acquireTimeout, "a cached lease");
         } catch (MooringTimeoutException e) {
             throw new MooringTimeoutException("loading the lease of " + key + " took over " + acquireTimeout);
         } catch (IllegalStateException e) {

@@ -106,7 +106,7 @@ public final class LeaseManager implements AutoCloseable {
 
     /** Exposes {@code [offset, offset + length)} of {@code block}, as {@link #grant(Block, Duration, Set)} does. */
     public Lease grant(Block block, long offset, long length, Duration duration, Set<Access> access) {
-        return await.join(grantAsync(block, offset, length, duration, access));
+        return await.join(() -> grantAsync(block, offset, length, duration, access));
     }
 
     /**
@@ -136,7 +136,7 @@ public final class LeaseManager implements AutoCloseable {
      * closed when the lease ends, or when the grant fails — so the caller never closes it.
      */
     Lease grantOwned(Block block, Duration duration, Set<Access> access) {
-        return await.join(grant(block, 0, block.size(), duration, access, true, true));
+        return await.join(() -> grant(block, 0, block.size(), duration, access, true, true));
     }
 
     private CompletableFuture<Lease> grant(Block block, long offset, long length, Duration duration, Set<Access> access,

@@ -172,7 +172,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next message at most {@code timeout}, else throws {@link MooringTimeoutException} (losing none). */
     public InboundMessage receive(Duration timeout) {
-        return endpoint.await.within(receiveAsync(), timeout, "a message");
+        return endpoint.await.within(() -> receiveAsync(), timeout, "a message");
     }
 
     /**
@@ -181,7 +181,7 @@ public final class RdmaSession implements AutoCloseable {
      * @throws SessionLostException once the session has ended (by the peer or this side) and nothing is left to receive
      */
     public InboundMessage receive() {
-        return endpoint.await.join(messages.receive());
+        return endpoint.await.join(() -> messages.receive());
     }
 
     /**
@@ -194,7 +194,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next WRITE with immediate at most {@code timeout}, else throws {@link MooringTimeoutException}. */
     public int receiveWriteImm(Duration timeout) {
-        return endpoint.await.within(receiveWriteImmAsync(), timeout, "a write with immediate");
+        return endpoint.await.within(() -> receiveWriteImmAsync(), timeout, "a write with immediate");
     }
 
     // ---- calls -----------------------------------------------------------------------------------------------
@@ -283,12 +283,12 @@ public final class RdmaSession implements AutoCloseable {
      * lease is for, so that offers of different things need no message beside them.
      */
     public Lease offer(Block block, Duration duration, Set<Access> access, long tag) {
-        return endpoint.await.join(offerAsync(block, 0, block.size(), duration, access, tag));
+        return endpoint.await.join(() -> offerAsync(block, 0, block.size(), duration, access, tag));
     }
 
     /** Offers {@code [offset, offset + length)} of {@code block}, as {@link #offer(Block, Duration, Set)} does. */
     public Lease offer(Block block, long offset, long length, Duration duration, Set<Access> access) {
-        return endpoint.await.join(offerAsync(block, offset, length, duration, access, 0));
+        return endpoint.await.join(() -> offerAsync(block, offset, length, duration, access, 0));
     }
 
     /**
@@ -318,7 +318,7 @@ public final class RdmaSession implements AutoCloseable {
 
     /** Waits for the next offer at most {@code timeout}, else throws {@link MooringTimeoutException}. */
     public RemoteSegment receiveOffer(Duration timeout) {
-        return endpoint.await.within(receiveOfferAsync(), timeout, "an offer");
+        return endpoint.await.within(() -> receiveOfferAsync(), timeout, "an offer");
     }
 
     // ---- holder ----------------------------------------------------------------------------------------------
@@ -333,7 +333,7 @@ public final class RdmaSession implements AutoCloseable {
      *         session goes on; a lease granted after it is released as it arrives
      */
     public RemoteSegment requestRemote(long size, Duration duration, Set<Access> access) {
-        return endpoint.await.join(requestRemoteAsync(size, duration, access));
+        return endpoint.await.join(() -> requestRemoteAsync(size, duration, access));
     }
 
     /**
@@ -356,7 +356,7 @@ public final class RdmaSession implements AutoCloseable {
                     + LeaseClient.MAX_ALIGNMENT + ", the layout has " + layout.byteSize() + " and "
                     + layout.byteAlignment());
         }
-        return endpoint.await.join(client.request(layout.byteSize(), Math.max(8, layout.byteAlignment()), duration,
+        return endpoint.await.join(() -> client.request(layout.byteSize(), Math.max(8, layout.byteAlignment()), duration,
                 access));
     }
 

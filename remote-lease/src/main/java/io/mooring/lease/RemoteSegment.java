@@ -165,7 +165,7 @@ public final class RemoteSegment implements AutoCloseable {
      *         (the owner may have renewed the lease all the same)
      */
     public void renew(Duration duration) {
-        client.await.join(renewAsync(duration));
+        client.await.join(() -> renewAsync(duration));
     }
 
     /**
@@ -206,7 +206,7 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** Writes all of {@code src} at {@code offset} and waits for the completion. */
     public void write(Block src, long offset) {
-        client.await.join(writeAsync(src, offset));
+        client.await.join(() -> writeAsync(src, offset));
     }
 
     public CompletableFuture<WorkCompletion> writeAsync(Block src, long offset) {
@@ -230,12 +230,12 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** {@link #writeWithImmAsync} and waits for its completion. */
     public void writeWithImm(Block src, long offset, int immediate) {
-        client.await.join(writeWithImmAsync(src, offset, immediate));
+        client.await.join(() -> writeWithImmAsync(src, offset, immediate));
     }
 
     /** Reads {@code dst.size()} bytes at {@code offset} into {@code dst} and waits. */
     public void read(Block dst, long offset) {
-        client.await.join(readAsync(dst, offset));
+        client.await.join(() -> readAsync(dst, offset));
     }
 
     public CompletableFuture<WorkCompletion> readAsync(Block dst, long offset) {
@@ -251,7 +251,7 @@ public final class RemoteSegment implements AutoCloseable {
      * value found. {@code result} (at least 8 bytes, in memory the local NIC may write) receives it too.
      */
     public long compareAndSwap(Block result, long offset, long expected, long swap) {
-        client.await.join(compareAndSwapAsync(result, offset, expected, swap));
+        client.await.join(() -> compareAndSwapAsync(result, offset, expected, swap));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
 
@@ -265,7 +265,7 @@ public final class RemoteSegment implements AutoCloseable {
 
     /** Adds {@code add} to the 8 bytes at {@code offset}; returns the value before. */
     public long fetchAndAdd(Block result, long offset, long add) {
-        client.await.join(fetchAndAddAsync(result, offset, add));
+        client.await.join(() -> fetchAndAddAsync(result, offset, add));
         return result.segment().get(ValueLayout.JAVA_LONG, 0);
     }
 
@@ -383,7 +383,7 @@ public final class RemoteSegment implements AutoCloseable {
      */
     @Override
     public void close() {
-        client.await.join(closeAsync());
+        client.await.join(() -> closeAsync());
     }
 
     /** {@link #close()} without waiting: completes when the owner acknowledged the release. */

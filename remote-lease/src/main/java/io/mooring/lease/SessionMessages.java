@@ -3,6 +3,7 @@ package io.mooring.lease;
 import io.mooring.allocator.Block;
 import io.mooring.allocator.RdmaArena;
 import io.mooring.lifecycle.MooringTimeoutException;
+import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.WorkCompletion;
 import io.mooring.verbs.WorkRequest;
@@ -98,6 +99,7 @@ final class SessionMessages {
 
     /** Sends the whole block and waits until it is sent. */
     void sendAndWait(Block message, boolean withImmediate, int immediate) {
+        CompletionDispatcher.checkMayWait(); // before the send: refused, it must not go out unreported
         awaitSent(send(message, (int) Math.min(Integer.MAX_VALUE, message.size()), withImmediate, immediate));
     }
 
@@ -107,7 +109,7 @@ final class SessionMessages {
      */
     private void awaitSent(CompletableFuture<WorkCompletion> sent) {
         try {
-            await.within(sent, requestTimeout, "the peer's credit", () -> flow.withdraw(sent));
+            await.within(() -> sent, requestTimeout, "the peer's credit", () -> flow.withdraw(sent));
         } catch (MooringTimeoutException e) {
             throw new FlowControlException("a send to " + link.peerAddress() + " waited " + requestTimeout
                     + " for the peer's credit: the peer takes no messages");
@@ -154,11 +156,12 @@ final class SessionMessages {
      * again either way.
      */
     InboundMessage callAndWait(Block request, int length, Duration timeout) {
+        CompletionDispatcher.checkMayWait(); // before the call: refused, it must not go out unanswered
         PendingCalls.Call call = call(request, length);
         try {
-            return await.within(call.reply(), timeout, "a reply");
+            return await.within(() -> call.reply(), timeout, "a reply");
         } catch (MooringTimeoutException e) {
-            await.join(call.sent().handle((wc, failure) -> null));
+            await.join(() -> call.sent().handle((wc, failure) -> null));
             throw new MooringTimeoutException("no reply to a call within " + timeout + "; the session goes on");
         }
     }

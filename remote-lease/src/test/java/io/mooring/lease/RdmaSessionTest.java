@@ -947,7 +947,8 @@ class RdmaSessionTest {
     /**
      * A server written on the async forms runs where its messages arrive, on the endpoint's dispatcher: a request's
      * callback offers a value ({@code offerAsync} binds the key without waiting for the dispatcher it runs on) and the
-     * peer reads it. A blocking call in such a callback would wait for itself: it is refused, naming the way out.
+     * peer reads it. A blocking call in such a callback would wait for itself: it is refused, naming the way out, and
+     * before it started anything (a receive it took would swallow the next message).
      */
     @Test
     void aServerOnCallbacksOffersFromTheDispatcherWhereBlockingIsRefused() throws Exception {
@@ -976,6 +977,12 @@ class RdmaSessionTest {
         RuntimeException refused = blockingCall.get(10, TimeUnit.SECONDS);
         assertInstanceOf(WrongThreadException.class, refused, "a blocking receive on the dispatcher");
         assertTrue(refused.getMessage().contains("Use the async form"), refused.getMessage());
+        try (Block after = message("after the refusal")) { // refused before it took a receive: the next is this one's
+            requester.send(after);
+        }
+        try (InboundMessage next = owner.receive(Duration.ofSeconds(10))) {
+            assertEquals("after the refusal", text(next));
+        }
         value.close();
         assertEquals(null, owner.lostReason());
     }
