@@ -97,8 +97,8 @@ public final class CompletionDispatcher implements AutoCloseable {
     }
 
     /**
-     * Whether the caller delivers completions — a dispatcher's thread, or a caller polling for itself in
-     * {@link #await} — where the handler and every callback chained on a future it completes run: code there must not
+     * Whether the caller delivers completions — a dispatcher's thread, a caller polling for itself in {@link #await}, or
+     * an idle thread in its {@link IdleDelivery} turn — where the handler and every callback chained on a future it completes run: code there must not
      * wait for a completion, which only that thread would deliver.
      */
     public static boolean isDispatcherThread() {
@@ -167,8 +167,9 @@ public final class CompletionDispatcher implements AutoCloseable {
     }
 
     /**
-     * Naps instead of sleeping in the CQ while callers poll for themselves — one polls, or wanted to within the
-     * linger — and nobody waits to be served, then takes whatever arrived; false once this thread should poll again.
+     * Sleeps while an idle thread takes its turn at the CQ (the last to leave wakes it). Naps instead of sleeping in the
+     * CQ while callers poll for themselves — one polls, or wanted to within the linger — and nobody waits to be served,
+     * then takes whatever arrived; false once this thread should poll again.
      */
     private boolean standAside(WorkCompletion[] batch) {
         if (idlePollers.get() > 0) { // it delivers everything, callers' futures too, until it leaves
