@@ -98,8 +98,8 @@ public final class CompletionDispatcher implements AutoCloseable {
 
     /**
      * Whether the caller delivers completions — a dispatcher's thread, a caller polling for itself in {@link #await}, or
-     * an idle thread in its {@link IdleDelivery} turn — where the handler and every callback chained on a future it completes run: code there must not
-     * wait for a completion, which only that thread would deliver.
+     * an idle thread in its {@link IdleDelivery} turn — where the handler and every callback chained on a future it
+     * completes run: code there must not wait for a completion, which only that thread would deliver.
      */
     public static boolean isDispatcherThread() {
         return DISPATCHING.isBound();

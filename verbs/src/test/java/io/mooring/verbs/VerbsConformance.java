@@ -1008,7 +1008,8 @@ abstract class VerbsConformance {
         assertEquals(rounds, handledOn.size());
         long onTheLoop = handledOn.stream().filter(t -> t == loop).count();
         // Soft: 50 of 50. Without idle delivery: 0. On emulated CPUs (rxe under TCG) only the mechanism is asked for.
-        assertTrue(onTheLoop > (EmulatedCpus.inUse() ? 0 : rounds / 2), onTheLoop + " of " + rounds + " on the idle thread");
+        assertTrue(onTheLoop > (EmulatedCpus.inUse() ? 0 : rounds / 2),
+                onTheLoop + " of " + rounds + " on the idle thread");
         Throwable refused = refusal.get(10, java.util.concurrent.TimeUnit.SECONDS);
         assertInstanceOf(WrongThreadException.class, refused, String.valueOf(refused));
 
