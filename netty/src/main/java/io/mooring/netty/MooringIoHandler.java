@@ -83,7 +83,7 @@ public final class MooringIoHandler implements IoHandler {
      * caller queues it instead. Like a task's, its failure is logged.
      */
     boolean runInline(Runnable task) {
-        if (!delivering || Thread.currentThread() != loopThread) return false;
+        if (Thread.currentThread() != loopThread || !delivering) return false;
         delivering = false;
         try {
             task.run();
