@@ -55,6 +55,10 @@ import org.openjdk.jmh.annotations.Threads;
  *     its last one's send completed, into one session or one channel, a peer counting what arrives; one operation is
  *     one message received. Netty: the next write starts in the last write's listener, on the loop; {@code buffers}
  *     is the allocator the writes come from (Mooring's, posted as they are, or Netty's pooled one, copied and gathered).
+ * <li>{@code rawRoundTripChain} / {@code nettyRoundTripChain}: the same round trips, {@value #CHAIN} in a row, each
+ *     started where the last echo arrived — on the client's dispatcher (raw) or its event loop (Netty) — so that the
+ *     caller's hand-off to the loop and back (which the raw caller does not pay: it posts itself, and polls for its own
+ *     completion) is paid once per chain, not per round trip.
  * </ul>
  * Each iteration prints how many blocks both arenas handed out per operation ({@link TransportSides#reportBlocks}):
  * a Netty round trip takes one more than a raw one (the application's buffer), and any copy would add one.
@@ -69,6 +73,8 @@ public class NettyTransport {
     static final int STREAM_MESSAGE = 4096;
     /** Messages per invocation of a streams benchmark: long enough that filling and draining the streams is small. */
     static final int BURST = 1024;
+    /** Round trips per invocation of a chain benchmark. */
+    static final int CHAIN = 256;
 
     /** The caller's side of a wait: a count another thread raises, and the caller parked until it is high enough. */
     static final class Arrivals {
@@ -173,6 +179,43 @@ public class NettyTransport {
         raw.operations++;
     }
 
+    /** Raw echo, the client's dispatcher sending the next message where the last one's echo arrived. */
+    @State(Scope.Benchmark)
+    public static class RawEchoChain extends RawEcho {
+        final Arrivals chains = new Arrivals();
+        int left; // the client's dispatcher's, once a chain started
+
+        @Override
+        String label() {
+            return "raw echo chain, " + size + " B";
+        }
+
+        /** Sends the next message of the chain, or ends it. */
+        void next() {
+            if (left-- == 0) {
+                chains.add(1);
+                return;
+            }
+            CompletableFuture<InboundMessage> reply = client.receiveAsync();
+            CompletableFuture<WorkCompletion> sent = client.sendAsync(message, size);
+            reply.whenComplete((m, e) -> {
+                if (e != null) return;
+                m.close();
+                sent.whenComplete((wc, f) -> next()); // the block is the next send's once this one completed
+            });
+        }
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(CHAIN)
+    public void rawRoundTripChain(RawEchoChain raw) {
+        long target = raw.chains.count() + 1;
+        raw.left = CHAIN;
+        raw.next();
+        raw.chains.awaitAtLeast(target);
+        raw.operations += CHAIN;
+    }
+
     /** A Mooring channel to a Netty server over the Mooring transport, one event loop each side. */
     abstract static class Channels extends TransportSides {
         final Arrivals arrivals = new Arrivals();
@@ -228,6 +271,60 @@ public class NettyTransport {
         netty.client.writeAndFlush(message, netty.client.voidPromise());
         netty.arrivals.awaitAtLeast(target);
         netty.operations++;
+    }
+
+    /** Netty's echo, the client's loop writing the next message where the last one's echo was read. */
+    @State(Scope.Benchmark)
+    public static class NettyEchoChain extends Channels {
+        @Param({"64", "4096"})
+        public int size;
+        final Arrivals chains = new Arrivals();
+        int left;    // the client loop's
+        int echoed;  // bytes of the message under way echoed so far (the loop's)
+
+        @Override
+        String label() {
+            return "netty echo chain, " + size + " B";
+        }
+
+        @Setup(Level.Trial)
+        public void open() throws InterruptedException {
+            connect(new Echo(), new ChannelInboundHandlerAdapter() {
+                @Override
+                public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                    echoed += ((ByteBuf) msg).readableBytes();
+                    ((ByteBuf) msg).release();
+                    if (echoed == size) {
+                        echoed = 0;
+                        next();
+                    }
+                }
+            });
+        }
+
+        /** Writes the next message of the chain (on the loop), or ends it. */
+        void next() {
+            if (left-- == 0) {
+                chains.add(1);
+                return;
+            }
+            ByteBuf message = client.alloc().directBuffer(size);
+            message.setLong(0, 0x2a2a2a2a2a2a2a2aL);
+            message.writerIndex(size);
+            client.writeAndFlush(message, client.voidPromise());
+        }
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(CHAIN)
+    public void nettyRoundTripChain(NettyEchoChain netty) {
+        long target = netty.chains.count() + 1;
+        netty.client.eventLoop().execute(() -> {
+            netty.left = CHAIN;
+            netty.next();
+        });
+        netty.chains.awaitAtLeast(target);
+        netty.operations += CHAIN;
     }
 
     /** Netty's {@code EchoServerHandler}: what is read is written back, flushed at the end of each read. */

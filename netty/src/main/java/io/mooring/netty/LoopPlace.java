@@ -9,19 +9,24 @@ import io.netty.channel.IoRegistration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 /**
  * A Mooring channel's registration on a {@link MooringIoHandler}'s event loop, shared by both channel types: the
- * handle, the registration, the {@link Transport} it gives, and how completions reach the loop.
+ * handle, the registration, the {@link Transport} it gives, and how completions reach the loop — at once where the loop
+ * delivers them itself, else as tasks, in order either way.
  */
 final class LoopPlace {
     private final Channel channel;
     private final MooringIoHandle handle;
     private IoRegistration registration; // the loop's thread
+    private MooringIoHandler handler;     // the loop's thread: set at a registration, kept after it
     private volatile Transport transport;  // set at the first registration, kept after it
+    /** Completions handed to the loop as tasks and not run yet: one the loop delivers itself queues behind them. */
+    private final AtomicInteger queued = new AtomicInteger();
 
     LoopPlace(Channel channel) {
         this.channel = channel;
@@ -40,7 +45,8 @@ final class LoopPlace {
                 return;
             }
             registration = (IoRegistration) f.getNow();
-            transport = registration.attachment();
+            handler = registration.attachment();
+            transport = handler.transport();
             config.useTransport(transport);
             promise.setSuccess();
         });
@@ -78,13 +84,22 @@ final class LoopPlace {
     }
 
     /**
-     * Runs {@code task} on the channel's loop — what the endpoint's dispatcher calls with a completion, never waiting
-     * for the loop. If the loop has shut down, {@code orphaned} frees what the completion brought instead.
+     * Runs {@code task} on the channel's loop — what a completion's callback calls, never waiting for the loop: at once if
+     * the loop delivers that completion from its own poll and none of this channel's is queued (it would overtake them:
+     * stream bytes out of order), else as a task. If the loop has shut down, {@code orphaned} frees what the completion
+     * brought instead.
      */
     void execute(Runnable task, Runnable orphaned) {
+        EventLoop loop = channel.eventLoop();
+        if (queued.get() == 0 && loop.inEventLoop() && handler != null && handler.runInline(task)) return;
+        queued.incrementAndGet();
         try {
-            channel.eventLoop().execute(task);
+            loop.execute(() -> {
+                queued.decrementAndGet();
+                task.run();
+            });
         } catch (RejectedExecutionException shutDown) {
+            queued.decrementAndGet();
             orphaned.run();
         }
     }

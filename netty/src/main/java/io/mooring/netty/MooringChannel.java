@@ -50,8 +50,8 @@ import java.util.concurrent.CompletionException;
  * the session go out first ({@code SO_LINGER}), then closes the session off the loop; with {@code SO_LINGER} 0 the
  * peer sees a reset.
  *
- * <p>Completions come on the endpoint's dispatcher thread and are handed to the channel's loop as tasks; the loop
- * never waits for the session.
+ * <p>Completions run on the channel's loop: at once where the loop polls the endpoint's CQ itself, else handed to it
+ * as tasks ({@link MooringIoHandler}); the loop never waits for the session.
  */
 public final class MooringChannel extends AbstractChannel implements SocketChannel {
     /** Messages handed to the session and not yet sent, at most. */

@@ -1,6 +1,7 @@
 package io.mooring.netty;
 
 import io.mooring.lease.RdmaEndpoint;
+import io.mooring.verbs.IdleDelivery;
 import io.netty.channel.IoHandle;
 import io.netty.channel.IoHandler;
 import io.netty.channel.IoHandlerContext;
@@ -13,7 +14,6 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.Objects;
 import java.util.Set;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * The I/O side of a Netty 4.2 event loop running {@link MooringChannel}s and {@link MooringServerChannel}s over the
@@ -23,19 +23,27 @@ import java.util.concurrent.locks.LockSupport;
  * new ServerBootstrap().group(group).channel(MooringServerChannel.class) ...
  * new Bootstrap().group(group).channel(MooringChannel.class) ...
  * }</pre>
- * There is nothing to poll: the endpoint's dispatcher thread takes every completion and hands what concerns a channel
- * to its event loop as a task ({@code execute}), so the loop only sleeps until a task or a scheduled one is due. The
- * endpoint stays the application's: it is closed after the group has shut down.
+ * Where epoll's loop waits on its fd, this one polls the endpoint's completion queue itself while it has no task
+ * ({@link IdleDelivery}, until a task or a scheduled one is due): a completion for one of its channels runs that
+ * channel's code at once on the loop, with no hand-off between threads. One loop of a group polls at a time; what the
+ * endpoint's dispatcher thread, another loop, or a blocking caller takes meanwhile reaches a channel's loop as a task,
+ * and a completion this loop takes for a channel with such tasks queued waits behind them ({@link LoopPlace}), so a
+ * channel sees its completions in order. The endpoint stays the application's: it is closed after the group has shut
+ * down.
  */
 public final class MooringIoHandler implements IoHandler {
     private static final System.Logger LOG = System.getLogger(MooringIoHandler.class.getName());
 
     private final Transport transport;
+    private final IdleDelivery idle;
     private final Set<Registration> registrations = new HashSet<>(); // the loop's thread only
     private volatile Thread loopThread;
+    /** Whether the loop delivers completions from its own poll now, and runs none of them already (its thread only). */
+    private boolean delivering;
 
     private MooringIoHandler(Transport transport) {
         this.transport = transport;
+        this.idle = transport.endpoint().idleDelivery();
     }
 
     /** A factory for {@link MultiThreadIoEventLoopGroup}: every loop of the group serves channels of {@code endpoint}. */
@@ -48,17 +56,47 @@ public final class MooringIoHandler implements IoHandler {
     /** What a loop's channels share: the endpoint and an allocator over its arena (what received buffers belong to). */
     record Transport(RdmaEndpoint endpoint, MooringByteBufAllocator allocator) {}
 
+    /** Polls the endpoint's CQ until a task or a scheduled one is due, or once without sleeping if one is. */
     @Override
     public int run(IoHandlerContext context) {
         loopThread = Thread.currentThread();
-        if (context.canBlock()) LockSupport.parkNanos(this, context.delayNanos(System.nanoTime()));
-        return 0; // completions come as tasks, which the loop counts itself
+        long nanos = context.canBlock() ? context.delayNanos(System.nanoTime()) : 0;
+        delivering = true;
+        try {
+            return idle.deliverFor(nanos);
+        } catch (InterruptedException e) {
+            return 0; // taken, as NIO's loop takes one: a group is shut down, not interrupted
+        } finally {
+            delivering = false;
+        }
     }
 
+    /** A task came from another thread: the loop's poll ends. One the loop gives itself finds it awake. */
     @Override
     public void wakeup() {
-        Thread t = loopThread;
-        if (t != null) LockSupport.unpark(t);
+        if (Thread.currentThread() != loopThread) idle.wake();
+    }
+
+    /**
+     * Runs {@code task}, what a completion this loop delivers from its own poll brings a channel, at once, and says so;
+     * false elsewhere — and within such a task, where a completion comes from a future completed at once — so that the
+     * caller queues it instead. Like a task's, its failure is logged.
+     */
+    boolean runInline(Runnable task) {
+        if (Thread.currentThread() != loopThread || !delivering) return false;
+        delivering = false;
+        try {
+            task.run();
+        } catch (Throwable e) {
+            LOG.log(Level.WARNING, "a completion's task on " + loopThread.getName() + " threw", e);
+        } finally {
+            delivering = true;
+        }
+        return true;
+    }
+
+    Transport transport() {
+        return transport;
     }
 
     @Override
@@ -89,7 +127,7 @@ public final class MooringIoHandler implements IoHandler {
         }
     }
 
-    /** A channel's place on this loop; its attachment is the {@link Transport}. */
+    /** A channel's place on this loop; its attachment is the handler. */
     private final class Registration implements IoRegistration {
         private final MooringIoHandle handle;
         private boolean valid = true;
@@ -101,10 +139,10 @@ public final class MooringIoHandler implements IoHandler {
         @Override
         @SuppressWarnings("unchecked")
         public <T> T attachment() {
-            return (T) transport;
+            return (T) MooringIoHandler.this;
         }
 
-        /** There are no operations to submit: completions come as tasks. */
+        /** There are no operations to submit: the loop polls the endpoint's CQ as a whole. */
         @Override
         public long submit(IoOps ops) {
             throw new UnsupportedOperationException("a Mooring channel submits no I/O operations to its event loop");

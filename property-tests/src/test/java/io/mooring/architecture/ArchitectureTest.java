@@ -96,7 +96,8 @@ class ArchitectureTest {
             "\\b(long|int)\\s+\\w*(?i:nanos|micros|millis|seconds|timeout|delay|period)\\b");
     /** A callback called on every pass of a loop may take nanoseconds: no object per call (api-style.md). */
     static final Set<String> LOOP_CLOCKS = Set.of("lifecycle/src/main/java/io/mooring/lifecycle/IdleStrategy.java",
-            "lifecycle/src/main/java/io/mooring/lifecycle/BackoffIdleStrategy.java");
+            "lifecycle/src/main/java/io/mooring/lifecycle/BackoffIdleStrategy.java",
+            "verbs/src/main/java/io/mooring/verbs/IdleDelivery.java");
     /** An IllegalStateException made for a use after close: its argument speaks of closed or destroyed. */
     private static final Pattern ILLEGAL_STATE = Pattern.compile("new IllegalStateException\\(([^;]*)");
     private static final Pattern CLOSED = Pattern.compile("(?i)closed|destroyed");

@@ -6,6 +6,7 @@ import io.mooring.lifecycle.ResourceClosedException;
 import io.mooring.verbs.CompletionDispatcher;
 import io.mooring.verbs.CompletionQueue;
 import io.mooring.verbs.ConnectOptions;
+import io.mooring.verbs.IdleDelivery;
 import io.mooring.verbs.ProtectionDomain;
 import io.mooring.verbs.values.Access;
 import java.io.IOException;
@@ -58,6 +59,7 @@ public final class RdmaEndpoint implements AutoCloseable {
     private final int messageWindow;
     private final int maxSessions;
     private final CompletionQueue cq;
+    private final CompletionDispatcher dispatcher;
     /** How the blocking forms of every session wait. */
     final Await await;
     private final MessageReceives receives;
@@ -97,7 +99,7 @@ public final class RdmaEndpoint implements AutoCloseable {
         MessageReceives made = null;
         try {
             made = new MessageReceives(pd, arena, maxMessageSize, maxSessions * messageWindow);
-            cq.startDispatcher(b.polling, registry::deliver);
+            this.dispatcher = cq.startDispatcher(b.polling, registry::deliver);
         } catch (RuntimeException e) {
             if (made != null) made.close();
             cq.close();
@@ -255,6 +257,14 @@ public final class RdmaEndpoint implements AutoCloseable {
 
     CompletionQueue cq() {
         return cq;
+    }
+
+    /**
+     * A turn for a thread that would otherwise sleep — a Netty event loop's — to deliver this endpoint's completions
+     * itself, so that what they complete runs there with no hand-off from the dispatcher's thread ({@link IdleDelivery}).
+     */
+    public IdleDelivery idleDelivery() {
+        return dispatcher.idleDelivery();
     }
 
     MessageReceives receives() {

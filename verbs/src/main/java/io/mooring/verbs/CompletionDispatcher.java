@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 /**
@@ -25,7 +26,9 @@ import java.util.function.Consumer;
  * <p>In EVENTS mode a platform thread that waits for one of its futures ({@link #await}) polls the CQ itself while
  * nobody else does (the leader/follower pattern): the completion it waits for then wakes the thread that needs it,
  * not this one first and the caller after it — one thread wake-up per blocking call instead of two. While callers
- * poll for themselves this thread stands aside, napping, and takes what arrives between their calls.
+ * poll for themselves this thread stands aside, napping, and takes what arrives between their calls. An idle thread
+ * that would otherwise sleep — a Netty event loop's — lends itself the same way for as long as it likes
+ * ({@link IdleDelivery}); this thread then sleeps until the last such thread leaves the CQ.
  */
 public final class CompletionDispatcher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(CompletionDispatcher.class.getName());
@@ -65,6 +68,16 @@ public final class CompletionDispatcher implements AutoCloseable {
     /** How it stands aside: a park of one linger (an unpark cuts it short). */
     private final IdleStrategy nap =
             IdleStrategy.backoff(Duration.ofNanos(LINGER_NANOS), Duration.ofNanos(LINGER_NANOS));
+    /** Threads in an {@link IdleDelivery} turn that poll the CQ or are about to: this thread stands aside for them. */
+    private final AtomicInteger idlePollers = new AtomicInteger();
+    /** Whether this thread sleeps until idle pollers leave: the last to leave unparks it. */
+    private volatile boolean parkedForIdle;
+    /** Whether this thread holds the CQ asleep in it: an idle poller wakes it to take over. */
+    private volatile boolean sleepingInCq;
+    /** Why this thread's sleep in the CQ ends early. */
+    private final BooleanSupplier yieldToIdle = () -> idlePollers.get() > 0 || !running;
+    /** Binds {@link #DISPATCHING} for a thread that delivers here; made once, as it is used for every idle turn. */
+    private final ScopedValue.Carrier dispatching = ScopedValue.where(DISPATCHING, this);
 
     CompletionDispatcher(CompletionRouter router, Mode mode, Consumer<WorkCompletion> handler,
                          CompletionQueue.DispatcherSlot slot) {
@@ -84,9 +97,9 @@ public final class CompletionDispatcher implements AutoCloseable {
     }
 
     /**
-     * Whether the caller delivers completions — a dispatcher's thread, or a caller polling for itself in
-     * {@link #await} — where the handler and every callback chained on a future it completes run: code there must not
-     * wait for a completion, which only that thread would deliver.
+     * Whether the caller delivers completions — a dispatcher's thread, a caller polling for itself in {@link #await}, or
+     * an idle thread in its {@link IdleDelivery} turn — where the handler and every callback chained on a future it
+     * completes run: code there must not wait for a completion, which only that thread would deliver.
      */
     public static boolean isDispatcherThread() {
         return DISPATCHING.isBound();
@@ -106,7 +119,7 @@ public final class CompletionDispatcher implements AutoCloseable {
     }
 
     private void run() {
-        ScopedValue.where(DISPATCHING, this).run(this::dispatch);
+        dispatching.run(this::dispatch);
     }
 
     private void dispatch() {
@@ -118,7 +131,16 @@ public final class CompletionDispatcher implements AutoCloseable {
                 poller.lockInterruptibly();
                 try {
                     if (!running) break; // closed by a caller that delivered meanwhile
-                    n = mode == Mode.BUSY_POLL ? router.poll(batch) : router.pollWaiting(batch, IDLE_WAIT_NANOS, true);
+                    if (mode == Mode.BUSY_POLL) {
+                        n = router.poll(batch);
+                    } else {
+                        sleepingInCq = true;
+                        try {
+                            n = router.pollWaiting(batch, IDLE_WAIT_NANOS, true, yieldToIdle);
+                        } finally {
+                            sleepingInCq = false;
+                        }
+                    }
                     deliver(batch, n);
                 } finally {
                     poller.unlock();
@@ -145,10 +167,17 @@ public final class CompletionDispatcher implements AutoCloseable {
     }
 
     /**
-     * Naps instead of sleeping in the CQ while callers poll for themselves — one polls, or wanted to within the
-     * linger — and nobody waits to be served, then takes whatever arrived; false once this thread should poll again.
+     * Sleeps while an idle thread takes its turn at the CQ (the last to leave wakes it). Naps instead of sleeping in the
+     * CQ while callers poll for themselves — one polls, or wanted to within the linger — and nobody waits to be served,
+     * then takes whatever arrived; false once this thread should poll again.
      */
     private boolean standAside(WorkCompletion[] batch) {
+        if (idlePollers.get() > 0) { // it delivers everything, callers' futures too, until it leaves
+            parkedForIdle = true;
+            if (idlePollers.get() > 0) LockSupport.parkNanos(this, IDLE_WAIT_NANOS);
+            parkedForIdle = false;
+            return true;
+        }
         if (waitingToBeServed.get() > 0 || !poller.isLocked() && System.nanoTime() - callerActive > LINGER_NANOS) {
             return false;
         }
@@ -225,17 +254,94 @@ public final class CompletionDispatcher implements AutoCloseable {
 
     /** Polls and delivers on the caller's thread until {@code f} is done, {@code until} or this dispatcher's end. */
     private void pollFor(CompletableFuture<?> f, long until) throws InterruptedException {
-        ScopedValue.where(DISPATCHING, this).call(() -> {
+        dispatching.call(() -> {
             long left;
             try {
                 while (!f.isDone() && running && (left = until - System.nanoTime()) > 0) {
-                    deliver(callerBatch, router.pollWaiting(callerBatch, Math.min(left, LINGER_NANOS), true));
+                    deliver(callerBatch, router.pollWaiting(callerBatch, Math.min(left, LINGER_NANOS), true,
+                            CompletionRouter.NEVER));
                 }
             } catch (RuntimeException e) {
                 pollingFailed(e); // fails f too, if it is a request on this CQ
             }
             return null;
         });
+    }
+
+    /** A turn for an idle thread to deliver this dispatcher's completions ({@link IdleDelivery}). */
+    public IdleDelivery idleDelivery() {
+        return new IdleDelivery(this);
+    }
+
+    boolean isRunning() {
+        return running;
+    }
+
+    /** Cuts short the sleep in the CQ under way, whoever polls. */
+    void wakePoller() {
+        router.wake();
+    }
+
+    /**
+     * {@link IdleDelivery#deliverFor}: takes the CQ if nobody holds it — or if this dispatcher's thread sleeps in it, by
+     * waking it (it sees an idle poller, lets go and stands aside) — and polls it once, with {@code d.lookUp} ending the
+     * sleep; else parks. Leaving, the last idle poller lets this thread stand aside a linger more (the loop is likely
+     * back soon) and then take the CQ again.
+     */
+    int deliverIdle(IdleDelivery d, long nanos) throws InterruptedException {
+        d.owner = Thread.currentThread();
+        if (d.woken) {
+            d.woken = false;
+            return 0;
+        }
+        d.deadline = System.nanoTime() + Math.min(Math.max(0, nanos), Long.MAX_VALUE / 4);
+        if (mode == Mode.EVENTS && running && !Thread.currentThread().isVirtual() && !isDispatcherThread()) {
+            idlePollers.incrementAndGet();
+            boolean locked = false;
+            try {
+                locked = poller.tryLock();
+                if (!locked && nanos > 0) {
+                    if (sleepingInCq) router.wake();
+                    locked = poller.tryLock(LINGER_NANOS, TimeUnit.NANOSECONDS);
+                }
+                if (locked) {
+                    int n = dispatching.call(d.turn);
+                    d.woken = false;
+                    return n;
+                }
+            } finally {
+                if (locked) poller.unlock();
+                if (idlePollers.decrementAndGet() == 0) {
+                    callerActive = System.nanoTime();
+                    if (parkedForIdle) LockSupport.unpark(thread);
+                }
+            }
+        }
+        d.park();
+        return 0;
+    }
+
+    /** One idle turn's poll, holding the CQ: what came, or a sleep until something does, a wake or the deadline. */
+    int pollIdle(IdleDelivery d) throws InterruptedException {
+        try {
+            long left = d.deadline - System.nanoTime();
+            int n;
+            if (left <= 0 || !running) {
+                n = running ? router.poll(callerBatch) : 0;
+            } else {
+                d.inCq = true;
+                try {
+                    n = router.pollWaiting(callerBatch, left, true, d.lookUp);
+                } finally {
+                    d.inCq = false;
+                }
+            }
+            deliver(callerBatch, n);
+            return n;
+        } catch (RuntimeException e) {
+            pollingFailed(e);
+            return 0;
+        }
     }
 
     private static WorkCompletion[] newBatch() {
@@ -269,6 +375,7 @@ public final class CompletionDispatcher implements AutoCloseable {
     public void close() {
         running = false;
         LockSupport.unpark(thread);
+        router.wake(); // whoever sleeps in the CQ — an idle thread, say — looks up and leaves
         if (Thread.currentThread() != thread && !poller.isHeldByCurrentThread()) {
             try {
                 thread.join();

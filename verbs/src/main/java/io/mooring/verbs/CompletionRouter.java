@@ -5,6 +5,7 @@ import io.mooring.verbs.spi.CqOps;
 import io.mooring.verbs.values.WcOpcode;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 
 /**
  * What a completion queue does with each polled completion: finds the queue it belongs to — the QP's send or
@@ -14,6 +15,8 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link CompletionQueue} handle so that a dispatcher thread can poll without keeping the handle reachable.
  */
 final class CompletionRouter implements CompletionSink {
+    /** For a poller nobody asks to look up early. */
+    static final BooleanSupplier NEVER = () -> false;
     final CqOps ops;
     final String name;
     private final QpTable qps;
@@ -64,15 +67,17 @@ final class CompletionRouter implements CompletionSink {
      * So only the deadline ends the wait with 0.
      */
     int pollWaiting(WorkCompletion[] into, long timeoutNanos) throws InterruptedException {
-        return pollWaiting(into, timeoutNanos, false);
+        return pollWaiting(into, timeoutNanos, false, NEVER);
     }
 
     /**
      * {@link #pollWaiting(WorkCompletion[], long)}, which with {@code anyProgress} also returns (0, if nothing else
      * came) once a completion has completed a future: a dispatcher then looks whether a caller polls for itself, and
-     * a caller whether the future was its own.
+     * a caller whether the future was its own. It also returns 0 instead of sleeping once {@code lookUp} is true; a
+     * thread that makes it so calls {@link #wake()} after, which ends a sleep under way.
      */
-    int pollWaiting(WorkCompletion[] into, long timeoutNanos, boolean anyProgress) throws InterruptedException {
+    int pollWaiting(WorkCompletion[] into, long timeoutNanos, boolean anyProgress, BooleanSupplier lookUp)
+            throws InterruptedException {
         long deadline = System.nanoTime() + timeoutNanos;
         long completed = futuresCompleted;
         while (true) {
@@ -80,10 +85,15 @@ final class CompletionRouter implements CompletionSink {
             if (n != 0 || anyProgress && futuresCompleted != completed) return n;
             ops.requestNotify();
             n = poll(into);
-            if (n != 0 || anyProgress && futuresCompleted != completed) return n;
+            if (n != 0 || anyProgress && futuresCompleted != completed || lookUp.getAsBoolean()) return n;
             long left = deadline - System.nanoTime();
             if (left <= 0 || !ops.awaitEvent(left)) return 0;
         }
+    }
+
+    /** Ends the sleep of the {@code pollWaiting} under way, or of the next one; from any thread. */
+    void wake() {
+        ops.wake();
     }
 
     /**

@@ -32,6 +32,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
@@ -961,6 +962,76 @@ abstract class VerbsConformance {
                 String.valueOf(refused));
         assertTrue(others.stream().anyMatch(wc -> wc.wrId() == 78 && wc.status() == WcStatus.SUCCESS), others::toString);
         b.expect(WcStatus.SUCCESS);
+    }
+
+    /**
+     * An idle thread lends itself to delivery ({@link IdleDelivery}, a Netty loop's way): what comes while it polls is
+     * delivered on it — where a wait is refused, as on the dispatcher's thread — and the dispatcher's thread stands
+     * aside. A wake from another thread ends its turn at once: one under way (asleep in the CQ: soft's semaphore, ibv's
+     * eventfd), one that comes before the turn (it is kept), and the dispatcher's close.
+     */
+    @Test
+    void anIdleThreadDeliversOnItselfUntilWoken() throws Exception {
+        List<Thread> handledOn = new CopyOnWriteArrayList<>();
+        var refusal = new CompletableFuture<Throwable>();
+        var never = new CompletableFuture<WorkCompletion>();
+        CompletionDispatcher d = a.cq.startDispatcher(CompletionDispatcher.Mode.EVENTS, wc -> {
+            if (!refusal.isDone() && !Thread.currentThread().getName().startsWith("mooring-dispatcher")) {
+                try {
+                    a.cq.await(never, Duration.ofMillis(1));
+                    refusal.complete(null);
+                } catch (Throwable t) {
+                    refusal.complete(t);
+                }
+            }
+            handledOn.add(Thread.currentThread());
+        });
+        IdleDelivery idle = d.idleDelivery();
+        long minute = Duration.ofMinutes(1).toNanos();
+        var stop = new AtomicBoolean();
+        Thread loop = Thread.ofPlatform().name("idle-loop").start(() -> {
+            try {
+                while (!stop.get()) idle.deliverFor(minute); // only a delivery or a wake ends a turn
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        });
+        MemoryRegion src = a.open(64, 0x31);
+        MemoryRegion dst = b.open(64, 0);
+        int rounds = 50;
+        for (int i = 0; i < rounds; i++) {
+            Thread.sleep(2); // the loop is idle: it polls
+            a.qp.post(WorkRequest.write(src, 0, 64).remote(dst.address(), dst.rkey()).wrId(i));
+            long deadline = System.nanoTime() + Endpoint.WAIT.toNanos();
+            while (handledOn.size() <= i && System.nanoTime() < deadline) Thread.sleep(1);
+        }
+        assertEquals(rounds, handledOn.size());
+        long onTheLoop = handledOn.stream().filter(t -> t == loop).count();
+        // Soft: 50 of 50. Without idle delivery: 0. On emulated CPUs (rxe under TCG) only the mechanism is asked for.
+        assertTrue(onTheLoop > (EmulatedCpus.inUse() ? 0 : rounds / 2),
+                onTheLoop + " of " + rounds + " on the idle thread");
+        Throwable refused = refusal.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertInstanceOf(WrongThreadException.class, refused, String.valueOf(refused));
+
+        stop.set(true);
+        idle.wake();
+        loop.join(Duration.ofSeconds(10));
+        assertFalse(loop.isAlive(), "a wake did not end the idle turn");
+
+        idle.wake(); // kept for the next turn, which ends at once
+        assertEquals(0, idle.deliverFor(minute));
+
+        Thread closed = Thread.ofPlatform().start(() -> {
+            try {
+                idle.deliverFor(minute);
+            } catch (InterruptedException e) {
+                throw new AssertionError(e);
+            }
+        });
+        while (!idle.inCq) Thread.sleep(1); // asleep in the CQ
+        d.close();
+        closed.join(Duration.ofSeconds(10));
+        assertFalse(closed.isAlive(), "closing the dispatcher did not end the idle turn");
     }
 
     /**

@@ -170,6 +170,8 @@ final class Ibv {
     static final MethodHandle EVENTFD = libc("eventfd", FunctionDescriptor.of(C_INT, C_INT, C_INT));
     /** {@code ssize_t write(int fd, const void *buf, size_t count)} */
     static final MethodHandle WRITE = libc("write", FunctionDescriptor.of(JAVA_LONG, C_INT, C_PTR, JAVA_LONG));
+    /** {@code ssize_t read(int fd, void *buf, size_t count)} */
+    static final MethodHandle READ = libc("read", FunctionDescriptor.of(JAVA_LONG, C_INT, C_PTR, JAVA_LONG));
     /** {@code int close(int fd)} */
     static final MethodHandle CLOSE = libc("close", FunctionDescriptor.of(C_INT, C_INT));
 

@@ -2,6 +2,7 @@ package io.mooring.verbs.ibv;
 
 import static io.mooring.verbs.ibv.IbvCalls.callAddress;
 import static io.mooring.verbs.ibv.IbvCalls.callInt;
+import static io.mooring.verbs.ibv.IbvCalls.callLong;
 import static io.mooring.verbs.ibv.IbvCalls.callVoid;
 import static io.mooring.verbs.ibv.IbvProvider.errnoOf;
 import static io.mooring.verbs.ibv.IbvStructs.offsetOf;
@@ -20,7 +21,8 @@ import java.util.concurrent.locks.ReentrantLock;
 /**
  * A completion queue with its own completion channel. Polling reuses one preallocated {@code ibv_wc} array
  * (nothing is allocated per poll); the channel's fd is non-blocking, and {@link #awaitEvent} sleeps in
- * {@code poll(2)} so a waiting dispatcher costs no CPU and a timeout needs no signal.
+ * {@code poll(2)} so a waiting dispatcher costs no CPU and a timeout needs no signal. Beside the channel's fd it polls
+ * an eventfd of its own, which {@link #wake} writes: another thread cuts the sleep short at once.
  */
 @SuppressWarnings("restricted") // reads structs at the pointers libibverbs returns; native access is this module's
 final class IbvCq implements CqOps {
@@ -29,6 +31,8 @@ final class IbvCq implements CqOps {
     private static final long WC_SIZE = IbvStructs.WC.byteSize();
     /** The longest single poll(2) sleep, so an interrupt is noticed within this many milliseconds. */
     private static final int MAX_SLEEP_MILLIS = 100;
+    /** Where the eventfd's {@code pollfd} starts, behind the channel's. */
+    private static final long WAKE_POLLFD = IbvStructs.POLLFD.byteSize();
 
     final IbvContext context;
     final String name;
@@ -37,7 +41,11 @@ final class IbvCq implements CqOps {
     private final MemorySegment pollFd;
     private final MemorySegment eventCq;
     private final MemorySegment eventContext;
+    /** What {@link #wake} writes (read by the kernel only) and where a wake is read back into (under the event lock). */
+    private final MemorySegment one;
+    private final MemorySegment woken;
     private final ReentrantLock eventLock = new ReentrantLock();
+    private int wakeFd;            // the eventfd; -1 once closed (guarded by this)
     private MemorySegment channel; // null once destroyed
     final MemorySegment cq;        // the ibv_cq; NULL once destroyed
     private boolean cqDestroyed;
@@ -47,7 +55,10 @@ final class IbvCq implements CqOps {
         this.name = "cq on " + context.name;
         MemorySegment ch = MemorySegment.NULL;
         MemorySegment created = MemorySegment.NULL;
+        int wake = -1;
         try {
+            wake = callInt(Ibv.EVENTFD, Ibv.errnoState(), 0, IbvStructs.EFD_NONBLOCK | IbvStructs.EFD_CLOEXEC);
+            if (wake < 0) throw IbvErrors.fail("eventfd", Ibv.errno(), "the wake-up of a cq on " + context.name);
             ch = callAddress(Ibv.CREATE_COMP_CHANNEL, Ibv.errnoState(), context.ctx);
             if (ch.equals(MemorySegment.NULL)) throw IbvErrors.fail("ibv_create_comp_channel", Ibv.errno(), context.name);
             ch = ch.reinterpret(IbvStructs.COMP_CHANNEL.byteSize());
@@ -60,17 +71,24 @@ final class IbvCq implements CqOps {
         } catch (RuntimeException | Error e) {
             // nothing half-made survives: the channel goes if the CQ could not be created
             if (!ch.equals(MemorySegment.NULL)) destroyChannelQuietly(ch);
+            if (wake >= 0) callInt(Ibv.CLOSE, Ibv.errnoState(), wake);
             block.free();
             throw e;
         }
+        this.wakeFd = wake;
         this.channel = ch;
         this.cq = created.reinterpret(IbvStructs.CQ.byteSize());
         this.wcs = block.allocate(IbvStructs.WC, BATCH);
-        this.pollFd = block.allocate(IbvStructs.POLLFD);
+        this.pollFd = block.allocate(IbvStructs.POLLFD, 2);
         this.eventCq = block.allocate(ADDRESS);
         this.eventContext = block.allocate(ADDRESS);
+        this.one = block.allocate(JAVA_LONG);
+        this.woken = block.allocate(JAVA_LONG);
+        one.set(JAVA_LONG, 0, 1);
         pollFd.set(JAVA_INT, IbvStructs.POLLFD_FD, ch.get(JAVA_INT, offsetOf(IbvStructs.COMP_CHANNEL, "fd")));
         pollFd.set(JAVA_SHORT, IbvStructs.POLLFD_EVENTS, (short) IbvStructs.POLLIN);
+        pollFd.set(JAVA_INT, WAKE_POLLFD + IbvStructs.POLLFD_FD, wake);
+        pollFd.set(JAVA_SHORT, WAKE_POLLFD + IbvStructs.POLLFD_EVENTS, (short) IbvStructs.POLLIN);
         context.cqs.put(cq.address(), this);
     }
 
@@ -127,9 +145,13 @@ final class IbvCq implements CqOps {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) return false;
                 int millis = (int) Math.min(MAX_SLEEP_MILLIS, Math.max(1, TimeUnit.NANOSECONDS.toMillis(left + 999_999)));
-                int n = callInt(Ibv.POLL, Ibv.errnoState(), pollFd, 1L, millis);
+                int n = callInt(Ibv.POLL, Ibv.errnoState(), pollFd, 2L, millis);
                 if (n < 0 && Ibv.errno() != Errno.EINTR.number()) {
                     throw IbvErrors.fail("poll", Ibv.errno(), "completion channel of " + name);
+                }
+                if (n > 0 && (pollFd.get(JAVA_SHORT, WAKE_POLLFD + IbvStructs.POLLFD_REVENTS) & IbvStructs.POLLIN) != 0) {
+                    callLong(Ibv.READ, Ibv.errnoState(), wakeFd, woken, JAVA_LONG.byteSize()); // every wake so far
+                    return true;
                 }
             }
         } finally {
@@ -147,6 +169,12 @@ final class IbvCq implements CqOps {
         }
         callVoid(Ibv.ACK_CQ_EVENTS, eventCq.get(ADDRESS, 0), 1);
         return true;
+    }
+
+    /** Writes the eventfd; under this CQ's lock, so never after {@link #destroy} closed it (its number may be reused). */
+    @Override
+    public synchronized void wake() {
+        if (wakeFd >= 0) callLong(Ibv.WRITE, Ibv.errnoState(), wakeFd, one, JAVA_LONG.byteSize());
     }
 
     /**
@@ -167,6 +195,8 @@ final class IbvCq implements CqOps {
                 if (rc != 0) throw IbvErrors.fail("ibv_destroy_comp_channel", errnoOf(rc), name);
                 channel = null;
             }
+            if (wakeFd >= 0) callInt(Ibv.CLOSE, Ibv.errnoState(), wakeFd);
+            wakeFd = -1;
             block.free();
         }
     }

@@ -152,6 +152,12 @@ final class SoftCq implements CqOps {
         return events.tryAcquire(timeoutNanos, TimeUnit.NANOSECONDS);
     }
 
+    /** A permit like an event's: the waiter returns and polls, finding nothing new, as after a stale event. */
+    @Override
+    public void wake() {
+        events.release();
+    }
+
     @Override
     public void destroy() {
         if (users.get() > 0) {

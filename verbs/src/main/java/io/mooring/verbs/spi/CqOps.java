@@ -19,6 +19,12 @@ public interface CqOps {
      */
     boolean awaitEvent(long timeoutNanos) throws InterruptedException;
 
+    /**
+     * Makes the {@link #awaitEvent} under way return true at once, or the next one if none is (a wake is kept, not
+     * lost): another thread wants the poller to look up. From any thread; a no-op once the CQ is destroyed.
+     */
+    void wake();
+
     /** {@code ibv_destroy_cq} and its channel; called after every QP on it was destroyed. */
     void destroy();
 }
