@@ -256,6 +256,12 @@ public final class LeaseCache<K> implements AutoCloseable {
             // A lease the owner revokes leaves at once (its release is the answer), not when it is next asked for.
             l.segment.revoked().thenRunAsync(() -> cache.synchronous().asMap().remove(key, l), executor);
             if (closed) cache.synchronous().asMap().remove(key, l); // loaded after close: nobody else takes it out
+            // Caffeine applies this load's weight and expiry in its maintenance; one that reaches it while a
+            // maintenance runs is left (off the common pool) to the next cache activity — in an idle cache none, so
+            // the lease would outlive its margin and the owner expire it. So the maintenance runs once more, shortly
+            // after Caffeine has taken the load in.
+            CompletableFuture.delayedExecutor(MAINTENANCE_NANOS, TimeUnit.NANOSECONDS, executor)
+                    .execute(cache.synchronous()::cleanUp);
         });
         return cached;
     }
