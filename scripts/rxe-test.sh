@@ -73,10 +73,11 @@ fi
 # The tests run in verbs/ as under Maven (the layout test finds its C program there).
 # What the module's surefire configuration gives the tests (native access, two soft devices), plus C1 only:
 # under TCG the C2 compiler costs more emulated CPU than its code saves in these short runs. A test that
-# exceeds its @Timeout prints every thread's stack before it is interrupted.
+# exceeds its @Timeout, or 10 minutes without one, prints every thread's stack before it is interrupted: the console
+# launcher prints nothing until the end, so a hung test would otherwise only run into the VM's bound, unnamed.
 jvm=(-Dbasedir="$PWD/verbs" --enable-native-access=ALL-UNNAMED -Dmooring.soft.devices=2
   -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djunit.jupiter.execution.timeout.threaddump.enabled=true
-  "${props[@]}")
+  -Djunit.jupiter.execution.timeout.default=600s "${props[@]}")
 
 echo "rxe-test: running the ibv tests in the rxe VM (bounded to ${timeout_s}s)"
 rm -f "$reports"/TEST-*.xml
