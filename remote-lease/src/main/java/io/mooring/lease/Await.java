@@ -26,8 +26,8 @@ final class Await {
     }
 
     /**
-     * Starts {@code work} and waits for it without a bound (its own timeouts end it); an interrupt is kept for later, as
-     * join does.
+     * Starts {@code work} and waits for it without a bound (its own timeouts end it); an interrupt is kept for later,
+     * as join does.
      */
     <T> T join(Supplier<CompletableFuture<T>> work) {
         CompletionDispatcher.checkMayWait();
@@ -51,9 +51,9 @@ final class Await {
     }
 
     /**
-     * Starts {@code work} and waits for it — {@code what} the caller waits for — at most {@code timeout}; cancels it if
-     * the wait ends first. If {@code f} completes between the wait's end and the cancel, its outcome is returned (or thrown) after
-     * all: it may hold what only this caller can take (a received message, a sent message's completion).
+     * Starts {@code work} and waits for it — {@code what} the caller waits for — at most {@code timeout}; cancels it
+     * if the wait ends first. If it completes between the wait's end and the cancel, its outcome is returned (or
+     * thrown) after all: it may hold what only this caller can take (a received message, a sent message's completion).
      *
      * @throws MooringTimeoutException naming {@code what} and the timeout
      */
